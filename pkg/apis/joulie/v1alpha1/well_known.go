@@ -1,0 +1,54 @@
+package v1alpha1
+
+// Node labels and pod annotations of the Joulie contract (SPEC.md, "Labels
+// and annotations"). Schedulers, pod authors and admins depend on these
+// exact strings, so they never change within an API version.
+const (
+	// LabelManaged selects a node for Joulie ("true"); it is the chart's
+	// default NODE_SELECTOR.
+	LabelManaged = "joulie.io/managed"
+	// LabelReserved ("true") keeps a managed node out of planning.
+	LabelReserved = "joulie.io/reserved"
+	// LabelPowerProfile carries the node's current profile, one of
+	// ProfilePerformance or ProfileEco. Written by the controller.
+	LabelPowerProfile = "joulie.io/power-profile"
+	// LabelDraining is "true" while a node planned for eco still runs
+	// performance-sensitive pods, "false" otherwise. Eco-only pods should
+	// exclude draining nodes with `joulie.io/draining NotIn ["true"]`.
+	LabelDraining = "joulie.io/draining"
+
+	// LabelHWCPUModel, LabelHWGPUModel and LabelHWGPUCount give a node's
+	// hardware identity when no NodeHardware has been published yet.
+	LabelHWCPUModel = "joulie.io/hw.cpu-model"
+	LabelHWGPUModel = "joulie.io/hw.gpu-model"
+	LabelHWGPUCount = "joulie.io/hw.gpu-count"
+
+	// AnnotationWorkloadClass on a pod is WorkloadClassPerformance or
+	// WorkloadClassStandard (the default when absent).
+	AnnotationWorkloadClass = "joulie.io/workload-class"
+)
+
+// Values of AnnotationWorkloadClass.
+const (
+	WorkloadClassPerformance = "performance"
+	WorkloadClassStandard    = "standard"
+)
+
+// Extended resources through which device plugins advertise GPUs; the
+// controller falls back on them for the GPU count of a node.
+const (
+	ResourceNVIDIAGPU = "nvidia.com/gpu"
+	ResourceAMDGPU    = "amd.com/gpu"
+)
+
+// Profile is the power profile a node supplies.
+// +kubebuilder:validation:Enum=performance;eco
+type Profile string
+
+const (
+	// ProfilePerformance runs the node uncapped (by default at 100% of
+	// its caps) for work that needs full speed.
+	ProfilePerformance Profile = "performance"
+	// ProfileEco caps the node to save energy.
+	ProfileEco Profile = "eco"
+)
