@@ -1,0 +1,133 @@
+// Package powerest estimates the power a pod will add to a node if it is
+// placed there, so that the scheduler extender can score the same node
+// differently for a 2-core pod and for an 8-GPU training job.
+//
+// The marginal power of a pod is its share of the node's CPU and GPU
+// maximum power, discounted by how hard such a pod typically drives the
+// hardware:
+//
+//	cpuW   = CPUUtil × min(podCPUCores / nodeCPUCores, 1) × nodeCPUMaxW
+//	gpuW   = GPUUtil × min(podGPUs / nodeGPUs, 1) × nodeGPUs × gpuMaxW
+//	totalW = cpuW + gpuW
+//
+// nodeCPUMaxW is the maximum of all CPU sockets together; nodeGPUs × gpuMaxW
+// is the maximum of all GPUs together. GPUUtil is GPUUtilPerformance for
+// performance pods and GPUUtilStandard otherwise, because performance
+// workloads typically keep their GPUs busier. When the node's PUE is known
+// and above 1, each of cpuW, gpuW and totalW is multiplied by it, so that a
+// watt placed where cooling is less efficient costs what the facility pays
+// for it.
+//
+// The default coefficients are CPUUtil 0.8, GPUUtilStandard 0.6 and
+// GPUUtilPerformance 0.9 (DefaultCoefficients); operators tune them with
+// MARGINAL_CPU_UTIL_COEFF, MARGINAL_GPU_UTIL_COEFF_STANDARD and
+// MARGINAL_GPU_UTIL_COEFF_PERFORMANCE.
+//
+// Worked example: a pod requesting 8 cores on a 64-core node whose sockets
+// together draw at most 500 W adds 0.8 × 8/64 × 500 = 50 W. On a node capped
+// at 600 W that measures 300 W, the extender's projected headroom becomes
+// (600 − 350) / 600 × 100 = 41.7.
+//
+// Everything here is a pure function over values and allocation-free, since
+// the extender estimates one pod against thousands of nodes per request.
+package powerest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Environment variables that override DefaultCoefficients in the extender.
+const (
+	EnvCPUUtilCoeff            = "MARGINAL_CPU_UTIL_COEFF"
+	EnvGPUUtilCoeffStandard    = "MARGINAL_GPU_UTIL_COEFF_STANDARD"
+	EnvGPUUtilCoeffPerformance = "MARGINAL_GPU_UTIL_COEFF_PERFORMANCE"
+)
+
+// Coefficients are the fractions of its share of a node's maximum power that
+// a pod is expected to draw. The JSON names are those of the extender's
+// /debug/scoring output.
+type Coefficients struct {
+	// CPUUtil scales the CPU term for every pod.
+	CPUUtil float64 `json:"cpuUtilCoeff"`
+	// GPUUtilStandard scales the GPU term for standard pods.
+	GPUUtilStandard float64 `json:"gpuUtilCoeffStandard"`
+	// GPUUtilPerformance scales the GPU term for performance pods.
+	GPUUtilPerformance float64 `json:"gpuUtilCoeffPerformance"`
+}
+
+// DefaultCoefficients returns the coefficients the extender uses when no
+// environment variable overrides them, the values the scheduler-extender
+// design documents in its /debug/scoring example. A CPU-bound pod rarely
+// holds every requested core at full power for long (0.8); a standard GPU
+// job spends part of its time on input, checkpoints and host work (0.6),
+// while a performance job keeps its GPUs near their limit (0.9).
+func DefaultCoefficients() Coefficients {
+	return Coefficients{CPUUtil: 0.8, GPUUtilStandard: 0.6, GPUUtilPerformance: 0.9}
+}
+
+// Validate checks that every coefficient is a finite number in [0, 1]. One
+// above 1 would claim that a pod draws more than the maximum power of the
+// share it requested, which the model's clamp to the node's maximum cannot
+// represent consistently; a negative one would make heavy pods look like
+// they free power and attract them to the busiest nodes. Zero is allowed: it
+// switches a term off, for operators who want placement to ignore it. The
+// error names the environment variable that sets the offending value.
+func (c Coefficients) Validate() error {
+	return errors.Join(
+		checkRange(EnvCPUUtilCoeff, c.CPUUtil),
+		checkRange(EnvGPUUtilCoeffStandard, c.GPUUtilStandard),
+		checkRange(EnvGPUUtilCoeffPerformance, c.GPUUtilPerformance),
+	)
+}
+
+func checkRange(env string, v float64) error {
+	if v >= 0 && v <= 1 { // false for NaN
+		return nil
+	}
+	return fmt.Errorf("%s=%s: must be between 0 and 1", env, strconv.FormatFloat(v, 'g', -1, 64))
+}
+
+// CoefficientsFromEnv starts from DefaultCoefficients, overrides each value
+// whose environment variable is set, and validates the result. lookup is
+// os.LookupEnv in production and a map in tests. A variable that is set but
+// empty (or only blanks) keeps the default, as a Helm chart renders an unset
+// value as "". All problems are reported together, so that an operator
+// fixes a bad deployment in one round.
+func CoefficientsFromEnv(lookup func(string) (string, bool)) (Coefficients, error) {
+	c := DefaultCoefficients()
+	errs := []error{
+		override(lookup, EnvCPUUtilCoeff, &c.CPUUtil),
+		override(lookup, EnvGPUUtilCoeffStandard, &c.GPUUtilStandard),
+		override(lookup, EnvGPUUtilCoeffPerformance, &c.GPUUtilPerformance),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Coefficients{}, err
+	}
+	return c, nil
+}
+
+func override(lookup func(string) (string, bool), env string, dst *float64) error {
+	raw, ok := lookup(env)
+	if !ok {
+		return nil
+	}
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("%s=%q: not a number", env, raw)
+	}
+	// ParseFloat accepts "NaN" and "Inf", and turns "1e999" into +Inf with
+	// ErrRange: numbers, but not usable ones.
+	if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
+		return fmt.Errorf("%s=%q: must be between 0 and 1", env, raw)
+	}
+	*dst = v
+	return nil
+}
