@@ -60,3 +60,30 @@ func checkResolution(t *testing.T, kind, raw, id, name string, isGeneric bool, e
 		t.Errorf("%s %q: exactness %q is not one of the documented values", kind, raw, ex)
 	}
 }
+
+// FuzzParse feeds arbitrary bytes to Parse: it must never panic, and a
+// catalog it accepts must resolve any string to one of its own entries, so
+// a broken catalog file is refused at load time rather than misbehaving
+// later. Seeds live in testdata/fuzz/FuzzParse (valid catalogs and
+// near-misses).
+func FuzzParse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			if c != nil {
+				t.Fatalf("Parse returned a catalog along with error %v", err)
+			}
+			return
+		}
+		for _, raw := range []string{"", "AMD EPYC 9654 96-Core Processor", "NVIDIA H100 80GB HBM3", string(data[:min(len(data), 64)])} {
+			cpu, _ := c.ResolveCPU(raw)
+			if _, ok := c.CPUByID(cpu.ID); !ok {
+				t.Errorf("ResolveCPU(%q) returned %q, not an entry of the parsed catalog", raw, cpu.ID)
+			}
+			gpu, _ := c.ResolveGPU(raw)
+			if _, ok := c.GPUByID(gpu.ID); !ok {
+				t.Errorf("ResolveGPU(%q) returned %q, not an entry of the parsed catalog", raw, gpu.ID)
+			}
+		}
+	})
+}
