@@ -14,6 +14,8 @@ cd "$repo"
 
 CONTROLLER_TOOLS_VERSION=v0.23.0
 CODE_GENERATOR_VERSION=v0.37.1
+# openapi-gen lives in kube-openapi; keep it at the version go.mod uses.
+KUBE_OPENAPI_VERSION=$(go list -m -f '{{.Version}}' k8s.io/kube-openapi)
 
 module=joulie.io/joulie
 apis=$module/pkg/apis/joulie/v1alpha1
@@ -37,8 +39,27 @@ controller_gen \
 	paths=./pkg/apis/... \
 	"output:crd:artifacts:config=$out/packaging/helm/joulie/crds"
 
+# OpenAPI definitions, then the schema document built from them, so the
+# apply configurations know the structure of every type (field ownership
+# and extraction need it). API-rule findings go to a report next to the
+# definitions, where a review sees them change.
+go run "k8s.io/kube-openapi/cmd/openapi-gen@$KUBE_OPENAPI_VERSION" \
+	--go-header-file "$header" \
+	--output-file zz_generated.openapi.go \
+	--output-dir "$out/pkg/generated/openapi" \
+	--output-pkg "$gen/openapi" \
+	--report-filename "$out/pkg/generated/openapi/api-rule-violations.list" \
+	k8s.io/apimachinery/pkg/apis/meta/v1 \
+	k8s.io/apimachinery/pkg/runtime \
+	k8s.io/apimachinery/pkg/version \
+	"$apis"
+schema=$(mktemp)
+trap 'rm -f "$schema"' EXIT
+go run ./hack/openapi-schema >"$schema"
+
 codegen applyconfiguration-gen \
 	--go-header-file "$header" \
+	--openapi-schema "$schema" \
 	--output-dir "$out/pkg/generated/applyconfiguration" \
 	--output-pkg "$gen/applyconfiguration" \
 	"$apis"

@@ -6,6 +6,7 @@
 // Every object is cluster-scoped and named after the node it describes.
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
 // +groupName=joulie.io
 // +kubebuilder:object:generate=true
 package v1alpha1

@@ -118,7 +118,7 @@ type CPUHardware struct {
 	// LogicalCPUs counts hardware threads on the host.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	LogicalCPUs int32 `json:"logicalCpus,omitempty"`
+	LogicalCPUs int32 `json:"logicalCPUs,omitempty"`
 	// CapRange is the power-cap range of one package, the same for every
 	// package of the host (the narrowest when they differ).
 	// +optional

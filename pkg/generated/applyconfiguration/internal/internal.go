@@ -29,6 +29,696 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: Condition.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: message
+      type:
+        scalar: string
+      default: ""
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: status
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: Duration.v1.meta.apis.pkg.apimachinery.k8s.io
+  scalar: string
+- name: FieldsV1.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    elementType:
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
+- name: LabelSelector.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: LabelSelectorRequirement.v1.meta.apis.pkg.apimachinery.k8s.io
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+    elementRelationship: atomic
+- name: LabelSelectorRequirement.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+      default: ""
+    - name: operator
+      type:
+        scalar: string
+      default: ""
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: ManagedFieldsEntry.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: fieldsType
+      type:
+        scalar: string
+    - name: fieldsV1
+      type:
+        namedType: FieldsV1.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: manager
+      type:
+        scalar: string
+    - name: operation
+      type:
+        scalar: string
+    - name: subresource
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+- name: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: creationTimestamp
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: deletionGracePeriodSeconds
+      type:
+        scalar: numeric
+    - name: deletionTimestamp
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: finalizers
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: generateName
+      type:
+        scalar: string
+    - name: generation
+      type:
+        scalar: numeric
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: managedFields
+      type:
+        list:
+          elementType:
+            namedType: ManagedFieldsEntry.v1.meta.apis.pkg.apimachinery.k8s.io
+          elementRelationship: atomic
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: ownerReferences
+      type:
+        list:
+          elementType:
+            namedType: OwnerReference.v1.meta.apis.pkg.apimachinery.k8s.io
+          elementRelationship: associative
+          keys:
+          - uid
+    - name: resourceVersion
+      type:
+        scalar: string
+    - name: selfLink
+      type:
+        scalar: string
+    - name: uid
+      type:
+        scalar: string
+- name: OwnerReference.v1.meta.apis.pkg.apimachinery.k8s.io
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+      default: ""
+    - name: blockOwnerDeletion
+      type:
+        scalar: boolean
+    - name: controller
+      type:
+        scalar: boolean
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: uid
+      type:
+        scalar: string
+      default: ""
+    elementRelationship: atomic
+- name: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+  scalar: untyped
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.CPUHardware
+  map:
+    fields:
+    - name: capRange
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.PowerRange
+    - name: catalogModel
+      type:
+        scalar: string
+    - name: control
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.ControlCapability
+      default: {}
+    - name: coresPerSocket
+      type:
+        scalar: numeric
+    - name: exactness
+      type:
+        scalar: string
+    - name: frequency
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.FrequencyLandmarks
+    - name: logicalCPUs
+      type:
+        scalar: numeric
+    - name: model
+      type:
+        scalar: string
+    - name: packages
+      type:
+        list:
+          elementType:
+            namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.CPUPackage
+          elementRelationship: associative
+          keys:
+          - id
+    - name: sockets
+      type:
+        scalar: numeric
+    - name: telemetry
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.TelemetryCapability
+      default: {}
+    - name: totalCores
+      type:
+        scalar: numeric
+    - name: vendor
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.CPUPackage
+  map:
+    fields:
+    - name: capRange
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.PowerRange
+    - name: currentCapWatts
+      type:
+        scalar: numeric
+    - name: id
+      type:
+        scalar: numeric
+      default: 0
+    - name: limitsWritable
+      type:
+        scalar: boolean
+    - name: zone
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.CPUPowerTarget
+  map:
+    fields:
+    - name: packagePowerCapPctOfMax
+      type:
+        scalar: numeric
+    - name: packagePowerCapWatts
+      type:
+        scalar: numeric
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.ControlCapability
+  map:
+    fields:
+    - name: available
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: backend
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.ControlStatus
+  map:
+    fields:
+    - name: appliedCapWatts
+      type:
+        scalar: numeric
+    - name: backend
+      type:
+        scalar: string
+    - name: devices
+      type:
+        list:
+          elementType:
+            namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.DeviceControlStatus
+          elementRelationship: associative
+          keys:
+          - id
+    - name: lastTransitionTime
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: message
+      type:
+        scalar: string
+    - name: result
+      type:
+        scalar: string
+      default: ""
+    - name: throttlePct
+      type:
+        scalar: numeric
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.DeviceControlStatus
+  map:
+    fields:
+    - name: appliedCapWatts
+      type:
+        scalar: numeric
+    - name: id
+      type:
+        scalar: string
+      default: ""
+    - name: message
+      type:
+        scalar: string
+    - name: result
+      type:
+        scalar: string
+      default: ""
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.Endpoint
+  map:
+    fields:
+    - name: timeout
+      type:
+        namedType: Duration.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: type
+      type:
+        scalar: string
+      default: ""
+    - name: url
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.FrequencyLandmarks
+  map:
+    fields:
+    - name: baseKHz
+      type:
+        scalar: numeric
+    - name: driver
+      type:
+        scalar: string
+    - name: governor
+      type:
+        scalar: string
+    - name: maxKHz
+      type:
+        scalar: numeric
+    - name: minKHz
+      type:
+        scalar: numeric
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUDevice
+  map:
+    fields:
+    - name: capRange
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.PowerRange
+    - name: currentCapWatts
+      type:
+        scalar: numeric
+    - name: index
+      type:
+        scalar: numeric
+      default: 0
+    - name: name
+      type:
+        scalar: string
+    - name: pciBusID
+      type:
+        scalar: string
+    - name: uuid
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUHardware
+  map:
+    fields:
+    - name: capRange
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.PowerRange
+    - name: catalogModel
+      type:
+        scalar: string
+    - name: control
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.ControlCapability
+      default: {}
+    - name: count
+      type:
+        scalar: numeric
+      default: 0
+    - name: devices
+      type:
+        list:
+          elementType:
+            namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUDevice
+          elementRelationship: associative
+          keys:
+          - index
+    - name: exactness
+      type:
+        scalar: string
+    - name: model
+      type:
+        scalar: string
+    - name: telemetry
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.TelemetryCapability
+      default: {}
+    - name: vendor
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUPowerCap
+  map:
+    fields:
+    - name: capPctOfMax
+      type:
+        scalar: numeric
+    - name: capWattsPerGpu
+      type:
+        scalar: numeric
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUPowerTarget
+  map:
+    fields:
+    - name: powerCap
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUPowerCap
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.MeasuredPower
+  map:
+    fields:
+    - name: cpuPowerWatts
+      type:
+        scalar: numeric
+    - name: gpuPowerWatts
+      type:
+        scalar: numeric
+    - name: nodePowerWatts
+      type:
+        scalar: numeric
+      default: 0
+    - name: time
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeHardware
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+      default: {}
+    - name: status
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeHardwareStatus
+      default: {}
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeHardwareStatus
+  map:
+    fields:
+    - name: agentVersion
+      type:
+        scalar: string
+    - name: cpu
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.CPUHardware
+      default: {}
+    - name: gpu
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUHardware
+    - name: lastUpdated
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: memoryBytes
+      type:
+        scalar: numeric
+    - name: quality
+      type:
+        scalar: string
+    - name: warnings
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodePowerProfile
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+      default: {}
+    - name: spec
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodePowerProfileSpec
+      default: {}
+    - name: status
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodePowerProfileStatus
+      default: {}
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodePowerProfileSpec
+  map:
+    fields:
+    - name: cpu
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.CPUPowerTarget
+    - name: gpu
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUPowerTarget
+    - name: profile
+      type:
+        scalar: string
+      default: ""
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodePowerProfileStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: Condition.v1.meta.apis.pkg.apimachinery.k8s.io
+          elementRelationship: associative
+          keys:
+          - type
+    - name: cpu
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.ControlStatus
+    - name: gpu
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.ControlStatus
+    - name: measuredPower
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.MeasuredPower
+    - name: observedGeneration
+      type:
+        scalar: numeric
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeTwin
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+      default: {}
+    - name: status
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeTwinStatus
+      default: {}
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeTwinStatus
+  map:
+    fields:
+    - name: estimatedPUE
+      type:
+        scalar: numeric
+    - name: hardwareDensityScore
+      type:
+        scalar: numeric
+      default: 0
+    - name: lastUpdated
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: powerMeasurement
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.PowerMeasurement
+    - name: predictedCoolingStressScore
+      type:
+        scalar: numeric
+      default: 0
+    - name: predictedPowerHeadroomScore
+      type:
+        scalar: numeric
+      default: 0
+    - name: predictedPsuStressScore
+      type:
+        scalar: numeric
+      default: 0
+    - name: schedulableClass
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.PowerMeasurement
+  map:
+    fields:
+    - name: cpuCappedPowerW
+      type:
+        scalar: numeric
+      default: 0
+    - name: cpuTdpW
+      type:
+        scalar: numeric
+      default: 0
+    - name: gpuCappedPowerW
+      type:
+        scalar: numeric
+      default: 0
+    - name: gpuTdpW
+      type:
+        scalar: numeric
+      default: 0
+    - name: measuredNodePowerW
+      type:
+        scalar: numeric
+      default: 0
+    - name: nodeCappedPowerW
+      type:
+        scalar: numeric
+      default: 0
+    - name: nodeTdpW
+      type:
+        scalar: numeric
+      default: 0
+    - name: powerTrendWPerMin
+      type:
+        scalar: numeric
+      default: 0
+    - name: source
+      type:
+        scalar: string
+      default: ""
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.PowerRange
+  map:
+    fields:
+    - name: defaultWatts
+      type:
+        scalar: numeric
+    - name: maxWatts
+      type:
+        scalar: numeric
+      default: 0
+    - name: minWatts
+      type:
+        scalar: numeric
+    - name: source
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.TelemetryCapability
+  map:
+    fields:
+    - name: reason
+      type:
+        scalar: string
+    - name: source
+      type:
+        scalar: string
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.TelemetryProfile
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: ObjectMeta.v1.meta.apis.pkg.apimachinery.k8s.io
+      default: {}
+    - name: spec
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.TelemetryProfileSpec
+      default: {}
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.TelemetryProfileSpec
+  map:
+    fields:
+    - name: control
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.Endpoint
+    - name: nodeSelector
+      type:
+        namedType: LabelSelector.v1.meta.apis.pkg.apimachinery.k8s.io
+    - name: telemetry
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.Endpoint
 - name: __untyped_atomic_
   scalar: untyped
   list:

@@ -33,7 +33,7 @@ type CPUHardwareApplyConfiguration struct {
 	// TotalCores counts physical cores on the host.
 	TotalCores *int32 `json:"totalCores,omitempty"`
 	// LogicalCPUs counts hardware threads on the host.
-	LogicalCPUs *int32 `json:"logicalCpus,omitempty"`
+	LogicalCPUs *int32 `json:"logicalCPUs,omitempty"`
 	// CapRange is the power-cap range of one package, the same for every
 	// package of the host (the narrowest when they differ).
 	CapRange *PowerRangeApplyConfiguration `json:"capRange,omitempty"`

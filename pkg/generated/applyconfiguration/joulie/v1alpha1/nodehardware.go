@@ -9,8 +9,11 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	internal "joulie.io/joulie/pkg/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -36,6 +39,46 @@ func NodeHardware(name string) *NodeHardwareApplyConfiguration {
 	b.WithKind("NodeHardware")
 	b.WithAPIVersion("joulie.io/v1alpha1")
 	return b
+}
+
+// ExtractNodeHardwareFrom extracts the applied configuration owned by fieldManager from
+// nodeHardware for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// nodeHardware must be a unmodified NodeHardware API object that was retrieved from the Kubernetes API.
+// ExtractNodeHardwareFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractNodeHardwareFrom(nodeHardware *jouliev1alpha1.NodeHardware, fieldManager string, subresource string) (*NodeHardwareApplyConfiguration, error) {
+	b := &NodeHardwareApplyConfiguration{}
+	err := managedfields.ExtractInto(nodeHardware, internal.Parser().Type("io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeHardware"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(nodeHardware.Name)
+
+	b.WithKind("NodeHardware")
+	b.WithAPIVersion("joulie.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractNodeHardware extracts the applied configuration owned by fieldManager from
+// nodeHardware. If no managedFields are found in nodeHardware for fieldManager, a
+// NodeHardwareApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// nodeHardware must be a unmodified NodeHardware API object that was retrieved from the Kubernetes API.
+// ExtractNodeHardware provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractNodeHardware(nodeHardware *jouliev1alpha1.NodeHardware, fieldManager string) (*NodeHardwareApplyConfiguration, error) {
+	return ExtractNodeHardwareFrom(nodeHardware, fieldManager, "")
+}
+
+// ExtractNodeHardwareStatus extracts the applied configuration owned by fieldManager from
+// nodeHardware for the status subresource.
+func ExtractNodeHardwareStatus(nodeHardware *jouliev1alpha1.NodeHardware, fieldManager string) (*NodeHardwareApplyConfiguration, error) {
+	return ExtractNodeHardwareFrom(nodeHardware, fieldManager, "status")
 }
 
 func (b NodeHardwareApplyConfiguration) IsApplyConfiguration() {}

@@ -9,8 +9,11 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	internal "joulie.io/joulie/pkg/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -36,6 +39,46 @@ func NodePowerProfile(name string) *NodePowerProfileApplyConfiguration {
 	b.WithKind("NodePowerProfile")
 	b.WithAPIVersion("joulie.io/v1alpha1")
 	return b
+}
+
+// ExtractNodePowerProfileFrom extracts the applied configuration owned by fieldManager from
+// nodePowerProfile for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// nodePowerProfile must be a unmodified NodePowerProfile API object that was retrieved from the Kubernetes API.
+// ExtractNodePowerProfileFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractNodePowerProfileFrom(nodePowerProfile *jouliev1alpha1.NodePowerProfile, fieldManager string, subresource string) (*NodePowerProfileApplyConfiguration, error) {
+	b := &NodePowerProfileApplyConfiguration{}
+	err := managedfields.ExtractInto(nodePowerProfile, internal.Parser().Type("io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodePowerProfile"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(nodePowerProfile.Name)
+
+	b.WithKind("NodePowerProfile")
+	b.WithAPIVersion("joulie.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractNodePowerProfile extracts the applied configuration owned by fieldManager from
+// nodePowerProfile. If no managedFields are found in nodePowerProfile for fieldManager, a
+// NodePowerProfileApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// nodePowerProfile must be a unmodified NodePowerProfile API object that was retrieved from the Kubernetes API.
+// ExtractNodePowerProfile provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractNodePowerProfile(nodePowerProfile *jouliev1alpha1.NodePowerProfile, fieldManager string) (*NodePowerProfileApplyConfiguration, error) {
+	return ExtractNodePowerProfileFrom(nodePowerProfile, fieldManager, "")
+}
+
+// ExtractNodePowerProfileStatus extracts the applied configuration owned by fieldManager from
+// nodePowerProfile for the status subresource.
+func ExtractNodePowerProfileStatus(nodePowerProfile *jouliev1alpha1.NodePowerProfile, fieldManager string) (*NodePowerProfileApplyConfiguration, error) {
+	return ExtractNodePowerProfileFrom(nodePowerProfile, fieldManager, "status")
 }
 
 func (b NodePowerProfileApplyConfiguration) IsApplyConfiguration() {}

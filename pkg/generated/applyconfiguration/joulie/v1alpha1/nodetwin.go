@@ -9,8 +9,11 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	internal "joulie.io/joulie/pkg/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -35,6 +38,46 @@ func NodeTwin(name string) *NodeTwinApplyConfiguration {
 	b.WithKind("NodeTwin")
 	b.WithAPIVersion("joulie.io/v1alpha1")
 	return b
+}
+
+// ExtractNodeTwinFrom extracts the applied configuration owned by fieldManager from
+// nodeTwin for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// nodeTwin must be a unmodified NodeTwin API object that was retrieved from the Kubernetes API.
+// ExtractNodeTwinFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractNodeTwinFrom(nodeTwin *jouliev1alpha1.NodeTwin, fieldManager string, subresource string) (*NodeTwinApplyConfiguration, error) {
+	b := &NodeTwinApplyConfiguration{}
+	err := managedfields.ExtractInto(nodeTwin, internal.Parser().Type("io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeTwin"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(nodeTwin.Name)
+
+	b.WithKind("NodeTwin")
+	b.WithAPIVersion("joulie.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractNodeTwin extracts the applied configuration owned by fieldManager from
+// nodeTwin. If no managedFields are found in nodeTwin for fieldManager, a
+// NodeTwinApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// nodeTwin must be a unmodified NodeTwin API object that was retrieved from the Kubernetes API.
+// ExtractNodeTwin provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractNodeTwin(nodeTwin *jouliev1alpha1.NodeTwin, fieldManager string) (*NodeTwinApplyConfiguration, error) {
+	return ExtractNodeTwinFrom(nodeTwin, fieldManager, "")
+}
+
+// ExtractNodeTwinStatus extracts the applied configuration owned by fieldManager from
+// nodeTwin for the status subresource.
+func ExtractNodeTwinStatus(nodeTwin *jouliev1alpha1.NodeTwin, fieldManager string) (*NodeTwinApplyConfiguration, error) {
+	return ExtractNodeTwinFrom(nodeTwin, fieldManager, "status")
 }
 
 func (b NodeTwinApplyConfiguration) IsApplyConfiguration() {}

@@ -9,8 +9,11 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	internal "joulie.io/joulie/pkg/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -37,6 +40,40 @@ func TelemetryProfile(name string) *TelemetryProfileApplyConfiguration {
 	b.WithKind("TelemetryProfile")
 	b.WithAPIVersion("joulie.io/v1alpha1")
 	return b
+}
+
+// ExtractTelemetryProfileFrom extracts the applied configuration owned by fieldManager from
+// telemetryProfile for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// telemetryProfile must be a unmodified TelemetryProfile API object that was retrieved from the Kubernetes API.
+// ExtractTelemetryProfileFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractTelemetryProfileFrom(telemetryProfile *jouliev1alpha1.TelemetryProfile, fieldManager string, subresource string) (*TelemetryProfileApplyConfiguration, error) {
+	b := &TelemetryProfileApplyConfiguration{}
+	err := managedfields.ExtractInto(telemetryProfile, internal.Parser().Type("io.joulie.joulie.pkg.apis.joulie.v1alpha1.TelemetryProfile"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(telemetryProfile.Name)
+
+	b.WithKind("TelemetryProfile")
+	b.WithAPIVersion("joulie.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractTelemetryProfile extracts the applied configuration owned by fieldManager from
+// telemetryProfile. If no managedFields are found in telemetryProfile for fieldManager, a
+// TelemetryProfileApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// telemetryProfile must be a unmodified TelemetryProfile API object that was retrieved from the Kubernetes API.
+// ExtractTelemetryProfile provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractTelemetryProfile(telemetryProfile *jouliev1alpha1.TelemetryProfile, fieldManager string) (*TelemetryProfileApplyConfiguration, error) {
+	return ExtractTelemetryProfileFrom(telemetryProfile, fieldManager, "")
 }
 
 func (b TelemetryProfileApplyConfiguration) IsApplyConfiguration() {}
