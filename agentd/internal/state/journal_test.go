@@ -1,0 +1,152 @@
+package state
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestFirstRecordWins(t *testing.T) {
+	j, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Record(Entry{Backend: "rapl", ID: "intel-rapl:0/constraint_0_power_limit_uw", Original: "250000000"}); err != nil {
+		t.Fatal(err)
+	}
+	// A later "original" is the agent's own cap: it must not replace the
+	// host's value.
+	if err := j.Record(Entry{Backend: "rapl", ID: "intel-rapl:0/constraint_0_power_limit_uw", Original: "150000000"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := j.Original("rapl", "intel-rapl:0/constraint_0_power_limit_uw"); got != "250000000" {
+		t.Fatalf("original = %s, want the first recorded 250000000", got)
+	}
+}
+
+func TestRestoreAfterCrashUsesOriginalsFromDisk(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Record(
+		Entry{Backend: "rapl", ID: "intel-rapl:0/constraint_0_power_limit_uw", Original: "250000000"},
+		Entry{Backend: "cpufreq", ID: "cpu1/scaling_max_freq", Original: "3700000"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies here: no Close, no restore. A new process opens the
+	// same directory.
+	j2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rapl := &fakeRestorer{}
+	cpufreq := &fakeRestorer{}
+	if err := j2.Restore(map[string]Restorer{"rapl": rapl, "cpufreq": cpufreq}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rapl.got, []string{"intel-rapl:0/constraint_0_power_limit_uw=250000000"}) ||
+		!reflect.DeepEqual(cpufreq.got, []string{"cpu1/scaling_max_freq=3700000"}) {
+		t.Fatalf("restored rapl %v, cpufreq %v", rapl.got, cpufreq.got)
+	}
+	if j2.Len() != 0 {
+		t.Fatalf("%d entries left after a full restore", j2.Len())
+	}
+	j3, err := Open(dir)
+	if err != nil || j3.Len() != 0 {
+		t.Fatalf("journal on disk after restore: %d entries, %v", j3.Len(), err)
+	}
+}
+
+func TestFailedRestoreKeepsTheEntry(t *testing.T) {
+	j, _ := Open(t.TempDir())
+	_ = j.Record(
+		Entry{Backend: "nvml", ID: "GPU-1", Original: "700000"},
+		Entry{Backend: "nvml", ID: "GPU-2", Original: "700000"},
+		Entry{Backend: "hwmon", ID: "0000:17:00.0/power1_cap", Original: "750000000"},
+	)
+	nv := &fakeRestorer{fail: map[string]error{"GPU-1": errors.New("GPU is lost")}}
+	err := j.Restore(map[string]Restorer{"nvml": nv})
+	if err == nil || !strings.Contains(err.Error(), "GPU is lost") || !strings.Contains(err.Error(), "no hwmon backend") {
+		t.Fatalf("error %v should name the lost GPU and the missing backend", err)
+	}
+	var left []string
+	for _, e := range j.Entries() {
+		left = append(left, e.Backend+"/"+e.ID)
+	}
+	if !reflect.DeepEqual(left, []string{"hwmon/0000:17:00.0/power1_cap", "nvml/GPU-1"}) {
+		t.Fatalf("entries left = %v", left)
+	}
+}
+
+func TestCorruptJournalIsRefusedAndLeftUntouched(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	garbage := []byte(`{"version":1,"entries":[{"backend":"rapl"`)
+	if err := os.WriteFile(path, garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("Open of a torn journal: %v", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != string(garbage) {
+		t.Fatal("the corrupt journal was modified")
+	}
+	if err := os.WriteFile(path, []byte(`{"version":9,"entries":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "format version 9") {
+		t.Fatalf("Open of a future journal: %v", err)
+	}
+}
+
+func TestRecordFailsWhenTheJournalCannotBeWritten(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := Open(dir)
+	// Permissions do not stop root, so take the directory away instead.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	err := j.Record(Entry{Backend: "rapl", ID: "intel-rapl:0/x", Original: "1"})
+	if err == nil {
+		t.Fatal("Record succeeded with no state directory")
+	}
+	if j.Has("rapl", "intel-rapl:0/x") {
+		t.Fatal("an original that is not on disk counts as recorded; the caller would write the control unprotected")
+	}
+}
+
+func TestJournalFileIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "joulie")
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = j.Record(Entry{Backend: "rapl", ID: "a", Original: "1"})
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir mode %v, %v", st.Mode().Perm(), err)
+	}
+	fst, err := os.Stat(j.Path())
+	if err != nil || fst.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("journal mode %v, %v", fst.Mode().Perm(), err)
+	}
+}
+
+type fakeRestorer struct {
+	got  []string
+	fail map[string]error
+}
+
+func (f *fakeRestorer) Restore(id, original string) error {
+	if err := f.fail[id]; err != nil {
+		return err
+	}
+	f.got = append(f.got, id+"="+original)
+	return nil
+}
