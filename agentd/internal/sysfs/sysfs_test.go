@@ -148,4 +148,3 @@ func TestParseCPUList(t *testing.T) {
 		}
 	}
 }
-
