@@ -150,3 +150,18 @@ func (f *fakeRestorer) Restore(id, original string) error {
 	f.got = append(f.got, id+"="+original)
 	return nil
 }
+
+func TestRestoreBackendLeavesOthersRecorded(t *testing.T) {
+	j, _ := Open(t.TempDir())
+	_ = j.Record(
+		Entry{Backend: "nvml", ID: "GPU-1", Original: "700000"},
+		Entry{Backend: "rapl", ID: "intel-rapl:0/constraint_0_power_limit_uw", Original: "250000000"},
+	)
+	nv := &fakeRestorer{}
+	if err := j.RestoreBackend("nvml", nv); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(nv.got, []string{"GPU-1=700000"}) || j.Has("nvml", "GPU-1") || !j.Has("rapl", "intel-rapl:0/constraint_0_power_limit_uw") {
+		t.Fatalf("restored %v; nvml left=%v rapl left=%v", nv.got, j.Has("nvml", "GPU-1"), j.Has("rapl", "intel-rapl:0/constraint_0_power_limit_uw"))
+	}
+}

@@ -32,3 +32,22 @@ func (j *Journal) Restore(restorers map[string]Restorer) error {
 	}
 	return errors.Join(errs...)
 }
+
+// RestoreBackend restores only the originals recorded by one backend, for
+// when that backend's target is lifted while the others stay in force.
+func (j *Journal) RestoreBackend(backend string, r Restorer) error {
+	var errs []error
+	for _, e := range j.Entries() {
+		if e.Backend != backend {
+			continue
+		}
+		if err := r.Restore(e.ID, e.Original); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s %s to %s: %w", e.Backend, e.ID, e.Original, err))
+			continue
+		}
+		if err := j.Forget(e.Backend, e.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

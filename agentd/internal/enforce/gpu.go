@@ -1,0 +1,112 @@
+package enforce
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"joulie.io/joulie/agentd/internal/power"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// GPUEnforcer applies GPU targets per device through one backend.
+type GPUEnforcer struct {
+	backend power.GPUCapper
+	// restore puts this backend's journaled originals back.
+	restore func() error
+	// retryMin spaces out writes to a device that failed, so a broken GPU
+	// is not hammered every tick.
+	retryMin time.Duration
+	failedAt map[int]time.Time
+	restored bool
+}
+
+// NewGPUEnforcer returns an enforcer over backend (nil when the host has
+// no GPU backend). restore puts the backend's journaled originals back.
+func NewGPUEnforcer(backend power.GPUCapper, restore func() error, retryMin time.Duration) *GPUEnforcer {
+	if retryMin <= 0 {
+		retryMin = 30 * time.Second
+	}
+	return &GPUEnforcer{backend: backend, restore: restore, retryMin: retryMin, failedAt: map[int]time.Time{}, restored: true}
+}
+
+// Enforce applies target t to every device and returns the status.
+func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget) joulie.ControlStatus {
+	if e.backend == nil {
+		return joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "no GPUs found on this host"}
+	}
+	backend := joulie.ControlBackend(e.backend.Name())
+	gpus, err := e.backend.GPUs()
+	if err != nil {
+		result := joulie.ResultError
+		if power.IsBlocked(err) {
+			result = joulie.ResultBlocked
+		}
+		return joulie.ControlStatus{Backend: backend, Result: result, Message: err.Error()}
+	}
+	if len(gpus) == 0 {
+		return joulie.ControlStatus{Backend: backend, Result: joulie.ResultNone, Message: "no GPUs found on this host"}
+	}
+	if !GPUAsksForCap(t) {
+		return e.lift(backend)
+	}
+	e.restored = false
+
+	devices := make([]joulie.DeviceControlStatus, 0, len(gpus))
+	for _, g := range gpus {
+		d := joulie.DeviceControlStatus{ID: strconv.Itoa(g.Index)}
+		watts, ok := ResolveGPU(t, g.MaxWatts)
+		switch {
+		case !ok:
+			d.Result, d.Message = joulie.ResultBlocked, "the device reports no maximum power limit to take a percentage of"
+		case now.Before(e.failedAt[g.Index].Add(e.retryMin)):
+			d.Result, d.Message = joulie.ResultError, "last attempt failed; retrying after "+e.failedAt[g.Index].Add(e.retryMin).Format(time.RFC3339)
+		default:
+			applied, err := e.backend.SetCap(g.Index, watts)
+			switch {
+			case err == nil:
+				d.Result, d.AppliedCapWatts = joulie.ResultApplied, ptr.To(applied)
+				delete(e.failedAt, g.Index)
+			case power.IsBlocked(err):
+				d.Result, d.Message = joulie.ResultBlocked, err.Error()
+			default:
+				d.Result, d.Message = joulie.ResultError, err.Error()
+				e.failedAt[g.Index] = now
+			}
+		}
+		devices = append(devices, d)
+	}
+	result, msg := aggregate(devices)
+	if result != joulie.ResultApplied {
+		msg = fmt.Sprintf("%d of %d GPUs not capped: %s", countNot(devices, joulie.ResultApplied), len(devices), msg)
+	}
+	return joulie.ControlStatus{Backend: backend, Result: result, Message: msg, AppliedCapWatts: commonCap(devices), Devices: devices}
+}
+
+func (e *GPUEnforcer) lift(backend joulie.ControlBackend) joulie.ControlStatus {
+	status := joulie.ControlStatus{Backend: backend, Result: joulie.ResultNone, Message: "no GPU cap requested"}
+	if e.restored || e.restore == nil {
+		e.restored = true
+		return status
+	}
+	if err := e.restore(); err != nil {
+		status.Result = joulie.ResultError
+		status.Message = "no GPU cap requested, but restoring the original limits failed: " + err.Error()
+		return status
+	}
+	e.restored = true
+	status.Message = "no GPU cap requested; original limits restored"
+	return status
+}
+
+func countNot(devices []joulie.DeviceControlStatus, r joulie.ControlResult) int {
+	n := 0
+	for _, d := range devices {
+		if d.Result != r {
+			n++
+		}
+	}
+	return n
+}
