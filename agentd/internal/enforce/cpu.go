@@ -51,9 +51,15 @@ type PowerMeter interface {
 // CPUConfig wires a CPUEnforcer to the host's backends; a nil backend is
 // one the host does not have.
 type CPUConfig struct {
-	// Packages are the RAPL packages; empty without RAPL.
+	// Packages are the packages the package capper controls; empty
+	// without one.
 	Packages []Package
-	RAPL     PackageCapper
+	// RAPL caps packages directly: the powercap RAPL backend, or on AMD
+	// EPYC, whose RAPL limits are read-only, the amd-smi socket power cap.
+	RAPL PackageCapper
+	// RAPLBackend names RAPL in status and metrics (default rapl; amdsmi
+	// for the socket cap).
+	RAPLBackend joulie.ControlBackend
 	DVFS     Throttler
 	Meter    PowerMeter
 	// FallbackMaxWatts is the per-package maximum used when the kernel
@@ -87,10 +93,13 @@ func NewCPUEnforcer(cfg CPUConfig) *CPUEnforcer {
 	if cfg.RetryMax < cfg.RetryMin {
 		cfg.RetryMax = 5 * time.Minute
 	}
+	if cfg.RAPLBackend == "" {
+		cfg.RAPLBackend = joulie.BackendRAPL
+	}
 	return &CPUEnforcer{cfg: cfg, mode: joulie.BackendNone, restored: true}
 }
 
-// Mode is the backend in force: none, rapl or dvfs (metric
+// Mode is the backend in force: none, rapl (or amdsmi) or dvfs (metric
 // joulie_backend_mode).
 func (e *CPUEnforcer) Mode() joulie.ControlBackend { return e.mode }
 
@@ -159,13 +168,13 @@ func (e *CPUEnforcer) Enforce(now time.Time, t *joulie.CPUPowerTarget) joulie.Co
 					status.Message = "RAPL restored, but lifting the DVFS throttle failed: " + rerr.Error()
 				}
 			}
-			e.mode, e.raplErr, e.retryDelay = joulie.BackendRAPL, nil, 0
+			e.mode, e.raplErr, e.retryDelay = e.cfg.RAPLBackend, nil, 0
 			return status
 		}
 		e.raplErr = err
 		e.backoff(now)
 	} else if !e.raplUsable() && e.raplErr == nil {
-		e.raplErr = fmt.Errorf("%w: no writable RAPL package limit on this host", power.ErrBlocked)
+		e.raplErr = fmt.Errorf("%w: no writable %s package limit on this host", power.ErrBlocked, e.cfg.RAPLBackend)
 	}
 	return e.dvfs(now, watts)
 }
@@ -192,7 +201,7 @@ func (e *CPUEnforcer) applyRAPL(watts []float64) (joulie.ControlStatus, error) {
 		devices = append(devices, d)
 	}
 	result, msg := aggregate(devices)
-	status := joulie.ControlStatus{Backend: joulie.BackendRAPL, Result: result, Message: msg,
+	status := joulie.ControlStatus{Backend: e.cfg.RAPLBackend, Result: result, Message: msg,
 		AppliedCapWatts: commonCap(devices), Devices: devices}
 	return status, errors.Join(errs...)
 }
@@ -200,9 +209,9 @@ func (e *CPUEnforcer) applyRAPL(watts []float64) (joulie.ControlStatus, error) {
 // dvfs holds the measured package power near the cap with the cpufreq
 // fallback.
 func (e *CPUEnforcer) dvfs(now time.Time, watts []float64) joulie.ControlStatus {
-	why := "RAPL unavailable"
+	why := string(e.cfg.RAPLBackend) + " unavailable"
 	if e.raplErr != nil {
-		why = "RAPL unavailable (" + e.raplErr.Error() + ")"
+		why += " (" + e.raplErr.Error() + ")"
 	}
 	status := joulie.ControlStatus{Backend: joulie.BackendDVFS, AppliedCapWatts: ptr.To(watts[0])}
 	if e.cfg.DVFS == nil {

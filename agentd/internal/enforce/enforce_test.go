@@ -179,7 +179,7 @@ func TestCPUReadOnlyRAPLGoesStraightToDVFS(t *testing.T) {
 	if len(r.calls) != 0 || st.Backend != joulie.BackendDVFS || d.lastCap != 360 {
 		t.Fatalf("status %+v, rapl calls %v, dvfs cap %g", st, r.calls, d.lastCap)
 	}
-	if !strings.Contains(st.Message, "no writable RAPL") {
+	if !strings.Contains(st.Message, "no writable rapl") {
 		t.Errorf("message should say why DVFS is in force: %q", st.Message)
 	}
 }
@@ -324,5 +324,14 @@ func TestGPUBackendStates(t *testing.T) {
 	e.Enforce(t0, target)
 	if st := e.Enforce(t0, nil); st.Result != joulie.ResultNone || restored != 1 {
 		t.Errorf("lifting the GPU cap: %+v, restored %d", st, restored)
+	}
+}
+
+func TestCPUSocketCapThroughAMDSMIReportsItsBackend(t *testing.T) {
+	r := &fakeRAPL{}
+	e := NewCPUEnforcer(CPUConfig{Packages: twoSockets(400), RAPL: r, RAPLBackend: joulie.BackendAMDSMI})
+	st := e.Enforce(t0, pct(75))
+	if st.Backend != joulie.BackendAMDSMI || e.Mode() != joulie.BackendAMDSMI || strings.Join(r.calls, ",") != "0=300,1=300" {
+		t.Fatalf("status %+v mode %s calls %v", st, e.Mode(), r.calls)
 	}
 }

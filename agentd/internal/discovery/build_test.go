@@ -1,0 +1,128 @@
+package discovery
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/pkg/catalog"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var now = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+
+func h100s(n int) []power.GPU {
+	var out []power.GPU
+	for i := 0; i < n; i++ {
+		out = append(out, power.GPU{Index: i, UUID: fmt.Sprintf("GPU-%08d", i), Name: "NVIDIA H100 80GB HBM3",
+			PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i), MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, CapWatts: 700,
+			PowerWatts: 120, HasPower: true})
+	}
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		facts Facts
+		check func(t *testing.T, st joulie.NodeHardwareStatus)
+	}{
+		{
+			name: "epyc-readonly-rapl-8xh100",
+			facts: Facts{
+				CPU:      CPUFacts{Vendor: "AuthenticAMD", Model: "AMD EPYC 9654 96-Core Processor", Sockets: 2, CoresPerSocket: 96, TotalCores: 192, LogicalCPUs: 384},
+				Packages: []PackageFacts{{ID: 0, Zone: "intel-rapl:0"}, {ID: 1, Zone: "intel-rapl:1"}}, CPUEnergy: true,
+				Frequency:  &FrequencyFacts{Driver: "amd-pstate-epp", Governor: "performance", MinKHz: 400000, MaxKHz: 3709000, Writable: true},
+				GPUBackend: joulie.BackendNVML, GPUs: h100s(8), MemoryBytes: 1536 << 30, AgentVersion: "v0.1.0",
+			},
+			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
+				if st.CPU.Control.Backend != joulie.BackendDVFS || st.CPU.CapRange.Source != "catalog" || st.CPU.CapRange.MaxWatts != 360 {
+					t.Errorf("read-only RAPL should leave DVFS in control and the catalog TDP as max: %+v %+v", st.CPU.Control, st.CPU.CapRange)
+				}
+				if st.GPU == nil || st.GPU.Count != 8 || st.GPU.CatalogModel != "nvidia-h100-sxm" || st.GPU.Exactness != joulie.ExactnessExact || st.GPU.Vendor != "nvidia" {
+					t.Errorf("GPU %+v", st.GPU)
+				}
+				if st.Quality != joulie.DiscoveryComplete {
+					t.Errorf("quality %s, warnings %v", st.Quality, st.Warnings)
+				}
+			},
+		},
+		{
+			name: "intel-rapl-two-sockets",
+			facts: Facts{
+				CPU: CPUFacts{Vendor: "GenuineIntel", Model: "Intel(R) Xeon(R) Platinum 8480+", Sockets: 2, CoresPerSocket: 56, TotalCores: 112, LogicalCPUs: 224},
+				Packages: []PackageFacts{
+					{ID: 0, Zone: "intel-rapl:0", MaxWatts: 350, LimitWatts: 350, Writable: true},
+					{ID: 1, Zone: "intel-rapl:1", MaxWatts: 340, LimitWatts: 340, Writable: true},
+				},
+				CPUEnergy: true,
+				Frequency: &FrequencyFacts{Driver: "intel_pstate", Governor: "powersave", MinKHz: 800000, BaseKHz: 2000000, MaxKHz: 3800000, Writable: true},
+			},
+			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
+				if st.CPU.Control.Backend != joulie.BackendRAPL || st.CPU.CapRange.MaxWatts != 340 || st.CPU.CapRange.Source != "rapl" {
+					t.Errorf("RAPL in control with the narrowest zone range: %+v %+v", st.CPU.Control, st.CPU.CapRange)
+				}
+				if st.GPU != nil {
+					t.Errorf("CPU-only host reports a GPU: %+v", st.GPU)
+				}
+			},
+		},
+		{
+			name:  "bare-vm",
+			facts: Facts{CPU: CPUFacts{Vendor: "AuthenticAMD", Model: "AMD EPYC", Sockets: 1, CoresPerSocket: 2, TotalCores: 2, LogicalCPUs: 2}, Warnings: []string{"no /sys/class/powercap"}},
+			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
+				if st.CPU.Control.Backend != joulie.BackendNone || st.Quality != joulie.DiscoveryPartial || st.CPU.Exactness != joulie.ExactnessGeneric {
+					t.Errorf("control %+v quality %s exactness %s", st.CPU.Control, st.Quality, st.CPU.Exactness)
+				}
+			},
+		},
+		{
+			name:  "nothing-known",
+			facts: Facts{GPUError: errors.New("NVML unavailable: libnvidia-ml.so.1 not found")},
+			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
+				if st.Quality != joulie.DiscoveryMinimal || st.CPU.CatalogModel == "" || st.CPU.CapRange == nil {
+					t.Errorf("an unknown host still gets catalog figures: %+v", st.CPU)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := Build(tc.facts, catalog.Default(), now)
+			tc.check(t, st)
+			got, err := json.MarshalIndent(st, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.name+".golden.json")
+			if *update {
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if string(want) != string(got)+"\n" {
+				t.Errorf("status differs from %s:\n%s", path, got)
+			}
+		})
+	}
+}
+
+func TestMixedGPUsAreWarnedAndRangeIsNarrowest(t *testing.T) {
+	gpus := h100s(2)
+	gpus[1].Name, gpus[1].MaxWatts = "NVIDIA H100 PCIe", 350
+	st := Build(Facts{CPU: CPUFacts{Model: "AMD EPYC 9654 96-Core Processor", Sockets: 1}, GPUBackend: joulie.BackendNVML, GPUs: gpus}, catalog.Default(), now)
+	if st.GPU.CapRange.MaxWatts != 350 || st.Quality != joulie.DiscoveryPartial {
+		t.Fatalf("range %+v quality %s warnings %v", st.GPU.CapRange, st.Quality, st.Warnings)
+	}
+}
