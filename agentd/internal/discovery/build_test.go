@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"joulie.io/joulie/agentd/internal/power"
-	"joulie.io/joulie/pkg/catalog"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

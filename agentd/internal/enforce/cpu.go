@@ -60,8 +60,8 @@ type CPUConfig struct {
 	// RAPLBackend names RAPL in status and metrics (default rapl; amdsmi
 	// for the socket cap).
 	RAPLBackend joulie.ControlBackend
-	DVFS     Throttler
-	Meter    PowerMeter
+	DVFS        Throttler
+	Meter       PowerMeter
 	// FallbackMaxWatts is the per-package maximum used when the kernel
 	// gives none: the catalog TDP of the CPU model (SPEC.md).
 	FallbackMaxWatts float64
