@@ -11,6 +11,10 @@ VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 LDFLAGS       := -s -w -X joulie.io/joulie/pkg/version.Version=$(VERSION)
 GOFLAGS_BUILD := -trimpath -buildvcs=false -ldflags "$(LDFLAGS)"
 
+# nvml.h marks functions go-nvml binds as deprecated; the warnings say
+# nothing about our code and drown real output.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK         := $(GOBIN)/staticcheck
 
