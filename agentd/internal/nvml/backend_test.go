@@ -11,6 +11,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"joulie.io/joulie/agentd/internal/nvml/nvmltest"
 	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 )
@@ -24,10 +25,10 @@ func openJournal(t testing.TB, dir string) *state.Journal {
 	return j
 }
 
-func newBackendOn(t testing.TB, h *dgx) (*Backend, *state.Journal) {
+func newBackendOn(t testing.TB, h *nvmltest.DGX) (*Backend, *state.Journal) {
 	t.Helper()
 	j := openJournal(t, t.TempDir())
-	b := New(h.library(), j)
+	b := New(Wrap(h.Server), j)
 	if err := b.Unavailable(); err != nil {
 		t.Fatalf("backend over the mock is unavailable: %v", err)
 	}
@@ -36,7 +37,7 @@ func newBackendOn(t testing.TB, h *dgx) (*Backend, *state.Journal) {
 }
 
 func TestEnumeratesAllEightH100s(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, _ := newBackendOn(t, h)
 
 	gpus, err := b.GPUs()
@@ -49,9 +50,9 @@ func TestEnumeratesAllEightH100s(t *testing.T) {
 	for i, g := range gpus {
 		want := power.GPU{
 			Index:        i,
-			UUID:         h.devices[i].UUID,
+			UUID:         h.Devices[i].UUID,
 			Name:         "NVIDIA H100 80GB HBM3",
-			PCIBusID:     h.devices[i].PciBusID,
+			PCIBusID:     h.Devices[i].PciBusID,
 			MinWatts:     200,
 			MaxWatts:     700,
 			DefaultWatts: 700,
@@ -74,7 +75,7 @@ func TestEnumeratesAllEightH100s(t *testing.T) {
 }
 
 func TestSixtyPercentCapOnEveryGPU(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, j := newBackendOn(t, h)
 	gpus, err := b.GPUs()
 	if err != nil {
@@ -89,11 +90,11 @@ func TestSixtyPercentCapOnEveryGPU(t *testing.T) {
 			t.Errorf("GPU %d: applied %v W, want 420", g.Index, applied)
 		}
 	}
-	for i, g := range h.gpus {
-		if g.limit() != 420_000 || g.setCount() != 1 {
-			t.Errorf("GPU %d: limit %d mW after %d writes, want 420000 mW after 1", i, g.limit(), g.setCount())
+	for i, g := range h.GPUs {
+		if g.Limit() != 420_000 || g.SetCount() != 1 {
+			t.Errorf("GPU %d: limit %d mW after %d writes, want 420000 mW after 1", i, g.Limit(), g.SetCount())
 		}
-		if orig, ok := j.Original(BackendName, h.devices[i].UUID); !ok || orig != "700000" {
+		if orig, ok := j.Original(BackendName, h.Devices[i].UUID); !ok || orig != "700000" {
 			t.Errorf("GPU %d: journal original %q (%v), want 700000", i, orig, ok)
 		}
 	}
@@ -120,42 +121,42 @@ func TestCapIsClampedToTheDeviceRange(t *testing.T) {
 		{"fraction of a watt", 333.3334, 333.333, 333_333},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newDGX(t)
+			h := nvmltest.NewDGX(t)
 			// Start below the maximum so that a cap at the maximum is a
 			// write too.
-			h.gpus[2].update(func(g *gpuState) { g.limitMW = 500_000 })
+			h.GPUs[2].Update(func(g *nvmltest.GPUState) { g.LimitMW = 500_000 })
 			b, _ := newBackendOn(t, h)
 			applied, err := b.SetCap(2, tc.watts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if applied != tc.wantW || h.gpus[2].limit() != tc.wantMW {
-				t.Fatalf("applied %v W, limit %d mW; want %v W, %d mW", applied, h.gpus[2].limit(), tc.wantW, tc.wantMW)
+			if applied != tc.wantW || h.GPUs[2].Limit() != tc.wantMW {
+				t.Fatalf("applied %v W, limit %d mW; want %v W, %d mW", applied, h.GPUs[2].Limit(), tc.wantW, tc.wantMW)
 			}
 		})
 	}
 }
 
 func TestNaNCapIsRefusedWithoutWriting(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, j := newBackendOn(t, h)
 	if _, err := b.SetCap(0, math.NaN()); err == nil || power.IsBlocked(err) {
 		t.Fatalf("NaN cap: %v, want a plain error", err)
 	}
-	if h.gpus[0].setCount() != 0 || j.Len() != 0 {
-		t.Fatalf("%d writes, %d journal entries after a refused cap", h.gpus[0].setCount(), j.Len())
+	if h.GPUs[0].SetCount() != 0 || j.Len() != 0 {
+		t.Fatalf("%d writes, %d journal entries after a refused cap", h.GPUs[0].SetCount(), j.Len())
 	}
 }
 
 func TestNoWriteWhenTheLimitIsAlreadyInPlace(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, j := newBackendOn(t, h)
 
 	// The host's own limit: nothing to change, nothing to record.
 	if applied, err := b.SetCap(0, 700); err != nil || applied != 700 {
 		t.Fatalf("SetCap(0, 700) = %v, %v", applied, err)
 	}
-	if n := h.gpus[0].setCount(); n != 0 {
+	if n := h.GPUs[0].SetCount(); n != 0 {
 		t.Fatalf("%d writes for a limit already in place", n)
 	}
 	if j.Len() != 0 {
@@ -174,15 +175,15 @@ func TestNoWriteWhenTheLimitIsAlreadyInPlace(t *testing.T) {
 	if _, err := b.SetCap(1, 10); err != nil {
 		t.Fatal(err)
 	}
-	if n0, n1 := h.gpus[0].setCount(), h.gpus[1].setCount(); n0 != 1 || n1 != 1 {
+	if n0, n1 := h.GPUs[0].SetCount(), h.GPUs[1].SetCount(); n0 != 1 || n1 != 1 {
 		t.Fatalf("writes: GPU 0 %d, GPU 1 %d; want 1 each", n0, n1)
 	}
 }
 
 func TestJournalKeepsTheFirstOriginalAndRestorePutsItBack(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, j := newBackendOn(t, h)
-	uuid := h.devices[4].UUID
+	uuid := h.Devices[4].UUID
 
 	for _, w := range []float64{420, 300, 550} {
 		if _, err := b.SetCap(4, w); err != nil {
@@ -195,26 +196,26 @@ func TestJournalKeepsTheFirstOriginalAndRestorePutsItBack(t *testing.T) {
 	if err := j.RestoreBackend(BackendName, b); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.gpus[4].limit(); got != 700_000 {
+	if got := h.GPUs[4].Limit(); got != 700_000 {
 		t.Fatalf("limit after restore %d mW, want 700000", got)
 	}
 	if j.Len() != 0 {
 		t.Fatalf("journal after restore: %v", j.Entries())
 	}
 	// Restoring a limit that is already in place writes nothing.
-	before := h.gpus[4].setCount()
-	if err := b.Restore(uuid, "700000"); err != nil || h.gpus[4].setCount() != before {
-		t.Fatalf("restore of the limit in force: %v, %d extra writes", err, h.gpus[4].setCount()-before)
+	before := h.GPUs[4].SetCount()
+	if err := b.Restore(uuid, "700000"); err != nil || h.GPUs[4].SetCount() != before {
+		t.Fatalf("restore of the limit in force: %v, %d extra writes", err, h.GPUs[4].SetCount()-before)
 	}
 }
 
 func TestRestoreAfterRestartFindsGPUsByUUID(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	// An administrator set GPU 6 to 650 W before Joulie ever ran: that is
 	// its original, not the default.
-	h.gpus[6].update(func(g *gpuState) { g.limitMW = 650_000 })
+	h.GPUs[6].Update(func(g *nvmltest.GPUState) { g.LimitMW = 650_000 })
 	dir := t.TempDir()
-	b := New(h.library(), openJournal(t, dir))
+	b := New(Wrap(h.Server), openJournal(t, dir))
 	for i := range 8 {
 		if _, err := b.SetCap(i, 350); err != nil {
 			t.Fatal(err)
@@ -224,23 +225,23 @@ func TestRestoreAfterRestartFindsGPUsByUUID(t *testing.T) {
 	// The agent dies without closing anything. The host reboots and
 	// enumerates its GPUs in another order; a new agent opens the same
 	// state directory.
-	h.reorder(7, 6, 5, 4, 3, 2, 1, 0)
+	h.Reorder(7, 6, 5, 4, 3, 2, 1, 0)
 	j := openJournal(t, dir)
 	if j.Len() != 8 {
 		t.Fatalf("journal after restart holds %d originals, want 8", j.Len())
 	}
-	b2 := New(h.library(), j)
+	b2 := New(Wrap(h.Server), j)
 	defer b2.Close()
 	if err := j.Restore(map[string]state.Restorer{BackendName: b2}); err != nil {
 		t.Fatal(err)
 	}
-	for i, g := range h.gpus {
+	for i, g := range h.GPUs {
 		want := uint32(700_000)
 		if i == 6 {
 			want = 650_000
 		}
-		if g.limit() != want {
-			t.Errorf("GPU %s (index %d before the reboot): limit %d mW, want %d", h.devices[i].UUID, i, g.limit(), want)
+		if g.Limit() != want {
+			t.Errorf("GPU %s (index %d before the reboot): limit %d mW, want %d", h.Devices[i].UUID, i, g.Limit(), want)
 		}
 	}
 	if left := openJournal(t, dir).Len(); left != 0 {
@@ -251,18 +252,18 @@ func TestRestoreAfterRestartFindsGPUsByUUID(t *testing.T) {
 func TestRefusedWritesAreBlocked(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		breakGPU func(*gpuState)
+		breakGPU func(*nvmltest.GPUState)
 		code     gonvml.Return
 		message  string
 	}{
-		{"write not supported", func(g *gpuState) { g.setFails = gonvml.ERROR_NOT_SUPPORTED }, gonvml.ERROR_NOT_SUPPORTED, "does not support power limit control"},
-		{"no permission", func(g *gpuState) { g.setFails = gonvml.ERROR_NO_PERMISSION }, gonvml.ERROR_NO_PERMISSION, "it takes root"},
-		{"range not reported", func(g *gpuState) { g.rangeFails = gonvml.ERROR_NOT_SUPPORTED }, gonvml.ERROR_NOT_SUPPORTED, "read power limit range"},
-		{"empty range", func(g *gpuState) { g.minMW, g.maxMW = 0, 0 }, gonvml.SUCCESS, "no usable power limit range"},
+		{"write not supported", func(g *nvmltest.GPUState) { g.SetFails = gonvml.ERROR_NOT_SUPPORTED }, gonvml.ERROR_NOT_SUPPORTED, "does not support power limit control"},
+		{"no permission", func(g *nvmltest.GPUState) { g.SetFails = gonvml.ERROR_NO_PERMISSION }, gonvml.ERROR_NO_PERMISSION, "it takes root"},
+		{"range not reported", func(g *nvmltest.GPUState) { g.RangeFails = gonvml.ERROR_NOT_SUPPORTED }, gonvml.ERROR_NOT_SUPPORTED, "read power limit range"},
+		{"empty range", func(g *nvmltest.GPUState) { g.MinMW, g.MaxMW = 0, 0 }, gonvml.SUCCESS, "no usable power limit range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newDGX(t)
-			h.gpus[2].update(tc.breakGPU)
+			h := nvmltest.NewDGX(t)
+			h.GPUs[2].Update(tc.breakGPU)
 			b, j := newBackendOn(t, h)
 			_, err := b.SetCap(2, 420)
 			if !power.IsBlocked(err) {
@@ -271,10 +272,10 @@ func TestRefusedWritesAreBlocked(t *testing.T) {
 			if tc.code != gonvml.SUCCESS && !errors.Is(err, tc.code) {
 				t.Errorf("error %v does not wrap %v", err, tc.code)
 			}
-			if msg := err.Error(); !strings.Contains(msg, tc.message) || !strings.Contains(msg, "GPU 2 ("+h.devices[2].UUID+")") {
+			if msg := err.Error(); !strings.Contains(msg, tc.message) || !strings.Contains(msg, "GPU 2 ("+h.Devices[2].UUID+")") {
 				t.Errorf("message %q should name the device and say %q", msg, tc.message)
 			}
-			if got := h.gpus[2].limit(); got == 420_000 {
+			if got := h.GPUs[2].Limit(); got == 420_000 {
 				t.Error("limit changed although the write was refused")
 			}
 			for _, i := range []int{1, 3} {
@@ -292,12 +293,12 @@ func TestRefusedWritesAreBlocked(t *testing.T) {
 }
 
 func TestLostGPUFailsOnlyThatDevice(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, _ := newBackendOn(t, h)
 	if _, err := b.GPUs(); err != nil {
 		t.Fatal(err)
 	}
-	h.gpus[3].update(func(g *gpuState) { g.lost = true })
+	h.GPUs[3].Update(func(g *nvmltest.GPUState) { g.Lost = true })
 
 	gpus, err := b.GPUs()
 	if err != nil {
@@ -307,7 +308,7 @@ func TestLostGPUFailsOnlyThatDevice(t *testing.T) {
 		t.Fatalf("%d GPUs listed, want all 8", len(gpus))
 	}
 	lost := gpus[3]
-	if lost.UUID != h.devices[3].UUID || lost.MaxWatts != 700 || lost.HasPower || lost.HasEnergy || lost.CapWatts != 0 {
+	if lost.UUID != h.Devices[3].UUID || lost.MaxWatts != 700 || lost.HasPower || lost.HasEnergy || lost.CapWatts != 0 {
 		t.Errorf("lost GPU listed as %+v, want its known identity and range, no readings", lost)
 	}
 	for _, g := range gpus {
@@ -316,7 +317,7 @@ func TestLostGPUFailsOnlyThatDevice(t *testing.T) {
 			if err == nil || power.IsBlocked(err) || !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) {
 				t.Errorf("lost GPU: %v, want an error wrapping ERROR_GPU_IS_LOST", err)
 			}
-			if err != nil && !strings.Contains(err.Error(), h.devices[3].UUID) {
+			if err != nil && !strings.Contains(err.Error(), h.Devices[3].UUID) {
 				t.Errorf("error %q does not name the lost GPU", err)
 			}
 			continue
@@ -328,8 +329,8 @@ func TestLostGPUFailsOnlyThatDevice(t *testing.T) {
 }
 
 func TestGPULostBeforeFirstReadIsListedByIndex(t *testing.T) {
-	h := newDGX(t)
-	h.gpus[0].update(func(g *gpuState) { g.lost = true })
+	h := nvmltest.NewDGX(t)
+	h.GPUs[0].Update(func(g *nvmltest.GPUState) { g.Lost = true })
 	b, _ := newBackendOn(t, h)
 	gpus, err := b.GPUs()
 	if err != nil || len(gpus) != 8 {
@@ -338,15 +339,15 @@ func TestGPULostBeforeFirstReadIsListedByIndex(t *testing.T) {
 	if gpus[0] != (power.GPU{Index: 0}) {
 		t.Errorf("GPU lost before any read: %+v, want only its index", gpus[0])
 	}
-	if gpus[1].UUID != h.devices[1].UUID {
+	if gpus[1].UUID != h.Devices[1].UUID {
 		t.Errorf("GPU 1 after a lost GPU 0: %+v", gpus[1])
 	}
 }
 
 func TestVanishedIndexIsAnErrorForThatIndexOnly(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, _ := newBackendOn(t, h)
-	h.server.Devices = h.server.Devices[:7]
+	h.Server.Devices = h.Server.Devices[:7]
 
 	if _, err := b.SetCap(7, 420); err == nil || power.IsBlocked(err) || !strings.Contains(err.Error(), "no such GPU") {
 		t.Fatalf("SetCap on a vanished index: %v", err)
@@ -364,22 +365,22 @@ func TestVanishedIndexIsAnErrorForThatIndexOnly(t *testing.T) {
 }
 
 func TestRestoreRefusesAMalformedOriginal(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, _ := newBackendOn(t, h)
 	for _, orig := range []string{"", "700 W", "-1", "99999999999"} {
-		if err := b.Restore(h.devices[0].UUID, orig); err == nil {
+		if err := b.Restore(h.Devices[0].UUID, orig); err == nil {
 			t.Errorf("original %q accepted", orig)
 		}
 	}
-	if n := h.gpus[0].setCount(); n != 0 {
+	if n := h.GPUs[0].SetCount(); n != 0 {
 		t.Fatalf("%d writes for malformed originals", n)
 	}
 }
 
 func TestNoWriteWhenTheOriginalCannotBeRecorded(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	dir := filepath.Join(t.TempDir(), "state")
-	b := New(h.library(), openJournal(t, dir))
+	b := New(Wrap(h.Server), openJournal(t, dir))
 	defer b.Close()
 	// The state directory disappears (a full or broken disk would do the
 	// same): the original cannot be made durable.
@@ -389,13 +390,13 @@ func TestNoWriteWhenTheOriginalCannotBeRecorded(t *testing.T) {
 	if _, err := b.SetCap(0, 420); err == nil || !strings.Contains(err.Error(), "not written") {
 		t.Fatalf("SetCap without a durable journal: %v", err)
 	}
-	if n := h.gpus[0].setCount(); n != 0 {
+	if n := h.GPUs[0].SetCount(); n != 0 {
 		t.Fatalf("%d writes although the original was not recorded", n)
 	}
 
-	noJournal := New(h.library(), nil)
-	if _, err := noJournal.SetCap(0, 420); err == nil || h.gpus[0].setCount() != 0 {
-		t.Fatalf("SetCap without a journal: %v, %d writes", err, h.gpus[0].setCount())
+	noJournal := New(Wrap(h.Server), nil)
+	if _, err := noJournal.SetCap(0, 420); err == nil || h.GPUs[0].SetCount() != 0 {
+		t.Fatalf("SetCap without a journal: %v, %d writes", err, h.GPUs[0].SetCount())
 	}
 }
 
@@ -457,9 +458,9 @@ func TestDefaultLibraryOnAHostWithoutNVIDIA(t *testing.T) {
 }
 
 func TestFailingInitIsBlockedAndNotShutDown(t *testing.T) {
-	h := newDGX(t)
-	h.server.InitFunc = func() gonvml.Return { return gonvml.ERROR_DRIVER_NOT_LOADED }
-	b := New(h.library(), nil)
+	h := nvmltest.NewDGX(t)
+	h.Server.InitFunc = func() gonvml.Return { return gonvml.ERROR_DRIVER_NOT_LOADED }
+	b := New(Wrap(h.Server), nil)
 	err := b.Unavailable()
 	if !power.IsBlocked(err) || !errors.Is(err, gonvml.ERROR_DRIVER_NOT_LOADED) || !strings.Contains(err.Error(), "NVML unavailable") {
 		t.Fatalf("Unavailable() = %v", err)
@@ -470,20 +471,20 @@ func TestFailingInitIsBlockedAndNotShutDown(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h.server.ShutdownCalls()); n != 0 {
+	if n := len(h.Server.ShutdownCalls()); n != 0 {
 		t.Fatalf("Shutdown called %d times on an NVML that never initialised", n)
 	}
 }
 
 func TestCloseShutsNVMLDownOnce(t *testing.T) {
-	h := newDGX(t)
-	b := New(h.library(), nil)
+	h := nvmltest.NewDGX(t)
+	b := New(Wrap(h.Server), nil)
 	for range 2 {
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := len(h.server.ShutdownCalls()); n != 1 {
+	if n := len(h.Server.ShutdownCalls()); n != 1 {
 		t.Fatalf("Shutdown called %d times, want 1", n)
 	}
 	if _, err := b.SetCap(0, 420); err == nil {
@@ -492,7 +493,7 @@ func TestCloseShutsNVMLDownOnce(t *testing.T) {
 }
 
 func TestConcurrentCapsAndEnumeration(t *testing.T) {
-	h := newDGX(t)
+	h := nvmltest.NewDGX(t)
 	b, j := newBackendOn(t, h)
 	var wg sync.WaitGroup
 	for i := range 8 {

@@ -1,4 +1,7 @@
-package nvml
+// Package nvmltest is a mocked DGX H100 for tests: go-nvml's eight-GPU
+// dgxh100 server with per-device power state wired in, so limits set through
+// NVML read back like hardware and tests can break a device on purpose.
+package nvmltest
 
 import (
 	"fmt"
@@ -13,95 +16,95 @@ import (
 
 // H100 SXM5 power limits as the driver reports them, in milliwatts.
 const (
-	h100MinMW = 200_000
-	h100MaxMW = 700_000
+	// H100MinMW and H100MaxMW bound an H100 SXM5 power limit.
+	H100MinMW = 200_000
+	H100MaxMW = 700_000
 )
 
-// dgxH100Buses are the PCI buses of a DGX H100's eight GPUs.
-var dgxH100Buses = [8]uint32{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
+// DGXH100Buses are the PCI buses of a DGX H100's eight GPUs.
+var DGXH100Buses = [8]uint32{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb}
 
-// gpuState is the power side of one mocked GPU, which go-nvml's dgxh100
+// GPUState is the power side of one mocked GPU, which go-nvml's dgxh100
 // server leaves unimplemented: the test owns it and can break it.
-type gpuState struct {
+type GPUState struct {
 	mu        sync.Mutex
-	minMW     uint32
-	maxMW     uint32
-	defaultMW uint32
-	limitMW   uint32
-	usageMW   uint32
-	energyMJ  uint64
-	noEnergy  bool
+	MinMW     uint32
+	MaxMW     uint32
+	DefaultMW uint32
+	LimitMW   uint32
+	UsageMW   uint32
+	EnergyMJ  uint64
+	NoEnergy  bool
 	// setFails, when not SUCCESS, is what SetPowerManagementLimit returns
 	// instead of changing the limit.
-	setFails gonvml.Return
+	SetFails gonvml.Return
 	// rangeFails, when not SUCCESS, is what the limit range read returns.
-	rangeFails gonvml.Return
+	RangeFails gonvml.Return
 	// lost makes every call return ERROR_GPU_IS_LOST, as NVML does for a
 	// GPU that has fallen off the bus.
-	lost bool
-	sets int
+	Lost bool
+	Sets int
 }
 
-func (g *gpuState) limit() uint32 {
+func (g *GPUState) Limit() uint32 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.limitMW
+	return g.LimitMW
 }
 
-func (g *gpuState) setCount() int {
+func (g *GPUState) SetCount() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.sets
+	return g.Sets
 }
 
-func (g *gpuState) update(f func(*gpuState)) {
+func (g *GPUState) Update(f func(*GPUState)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f(g)
 }
 
-// dgx is a mocked DGX H100: go-nvml's eight-GPU server with power state
+// DGX is a mocked DGX H100: go-nvml's eight-GPU server with power state
 // wired into its devices.
-type dgx struct {
-	server *server.Server
-	// gpus[i] belongs to the device at index i when the host is built;
+type DGX struct {
+	Server *server.Server
+	// GPUs[i] belongs to the device at index i when the host is built;
 	// it stays with that device if the devices are reordered.
-	gpus    []*gpuState
-	devices []*server.Device
+	GPUs    []*GPUState
+	Devices []*server.Device
 }
 
-func newDGX(t testing.TB) *dgx {
+// NewDGX returns the mocked host with all eight GPUs at 700 W.
+func NewDGX(t testing.TB) *DGX {
 	t.Helper()
-	h := &dgx{server: dgxh100.New()}
-	if len(h.server.Devices) != 8 {
-		t.Fatalf("dgxh100 mock has %d GPUs, want 8", len(h.server.Devices))
+	h := &DGX{Server: dgxh100.New()}
+	if len(h.Server.Devices) != 8 {
+		t.Fatalf("dgxh100 mock has %d GPUs, want 8", len(h.Server.Devices))
 	}
-	for i, d := range h.server.Devices {
+	for i, d := range h.Server.Devices {
 		dev := d.(*server.Device)
-		g := &gpuState{
-			minMW:     h100MinMW,
-			maxMW:     h100MaxMW,
-			defaultMW: h100MaxMW,
-			limitMW:   h100MaxMW,
-			usageMW:   uint32(300_000 + 10_000*i),
-			energyMJ:  uint64(1_000_000_000 * (i + 1)),
+		g := &GPUState{
+			MinMW:     H100MinMW,
+			MaxMW:     H100MaxMW,
+			DefaultMW: H100MaxMW,
+			LimitMW:   H100MaxMW,
+			UsageMW:   uint32(300_000 + 10_000*i),
+			EnergyMJ:  uint64(1_000_000_000 * (i + 1)),
 			// The last GPU's driver does not count energy, as on boards
 			// where the counter is unsupported.
-			noEnergy: i == 7,
+			NoEnergy: i == 7,
 		}
-		wire(dev, g, dgxH100Buses[i])
-		h.gpus = append(h.gpus, g)
-		h.devices = append(h.devices, dev)
+		wire(dev, g, DGXH100Buses[i])
+		h.GPUs = append(h.GPUs, g)
+		h.Devices = append(h.Devices, dev)
 	}
 	return h
 }
 
-func (h *dgx) library() Library { return Wrap(h.server) }
-
 // wire replaces the mock device's identity and power functions with ones
 // backed by g, so reads and writes behave like hardware: a write changes
 // what the next read returns.
-func wire(dev *server.Device, g *gpuState, bus uint32) {
+func wire(dev *server.Device, g *GPUState, bus uint32) {
 	dev.PciBusID = fmt.Sprintf("0000:%02x:00.0", bus)
 	// NVML's own spelling: eight-digit domain, upper case.
 	nvmlBusID := fmt.Sprintf("%08X:%02X:00.0", 0, bus)
@@ -110,7 +113,7 @@ func wire(dev *server.Device, g *gpuState, bus uint32) {
 	read := func(f func() gonvml.Return) gonvml.Return {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.lost {
+		if g.Lost {
 			return gonvml.ERROR_GPU_IS_LOST
 		}
 		return f()
@@ -143,65 +146,65 @@ func wire(dev *server.Device, g *gpuState, bus uint32) {
 	dev.GetPowerManagementLimitConstraintsFunc = func() (uint32, uint32, gonvml.Return) {
 		var lo, hi uint32
 		ret := read(func() gonvml.Return {
-			if g.rangeFails != gonvml.SUCCESS {
-				return g.rangeFails
+			if g.RangeFails != gonvml.SUCCESS {
+				return g.RangeFails
 			}
-			lo, hi = g.minMW, g.maxMW
+			lo, hi = g.MinMW, g.MaxMW
 			return gonvml.SUCCESS
 		})
 		return lo, hi, ret
 	}
 	dev.GetPowerManagementDefaultLimitFunc = func() (uint32, gonvml.Return) {
 		var mw uint32
-		ret := read(func() gonvml.Return { mw = g.defaultMW; return gonvml.SUCCESS })
+		ret := read(func() gonvml.Return { mw = g.DefaultMW; return gonvml.SUCCESS })
 		return mw, ret
 	}
 	dev.GetPowerManagementLimitFunc = func() (uint32, gonvml.Return) {
 		var mw uint32
-		ret := read(func() gonvml.Return { mw = g.limitMW; return gonvml.SUCCESS })
+		ret := read(func() gonvml.Return { mw = g.LimitMW; return gonvml.SUCCESS })
 		return mw, ret
 	}
 	dev.GetEnforcedPowerLimitFunc = dev.GetPowerManagementLimitFunc
 	dev.GetPowerUsageFunc = func() (uint32, gonvml.Return) {
 		var mw uint32
-		ret := read(func() gonvml.Return { mw = min(g.usageMW, g.limitMW); return gonvml.SUCCESS })
+		ret := read(func() gonvml.Return { mw = min(g.UsageMW, g.LimitMW); return gonvml.SUCCESS })
 		return mw, ret
 	}
 	dev.GetTotalEnergyConsumptionFunc = func() (uint64, gonvml.Return) {
 		var mj uint64
 		ret := read(func() gonvml.Return {
-			if g.noEnergy {
+			if g.NoEnergy {
 				return gonvml.ERROR_NOT_SUPPORTED
 			}
-			mj = g.energyMJ
+			mj = g.EnergyMJ
 			return gonvml.SUCCESS
 		})
 		return mj, ret
 	}
 	dev.SetPowerManagementLimitFunc = func(mw uint32) gonvml.Return {
 		return read(func() gonvml.Return {
-			g.sets++
+			g.Sets++
 			switch {
-			case g.setFails != gonvml.SUCCESS:
-				return g.setFails
-			case mw < g.minMW || mw > g.maxMW:
+			case g.SetFails != gonvml.SUCCESS:
+				return g.SetFails
+			case mw < g.MinMW || mw > g.MaxMW:
 				// The driver checks the range itself; reaching this means
 				// the backend failed to clamp.
 				return gonvml.ERROR_INVALID_ARGUMENT
 			}
-			g.limitMW = mw
+			g.LimitMW = mw
 			return gonvml.SUCCESS
 		})
 	}
 }
 
-// reorder puts the devices at new indices, as after a reboot in which
+// Reorder puts the devices at new indices, as after a reboot in which
 // enumeration order changed: order[i] is the old index of the device now
 // at index i.
-func (h *dgx) reorder(order ...int) {
-	devs := slices.Clone(h.server.Devices)
+func (h *DGX) Reorder(order ...int) {
+	devs := slices.Clone(h.Server.Devices)
 	for i, old := range order {
-		h.server.Devices[i] = devs[old]
-		h.server.Devices[i].(*server.Device).Index = i
+		h.Server.Devices[i] = devs[old]
+		h.Server.Devices[i].(*server.Device).Index = i
 	}
 }
