@@ -21,6 +21,8 @@ type Package struct {
 	MaxWatts float64
 	// Writable is false when the zone's limits are read-only.
 	Writable bool
+	// Reason says why the limits are not writable, in the backend's words.
+	Reason string
 }
 
 // PackageCapper sets RAPL package limits (implemented by package rapl).
@@ -174,9 +176,22 @@ func (e *CPUEnforcer) Enforce(now time.Time, t *joulie.CPUPowerTarget) joulie.Co
 		e.raplErr = err
 		e.backoff(now)
 	} else if !e.raplUsable() && e.raplErr == nil {
-		e.raplErr = fmt.Errorf("%w: no writable %s package limit on this host", power.ErrBlocked, e.cfg.RAPLBackend)
+		e.raplErr = fmt.Errorf("%w: %s", power.ErrBlocked, e.unusableReason())
 	}
 	return e.dvfs(now, watts)
+}
+
+// unusableReason says why no package limit can be written.
+func (e *CPUEnforcer) unusableReason() string {
+	for _, p := range e.cfg.Packages {
+		if p.Reason != "" {
+			return p.Reason
+		}
+	}
+	if len(e.cfg.Packages) == 0 {
+		return fmt.Sprintf("no %s package zones on this host", e.cfg.RAPLBackend)
+	}
+	return fmt.Sprintf("no writable %s package limit on this host", e.cfg.RAPLBackend)
 }
 
 // applyRAPL writes every package's limit. It returns an error when any

@@ -171,7 +171,7 @@ func TestCPUFallsBackToDVFSOnRAPLWriteErrorAndReturnsLater(t *testing.T) {
 }
 
 func TestCPUReadOnlyRAPLGoesStraightToDVFS(t *testing.T) {
-	pkgs := []Package{{ID: 0, MaxWatts: 360}, {ID: 1, MaxWatts: 360}} // AMD EPYC: energy only
+	pkgs := []Package{{ID: 0, MaxWatts: 360}, {ID: 1, MaxWatts: 360}} // energy only, no reason given
 	r := &fakeRAPL{}
 	d := &fakeDVFS{}
 	e := NewCPUEnforcer(CPUConfig{Packages: pkgs, RAPL: r, DVFS: d, Meter: fakeMeter{500}})
@@ -179,7 +179,7 @@ func TestCPUReadOnlyRAPLGoesStraightToDVFS(t *testing.T) {
 	if len(r.calls) != 0 || st.Backend != joulie.BackendDVFS || d.lastCap != 360 {
 		t.Fatalf("status %+v, rapl calls %v, dvfs cap %g", st, r.calls, d.lastCap)
 	}
-	if !strings.Contains(st.Message, "no writable rapl") {
+	if !strings.Contains(st.Message, "no writable rapl package limit") {
 		t.Errorf("message should say why DVFS is in force: %q", st.Message)
 	}
 }
@@ -333,5 +333,13 @@ func TestCPUSocketCapThroughAMDSMIReportsItsBackend(t *testing.T) {
 	st := e.Enforce(t0, pct(75))
 	if st.Backend != joulie.BackendAMDSMI || e.Mode() != joulie.BackendAMDSMI || strings.Join(r.calls, ",") != "0=300,1=300" {
 		t.Fatalf("status %+v mode %s calls %v", st, e.Mode(), r.calls)
+	}
+}
+
+func TestCPUDVFSMessageCarriesTheBackendsReason(t *testing.T) {
+	pkgs := []Package{{ID: 0, Reason: "RAPL power limits are read-only on this CPU (AMD EPYC exposes energy only)"}}
+	e := NewCPUEnforcer(CPUConfig{Packages: pkgs, RAPL: &fakeRAPL{}, DVFS: &fakeDVFS{}, Meter: fakeMeter{200}, FallbackMaxWatts: 300})
+	if st := e.Enforce(t0, pct(50)); !strings.Contains(st.Message, "AMD EPYC exposes energy only") {
+		t.Fatalf("message %q", st.Message)
 	}
 }
