@@ -59,6 +59,9 @@ type Config struct {
 	OpenNVML func(journal *state.Journal) *nvml.Backend
 	// Now is the clock energy readings are timed with (time.Now).
 	Now func() time.Time
+	// Writer replaces how attribute files are written; tests inject the
+	// driver errors (EIO) a fixture file cannot produce.
+	Writer sysfs.Writer
 }
 
 // Skip is the library path that turns a library backend off.
@@ -116,6 +119,9 @@ func Open(cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h := &Host{cfg: cfg, fs: sysfs.New(cfg.Root), journal: journal, cat: cfg.Catalog, restorers: map[string]state.Restorer{}}
+	if cfg.Writer != nil {
+		h.fs = h.fs.WithWriter(cfg.Writer)
+	}
 
 	info, warns, err := cpuinfo.Discover(h.fs)
 	h.warnings = append(h.warnings, warns...)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,4 +208,45 @@ func TestThisMachine(t *testing.T) {
 	}
 	t.Logf("this machine: %s (%s, %s), control %s, quality %s, warnings %q",
 		hw.CPU.Model, hw.CPU.CatalogModel, hw.CPU.Exactness, hw.CPU.Control.Backend, hw.Quality, hw.Warnings)
+}
+
+// eioWriter fails writes to paths containing fail with EIO, as a RAPL
+// driver does when the MSR write is refused; other writes go through.
+type eioWriter struct{ fail string }
+
+func (w eioWriter) WriteFile(path string, data []byte) error {
+	if strings.Contains(path, w.fail) {
+		return &os.PathError{Op: "write", Path: path, Err: syscall.EIO}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func TestRAPLWriteEIOFallsBackToDVFS(t *testing.T) {
+	root, dgx := xeonDGX(t)
+	c := newClock()
+	h, err := Open(Config{Root: root, StateDir: t.TempDir(), AMDSMILibraryPath: Skip, Now: c.now,
+		Writer:   eioWriter{fail: "intel-rapl:1/constraint_0_power_limit_uw"},
+		OpenNVML: func(j *state.Journal) *nvml.Backend { return nvml.New(nvml.Wrap(dgx.Server), j) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	cpu, gpu := h.Enforce(c.now(), eco(60))
+	if cpu.Backend != joulie.BackendDVFS || h.CPUMode() != joulie.BackendDVFS {
+		t.Fatalf("EIO on package 1 should put DVFS in force: %+v", cpu)
+	}
+	if !strings.Contains(cpu.Message, "input/output error") {
+		t.Errorf("the status should carry the driver error: %q", cpu.Message)
+	}
+	if gpu.Result != joulie.ResultApplied {
+		t.Errorf("a CPU failure must not stop the GPUs: %+v", gpu)
+	}
 }
