@@ -3,6 +3,7 @@ module joulie.io/joulie
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-0
 	github.com/prometheus/procfs v0.23.0
 	github.com/urfave/cli/v2 v2.27.7
 	k8s.io/api v0.37.1
@@ -15,7 +16,6 @@ require (
 )
 
 require (
-	github.com/NVIDIA/go-nvml v0.13.4-0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
