@@ -21,8 +21,7 @@ STATICCHECK         := $(GOBIN)/staticcheck
 # Every main package under */cmd/ is a binary shipped in bin/.
 CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 
-# Fuzz targets: package:FuzzName. `make fuzz` runs each for FUZZTIME.
-FUZZ_TARGETS := ./pkg/catalog:FuzzResolve ./pkg/catalog:FuzzParse
+# `make fuzz` runs every fuzz target of the product module for FUZZTIME.
 # Minimizing a new input can take up to a minute by default, during which
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
@@ -69,9 +68,10 @@ verify: ## fail when generated code, CRDs or go.mod are stale
 	hack/verify-codegen.sh
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
 
-fuzz: ## run each fuzz target for FUZZTIME (default 30s)
-	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
+fuzz: ## run every fuzz target (func FuzzX in *_test.go) for FUZZTIME each
+	@grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' agentd pkg controller extender 2>/dev/null | \
+	while IFS=: read -r file fn; do \
+		name=$${fn#func }; pkg=./$$(dirname "$$file"); \
 		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
 	done
