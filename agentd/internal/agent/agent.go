@@ -1,0 +1,417 @@
+// Package agent is joulie-agentd's reconcile loop: it holds the node's
+// desired power target (from the cluster's NodePowerProfile, from the
+// standalone profile of the config file, or from an operator's local
+// override), enforces it on every tick through the hardware layer, applies
+// the failsafe when the desired state goes stale, and restores the host's
+// original settings on start after a crash and on stop.
+//
+// Everything else (the Kubernetes sync, the local socket, metrics, systemd)
+// reads the agent through Snapshot and feeds it through SetDesired; none of
+// them touch the hardware.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"joulie.io/joulie/agentd/internal/dvfs"
+	"joulie.io/joulie/agentd/internal/host"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// Hardware is the host side the agent drives: *host.Host on a real
+// machine, an HTTP-backed host for simulated nodes.
+type Hardware interface {
+	Enforce(now time.Time, spec joulie.NodePowerProfileSpec) (cpu, gpu joulie.ControlStatus)
+	Hardware(now time.Time) joulie.NodeHardwareStatus
+	MeasuredPower(now time.Time) host.Power
+	CPUMode() joulie.ControlBackend
+	DVFS() (dvfs.Decision, bool)
+	PendingOriginals() int
+	Restore() error
+	Close() error
+}
+
+// Failsafe modes (config key failsafe).
+const (
+	// FailsafeKeep keeps enforcing the last target received.
+	FailsafeKeep = "keep"
+	// FailsafePerformance lifts the node to performance: caps at 100%.
+	FailsafePerformance = "performance"
+	// FailsafeRestore puts the host's original settings back.
+	FailsafeRestore = "restore"
+)
+
+// Where the target in force came from.
+const (
+	SourceNone       = "none"       // nothing asked yet
+	SourceCluster    = "cluster"    // the node's NodePowerProfile
+	SourceStandalone = "standalone" // standalone.profile of the config
+	SourceOverride   = "override"   // joulie-agentctl profile set
+	SourceFailsafe   = "failsafe"   // the desired state went stale
+	SourcePaused     = "paused"     // restored by the operator
+)
+
+// Options configure an Agent.
+type Options struct {
+	Node     string
+	Interval time.Duration
+	// Failsafe is keep, performance or restore; FailsafeTimeout is how
+	// long the cluster's target may go unconfirmed before it applies.
+	Failsafe        string
+	FailsafeTimeout time.Duration
+	// KeepCapsOnStop leaves the caps in force on stop and after a crash.
+	KeepCapsOnStop bool
+	// Standalone is the target of standalone mode; nil in cluster mode.
+	Standalone *joulie.NodePowerProfileSpec
+	Version    string
+	Now        func() time.Time
+	Logger     *slog.Logger
+}
+
+// Agent is one node's reconcile loop. Its methods are safe for concurrent
+// use.
+type Agent struct {
+	opts Options
+	hw   Hardware
+	log  *slog.Logger
+	kick chan struct{}
+
+	mu            sync.Mutex
+	desired       *joulie.NodePowerProfileSpec // from the cluster
+	generation    int64
+	desiredAt     time.Time // last time the cluster confirmed the target
+	override      *joulie.NodePowerProfileSpec
+	paused        bool
+	syncAt        time.Time
+	syncErr       string
+	failsafeSince time.Time
+	failsafeDone  bool // the restore failsafe ran
+	snap          Snapshot
+}
+
+// Snapshot is the agent's state after its last tick.
+type Snapshot struct {
+	Node       string
+	Version    string
+	Standalone bool
+	// Spec is the target in force (nil: nothing enforced), Source where
+	// it came from, Generation the NodePowerProfile generation it answers.
+	Spec       *joulie.NodePowerProfileSpec
+	Source     string
+	Generation int64
+	CPU, GPU   joulie.ControlStatus
+	CPUMode    joulie.ControlBackend
+	Power      host.Power
+	DVFS       dvfs.Decision
+	HasDVFS    bool
+	// LastReconcile is when the last tick ran; LastSync when the cluster
+	// last answered, SyncError its last error.
+	LastReconcile time.Time
+	LastSync      time.Time
+	SyncError     string
+	Failsafe      FailsafeState
+}
+
+// FailsafeState says whether the failsafe is in force and why.
+type FailsafeState struct {
+	Active bool
+	Mode   string
+	Reason string
+	Since  time.Time
+}
+
+// New returns an agent over hw.
+func New(hw Hardware, opts Options) *Agent {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Second
+	}
+	if opts.Failsafe == "" {
+		opts.Failsafe = FailsafeKeep
+	}
+	a := &Agent{opts: opts, hw: hw, log: opts.Logger, kick: make(chan struct{}, 1)}
+	a.snap = Snapshot{Node: opts.Node, Version: opts.Version, Standalone: opts.Standalone != nil, Source: SourceNone}
+	return a
+}
+
+// Start prepares the host before the first tick: originals left by a run
+// that did not stop cleanly are restored (unless caps are to be kept),
+// then the first reconcile runs, so that readiness means "enforcing".
+func (a *Agent) Start() error {
+	if n := a.hw.PendingOriginals(); n > 0 {
+		if a.opts.KeepCapsOnStop {
+			a.log.Warn("the previous run left controls changed; keeping them (keepCapsOnStop)", "controls", n)
+		} else {
+			a.log.Warn("the previous run did not stop cleanly; restoring the original power settings first", "controls", n)
+			if err := a.hw.Restore(); err != nil {
+				a.log.Error("restoring originals after an unclean stop failed; they stay recorded for the next attempt", "err", err)
+			}
+		}
+	}
+	a.Reconcile()
+	return nil
+}
+
+// Run ticks every interval, and at once when the target changes, until ctx
+// ends. It does not restore; Stop does.
+func (a *Agent) Run(ctx context.Context) {
+	t := time.NewTicker(a.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.kick:
+		}
+		a.Reconcile()
+	}
+}
+
+// Stop puts the original settings back unless caps are to be kept.
+func (a *Agent) Stop() error {
+	if a.opts.KeepCapsOnStop {
+		a.log.Info("stopping with the caps in force (keepCapsOnStop)")
+		return nil
+	}
+	if err := a.hw.Restore(); err != nil {
+		return fmt.Errorf("restore original power settings on stop: %w", err)
+	}
+	a.log.Info("original power settings restored")
+	return nil
+}
+
+// SetDesired records the cluster's target for the node (its
+// NodePowerProfile spec and generation) and confirms that the cluster is
+// reachable. A changed target is applied at once.
+func (a *Agent) SetDesired(spec joulie.NodePowerProfileSpec, generation int64) {
+	a.mu.Lock()
+	now := a.opts.Now()
+	changed := a.desired == nil || generation != a.generation
+	a.desired, a.generation, a.desiredAt = ptr.To(*spec.DeepCopy()), generation, now
+	a.syncAt, a.syncErr = now, ""
+	if changed {
+		a.paused = false
+	}
+	a.mu.Unlock()
+	if changed {
+		a.Kick()
+	}
+}
+
+// ClearDesired records that the node has no NodePowerProfile: nothing is
+// desired, so the originals are put back on the next tick.
+func (a *Agent) ClearDesired() {
+	a.mu.Lock()
+	now := a.opts.Now()
+	changed := a.desired != nil
+	a.desired, a.generation, a.desiredAt, a.syncAt, a.syncErr = nil, 0, now, now, ""
+	a.mu.Unlock()
+	if changed {
+		a.Kick()
+	}
+}
+
+// SyncSucceeded records that the cluster answered without a new target
+// (a resync found the same generation): the target is still confirmed.
+func (a *Agent) SyncSucceeded() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.opts.Now()
+	a.syncAt, a.syncErr = now, ""
+	if a.desired != nil || !a.desiredAt.IsZero() {
+		a.desiredAt = now
+	}
+}
+
+// SyncFailed records that the cluster could not be reached; the last
+// target stays in force until the failsafe timeout.
+func (a *Agent) SyncFailed(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.syncErr = err.Error()
+}
+
+// ErrNotStandalone is returned for a local override in cluster mode.
+var ErrNotStandalone = errors.New("the profile is set by the cluster (NodePowerProfile); change it with kubectl")
+
+// SetOverride sets a local target in standalone mode; nil clears it, back
+// to the config's standalone profile.
+func (a *Agent) SetOverride(spec *joulie.NodePowerProfileSpec) error {
+	if a.opts.Standalone == nil {
+		return ErrNotStandalone
+	}
+	a.mu.Lock()
+	if spec != nil {
+		spec = spec.DeepCopy()
+	}
+	a.override, a.paused = spec, false
+	a.mu.Unlock()
+	a.Kick()
+	return nil
+}
+
+// RestoreNow puts the originals back at an operator's request and pauses
+// enforcement until the target changes (a new generation, an override, a
+// reload), so the next tick does not cap the host again.
+func (a *Agent) RestoreNow() error {
+	a.mu.Lock()
+	a.paused = true
+	a.mu.Unlock()
+	err := a.hw.Restore()
+	a.Reconcile()
+	return err
+}
+
+// Resume lifts a pause (on SIGHUP).
+func (a *Agent) Resume() {
+	a.mu.Lock()
+	a.paused = false
+	a.mu.Unlock()
+	a.Kick()
+}
+
+// Kick asks for a tick now.
+func (a *Agent) Kick() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Snapshot returns the state after the last tick.
+func (a *Agent) Snapshot() Snapshot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.snap
+	s.LastSync, s.SyncError = a.syncAt, a.syncErr
+	return s
+}
+
+// HardwareStatus is the host's NodeHardware status now.
+func (a *Agent) HardwareStatus() joulie.NodeHardwareStatus {
+	return a.hw.Hardware(a.opts.Now())
+}
+
+// target decides what to enforce now. a.mu is held.
+func (a *Agent) target(now time.Time) (*joulie.NodePowerProfileSpec, string, FailsafeState) {
+	if a.paused {
+		return nil, SourcePaused, FailsafeState{}
+	}
+	if a.opts.Standalone != nil {
+		if a.override != nil {
+			return a.override, SourceOverride, FailsafeState{}
+		}
+		return a.opts.Standalone, SourceStandalone, FailsafeState{}
+	}
+	if a.desiredAt.IsZero() {
+		return nil, SourceNone, FailsafeState{}
+	}
+	stale := now.Sub(a.desiredAt)
+	if stale <= a.opts.FailsafeTimeout || a.opts.FailsafeTimeout <= 0 {
+		a.failsafeSince, a.failsafeDone = time.Time{}, false
+		if a.desired == nil {
+			return nil, SourceNone, FailsafeState{}
+		}
+		return a.desired, SourceCluster, FailsafeState{}
+	}
+	if a.failsafeSince.IsZero() {
+		a.failsafeSince = now
+	}
+	fs := FailsafeState{Active: true, Mode: a.opts.Failsafe, Since: a.failsafeSince,
+		Reason: fmt.Sprintf("no desired state from the cluster for %s (failsafeTimeout %s)", stale.Round(time.Second), a.opts.FailsafeTimeout)}
+	if a.syncErr != "" {
+		fs.Reason += ": " + a.syncErr
+	}
+	switch a.opts.Failsafe {
+	case FailsafePerformance:
+		return &joulie.NodePowerProfileSpec{
+			Profile: joulie.ProfilePerformance,
+			CPU:     &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: ptr.To(100.0)},
+			GPU:     &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(100.0)}},
+		}, SourceFailsafe, fs
+	case FailsafeRestore:
+		return nil, SourceFailsafe, fs
+	default:
+		return a.desired, SourceFailsafe, fs
+	}
+}
+
+// Reconcile runs one tick: decide the target, enforce it, measure.
+func (a *Agent) Reconcile() {
+	a.mu.Lock()
+	now := a.opts.Now()
+	spec, source, fs := a.target(now)
+	generation := a.generation
+	prev := a.snap
+	restoreFailsafe := fs.Active && fs.Mode == FailsafeRestore && !a.failsafeDone
+	if restoreFailsafe {
+		a.failsafeDone = true
+	}
+	a.mu.Unlock()
+
+	if fs.Active && !prev.Failsafe.Active {
+		a.log.Warn("failsafe in force", "mode", fs.Mode, "reason", fs.Reason)
+	} else if !fs.Active && prev.Failsafe.Active {
+		a.log.Info("desired state is fresh again; failsafe lifted")
+	}
+	if restoreFailsafe {
+		if err := a.hw.Restore(); err != nil {
+			a.log.Error("failsafe restore failed", "err", err)
+		}
+	}
+
+	var cpu, gpu joulie.ControlStatus
+	enforced := joulie.NodePowerProfileSpec{}
+	if spec != nil {
+		enforced = *spec
+	}
+	// An empty spec lifts every cap (the enforcers restore originals);
+	// after a restore there is nothing left to lift.
+	if spec != nil || source != SourcePaused && !restoreFailsafe {
+		cpu, gpu = a.hw.Enforce(now, enforced)
+	} else {
+		cpu = joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "original settings restored; enforcement paused"}
+		gpu = cpu
+	}
+	cpu.LastTransitionTime = transition(prev.CPU, cpu, now)
+	gpu.LastTransitionTime = transition(prev.GPU, gpu, now)
+	power := a.hw.MeasuredPower(now)
+	decision, hasDVFS := a.hw.DVFS()
+
+	a.mu.Lock()
+	a.snap = Snapshot{
+		Node: a.opts.Node, Version: a.opts.Version, Standalone: a.opts.Standalone != nil,
+		Spec: spec, Source: source, Generation: generation,
+		CPU: cpu, GPU: gpu, CPUMode: a.hw.CPUMode(), Power: power, DVFS: decision, HasDVFS: hasDVFS,
+		LastReconcile: now, Failsafe: fs,
+	}
+	a.mu.Unlock()
+
+	if cpu.Result != prev.CPU.Result || cpu.Backend != prev.CPU.Backend {
+		a.log.Info("CPU control", "result", cpu.Result, "backend", cpu.Backend, "message", cpu.Message)
+	}
+	if gpu.Result != prev.GPU.Result || gpu.Backend != prev.GPU.Backend {
+		a.log.Info("GPU control", "result", gpu.Result, "backend", gpu.Backend, "message", gpu.Message)
+	}
+}
+
+// transition keeps the previous transition time while the result holds.
+func transition(prev, cur joulie.ControlStatus, now time.Time) metav1Time {
+	if prev.Result == cur.Result && !prev.LastTransitionTime.IsZero() {
+		return prev.LastTransitionTime
+	}
+	return newTime(now)
+}

@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"math"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+type metav1Time = metav1.Time
+
+func newTime(t time.Time) metav1.Time { return metav1.NewTime(t.UTC().Truncate(time.Second)) }
+
+// PowerPublishInterval and PowerPublishChange bound how often measured
+// power reaches the API: at most once a minute, or sooner on a change of
+// more than 10% (SPEC.md), never every tick.
+const (
+	PowerPublishInterval = time.Minute
+	PowerPublishChange   = 0.10
+)
+
+// MeasuredPower turns a snapshot's reading into the API's form; nil when
+// nothing was measured.
+func (s Snapshot) MeasuredPower() *joulie.MeasuredPower {
+	if !s.Power.HasCPU && !s.Power.HasGPU {
+		return nil
+	}
+	m := &joulie.MeasuredPower{Time: newTime(s.LastReconcile)}
+	if s.Power.HasCPU {
+		m.CPUPowerWatts = ptr.To(round1(s.Power.CPUWatts))
+		m.NodePowerWatts += s.Power.CPUWatts
+	}
+	if s.Power.HasGPU {
+		m.GPUPowerWatts = ptr.To(round1(s.Power.GPUWatts))
+		m.NodePowerWatts += s.Power.GPUWatts
+	}
+	m.NodePowerWatts = round1(m.NodePowerWatts)
+	return m
+}
+
+// ShouldPublishPower decides whether a new reading replaces the published
+// one.
+func ShouldPublishPower(published, cur *joulie.MeasuredPower) bool {
+	switch {
+	case cur == nil:
+		return false
+	case published == nil:
+		return true
+	case cur.Time.Sub(published.Time.Time) >= PowerPublishInterval:
+		return true
+	case published.NodePowerWatts == 0:
+		return cur.NodePowerWatts != 0
+	}
+	return math.Abs(cur.NodePowerWatts-published.NodePowerWatts)/published.NodePowerWatts > PowerPublishChange
+}
+
+// ProfileStatus is the NodePowerProfile status to report: the snapshot's
+// results, and the measured power when it is due (else the one already
+// published, so a status write does not churn it).
+func (s Snapshot) ProfileStatus(published *joulie.MeasuredPower) joulie.NodePowerProfileStatus {
+	st := joulie.NodePowerProfileStatus{ObservedGeneration: s.Generation}
+	cpu, gpu := s.CPU, s.GPU
+	st.CPU, st.GPU = &cpu, &gpu
+	if cur := s.MeasuredPower(); ShouldPublishPower(published, cur) {
+		st.MeasuredPower = cur
+	} else if published != nil {
+		st.MeasuredPower = published.DeepCopy()
+	}
+	return st
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
