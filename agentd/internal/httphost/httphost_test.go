@@ -1,0 +1,96 @@
+package httphost
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"joulie.io/joulie/agentd/internal/httpbackend"
+	"joulie.io/joulie/agentd/internal/httpbackend/simulator"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// simulated starts the reference simulator on loopback with one node.
+func simulated(t *testing.T, spec simulator.NodeSpec) (*httpbackend.Client, *simulator.Simulator) {
+	t.Helper()
+	sim := simulator.New(time.Now)
+	if err := sim.AddNode("sim-0", spec); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	c, err := httpbackend.New(httpbackend.Config{Node: "sim-0",
+		Telemetry: httpbackend.Endpoint{URL: srv.URL + "/{node}"}, Control: httpbackend.Endpoint{URL: srv.URL + "/{node}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, sim
+}
+
+func gpuNode(readOnly bool) simulator.NodeSpec {
+	return simulator.NodeSpec{
+		CPU: &simulator.CPUSpec{Packages: 2, MinWattsPerPackage: 100, MaxWattsPerPackage: 400, IdleWattsPerPackage: 80, ReadOnlyLimits: readOnly},
+		GPUs: []simulator.GPUSpec{
+			{UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, IdleWatts: 70},
+			{UUID: "GPU-b", Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, IdleWatts: 70},
+		},
+	}
+}
+
+func eco60() joulie.NodePowerProfileSpec {
+	return joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco,
+		CPU: &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: ptr.To(60.0)},
+		GPU: &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}}
+}
+
+func TestSimulatedNodeIsCappedThroughTheContract(t *testing.T) {
+	c, sim := simulated(t, gpuNode(false))
+	h, err := New(c, Options{CPUModel: "AMD EPYC 9654 96-Core Processor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, gpu := h.Enforce(time.Now(), eco60())
+	if cpu.Result != joulie.ResultApplied || cpu.Backend != joulie.BackendHTTP || *cpu.AppliedCapWatts != 240 {
+		t.Fatalf("cpu %+v", cpu)
+	}
+	if gpu.Result != joulie.ResultApplied || *gpu.AppliedCapWatts != 420 {
+		t.Fatalf("gpu %+v", gpu)
+	}
+	tel, _ := sim.Telemetry("sim-0")
+	if tel.CPU.CapWatts != 240 || tel.GPUs[1].CapWatts != 420 {
+		t.Fatalf("simulator state: cpu cap %g, gpu1 cap %g", tel.CPU.CapWatts, tel.GPUs[1].CapWatts)
+	}
+	hw := h.Hardware(time.Now())
+	if hw.CPU.CatalogModel != "amd-epyc-9654" || hw.GPU == nil || hw.GPU.Count != 2 || hw.CPU.Control.Backend != joulie.BackendHTTP {
+		t.Fatalf("hardware %+v / %+v", hw.CPU, hw.GPU)
+	}
+	if p := h.MeasuredPower(time.Now()); !p.HasCPU || !p.HasGPU || p.CPUWatts <= 0 {
+		t.Fatalf("power %+v", p)
+	}
+}
+
+func TestSimulatedReadOnlyLimitsFallBackToTheSimulatorsDVFS(t *testing.T) {
+	c, sim := simulated(t, gpuNode(true))
+	if err := sim.SetLoad("sim-0", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var cpu joulie.ControlStatus
+	for range 20 {
+		cpu, _ = h.Enforce(now, eco60())
+		now = now.Add(15 * time.Second)
+	}
+	if cpu.Backend != joulie.BackendDVFS || h.CPUMode() != joulie.BackendDVFS || cpu.ThrottlePct == nil || *cpu.ThrottlePct == 0 {
+		t.Fatalf("cpu %+v mode %s", cpu, h.CPUMode())
+	}
+	tel, _ := sim.Telemetry("sim-0")
+	if tel.CPU.ThrottlePct == 0 {
+		t.Fatal("the simulator never received a throttle")
+	}
+}
