@@ -21,8 +21,8 @@ import (
 	"joulie.io/joulie/agentd/internal/host"
 	"joulie.io/joulie/agentd/internal/httpbackend"
 	"joulie.io/joulie/agentd/internal/power"
-	"joulie.io/joulie/pkg/catalog"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/catalog"
 )
 
 // Options describe the simulated node.
