@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,15 +40,15 @@ func catalogCommand() *cli.Command {
 				Usage: "directory under which proc/ is read"},
 			&cli.StringSliceFlag{Name: "cpu", Usage: "a CPU model name to resolve (repeatable)"},
 			&cli.StringSliceFlag{Name: "gpu", Usage: "a GPU model name to resolve (repeatable)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
+			outputFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError("catalog takes no arguments; use --cpu or --gpu (got %q)", c.Args().First())
 			}
-			output := c.String("output")
-			if output != "table" && output != "json" {
-				return usageError("--output must be table or json, not %q", output)
+			output, err := outputFormat(c)
+			if err != nil {
+				return err
 			}
 			cpus, gpus := c.StringSlice("cpu"), c.StringSlice("gpu")
 			if len(cpus) == 0 && len(gpus) == 0 {
@@ -61,9 +60,7 @@ func catalogCommand() *cli.Command {
 			}
 			rows := resolveAll(catalog.Default(), cpus, gpus)
 			if output == "json" {
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return writeJSON(c.App.Writer, rows)
 			}
 			return writeTable(c.App.Writer, rows)
 		},

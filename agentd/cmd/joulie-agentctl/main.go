@@ -1,10 +1,17 @@
 // Command joulie-agentctl is the operator's view of joulie-agentd on a host.
 //
-// For now it carries the verbs that need no running daemon: `catalog`
-// resolves this host's CPU, or given model names, against Joulie's hardware
+// `status`, `hardware`, `profile` and `restore` ask the running daemon over
+// its local socket (--socket, default /run/joulie/agentd.sock). Reading
+// needs root or membership in group joulie; `profile set` and `restore`
+// change the host and need root. `catalog` needs no daemon: it resolves
+// this host's CPU, or given model names, against Joulie's hardware
 // catalog, so an operator can see which figures Joulie will plan with.
 //
-// Exit codes: 0 success, 1 runtime failure, 2 bad usage.
+// Every verb takes --output table|json; JSON uses the field names of the
+// joulie.io/v1alpha1 API types.
+//
+// Exit codes: 0 success, 1 runtime failure (including a daemon that is
+// not running or refuses the caller), 2 bad usage.
 package main
 
 import (
@@ -12,9 +19,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"joulie.io/joulie/agentd/internal/localapi"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -30,7 +39,12 @@ func main() {
 
 // run executes the command line and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	app := newApp(stdout, stderr)
+	return runAt(args, stdout, stderr, time.Now)
+}
+
+// runAt is run with a clock, which the ages in tables are taken against.
+func runAt(args []string, stdout, stderr io.Writer, now func() time.Time) int {
+	app := newApp(stdout, stderr, now)
 	err := app.Run(args)
 	if err == nil {
 		return 0
@@ -43,16 +57,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-func newApp(stdout, stderr io.Writer) *cli.App {
+func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 	onUsageError := func(_ *cli.Context, err error, _ bool) error {
 		return usageError("%v", err)
 	}
-	commands := []*cli.Command{catalogCommand()}
+	commands := []*cli.Command{
+		statusCommand(now),
+		hardwareCommand(),
+		profileCommand(),
+		restoreCommand(),
+		catalogCommand(),
+	}
 	// Each command parses its own flags, so each needs the handler that
 	// turns a bad flag into exit code 2.
-	for _, cmd := range commands {
-		cmd.OnUsageError = onUsageError
+	var setHandler func([]*cli.Command)
+	setHandler = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			cmd.OnUsageError = onUsageError
+			setHandler(cmd.Subcommands)
+		}
 	}
+	setHandler(commands)
 	return &cli.App{
 		Name:            "joulie-agentctl",
 		Usage:           "inspect and steer joulie-agentd on this host",
@@ -64,7 +89,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// exit code is decided in run so tests can see it.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   onUsageError,
-		Commands:       commands,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "socket", Value: localapi.DefaultSocketPath, EnvVars: []string{"JOULIE_SOCKET"},
+				Usage: "joulie-agentd's local socket", TakesFile: true},
+		},
+		Commands: commands,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -30,9 +31,13 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
+// testNow is the clock of every run in these tests, so ages in tables
+// are fixed.
+var testNow = time.Date(2026, 3, 14, 9, 27, 5, 0, time.UTC)
+
 func runCtl(args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
-	code = run(append([]string{"joulie-agentctl"}, args...), &out, &errOut)
+	code = runAt(append([]string{"joulie-agentctl"}, args...), &out, &errOut, func() time.Time { return testNow })
 	return out.String(), errOut.String(), code
 }
 

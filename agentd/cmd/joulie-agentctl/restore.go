@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"joulie.io/joulie/agentd/internal/localapi"
+)
+
+func restoreCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "restore",
+		Usage:     "put back every power control the agent changed (root)",
+		ArgsUsage: " ",
+		Description: "Asks joulie-agentd to write back the original values it recorded\n" +
+			"before its first change to each control (RAPL limits, cpufreq\n" +
+			"ceilings, GPU power limits) and prints what it did. The daemon keeps\n" +
+			"running and says when it enforces a target again (joulie-agentd\n" +
+			"pauses enforcement until the target changes).",
+		Flags: []cli.Flag{outputFlag()},
+		Action: func(c *cli.Context) error {
+			client, output, err := daemonCommand(c)
+			if err != nil {
+				return err
+			}
+			report, err := client.Restore(c.Context)
+			var apiErr *localapi.APIError
+			// A failed restore still reports what it did restore; any
+			// other failure has nothing to show.
+			if err != nil && !(errors.As(err, &apiErr) && apiErr.StatusCode == 500) {
+				return err
+			}
+			if output == "json" {
+				if werr := writeJSON(c.App.Writer, report); werr != nil {
+					return werr
+				}
+			} else if werr := writeRestore(c.App.Writer, report); werr != nil {
+				return werr
+			}
+			return err
+		},
+	}
+}
+
+func writeRestore(w io.Writer, r localapi.RestoreReport) error {
+	var restored, kept []localapi.RecordedControl
+	for _, rc := range r.Controls {
+		if rc.Error == "" {
+			restored = append(restored, rc)
+		} else {
+			kept = append(kept, rc)
+		}
+	}
+	if r.Restored == 0 && r.Kept == 0 && r.Error == "" {
+		fmt.Fprintln(w, "Nothing to restore: joulie-agentd had changed no control.")
+	}
+	if r.Restored > 0 {
+		fmt.Fprintf(w, "Restored %s to the values recorded before Joulie changed them", plural(r.Restored, "control", "controls"))
+		if err := writeControls(w, restored, false); err != nil {
+			return err
+		}
+	}
+	if r.Kept > 0 {
+		fmt.Fprintf(w, "Could not restore %s; the originals stay recorded for the next attempt", plural(r.Kept, "control", "controls"))
+		if err := writeControls(w, kept, true); err != nil {
+			return err
+		}
+	}
+	if r.Message != "" {
+		fmt.Fprintln(w, r.Message)
+	}
+	return nil
+}
+
+// writeControls ends the sentence above it, with a list when the daemon
+// named the controls.
+func writeControls(w io.Writer, controls []localapi.RecordedControl, withError bool) error {
+	if len(controls) == 0 {
+		fmt.Fprintln(w, ".")
+		return nil
+	}
+	fmt.Fprintln(w, ":")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if withError {
+		fmt.Fprintln(tw, "  BACKEND\tCONTROL\tORIGINAL\tERROR")
+	} else {
+		fmt.Fprintln(tw, "  BACKEND\tCONTROL\tORIGINAL")
+	}
+	for _, rc := range controls {
+		if withError {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", rc.Backend, rc.ID, rc.Original, rc.Error)
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", rc.Backend, rc.ID, rc.Original)
+		}
+	}
+	return tw.Flush()
+}
