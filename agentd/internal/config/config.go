@@ -1,0 +1,278 @@
+// Package config is joulie-agentd's configuration: one struct, read from a
+// YAML file, overridden by JOULIE_* environment variables and then by
+// command-line flags, and validated once, at start and on reload.
+//
+// Every key has three spellings, derived mechanically from its YAML path
+// so that none has to be looked up: the path in camelCase
+// ("dvfs.emaAlpha"), a flag in kebab-case ("--dvfs-ema-alpha") and a
+// variable in upper snake case with the JOULIE_ prefix
+// ("JOULIE_DVFS_EMA_ALPHA"). The agent seed's own names (DVFS_EMA_ALPHA
+// and the other DVFS_* tunables, POOL_NODE_SELECTOR) are accepted too,
+// below their JOULIE_ spellings.
+//
+// Precedence, highest first: flag, JOULIE_* variable, seed variable, file,
+// default. An empty variable counts as unset (as with the DVFS_*
+// variables), so a systemd EnvironmentFile may list variables blank.
+//
+// Every error this package returns wraps ErrUsage: the daemon exits with
+// code 2 on it (SPEC.md, "Command-line contract").
+package config
+
+import (
+	"errors"
+	"hash/fnv"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"joulie.io/joulie/agentd/internal/dvfs"
+	"joulie.io/joulie/agentd/internal/httpbackend"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// DefaultPath is where the packages install the configuration file. A
+// missing file at this path means "all defaults"; a missing file named by
+// --config or JOULIE_CONFIG is an error.
+const DefaultPath = "/etc/joulie/agentd.yaml"
+
+// Defaults that other values are checked against.
+const (
+	// DefaultMetricsAddress is the Prometheus endpoint's listen address:
+	// every interface, like node_exporter's :9100, so that the cluster's
+	// Prometheus can scrape the host.
+	DefaultMetricsAddress = ":9477"
+	// MinReconcileInterval is the shortest tick allowed: RAPL energy
+	// deltas over less than a second are dominated by the counter's
+	// update granularity, and the DVFS loop acts on trip counts of ticks.
+	MinReconcileInterval = time.Second
+)
+
+// Failsafe is what the agent enforces once its desired state has gone
+// stale (SPEC.md, "Safety rules").
+type Failsafe string
+
+const (
+	// FailsafeKeep leaves the last applied target in force.
+	FailsafeKeep Failsafe = "keep"
+	// FailsafePerformance lifts the caps to the performance profile.
+	FailsafePerformance Failsafe = "performance"
+	// FailsafeRestore puts the journaled original values back.
+	FailsafeRestore Failsafe = "restore"
+)
+
+// LibraryNone as a library path turns that library's backend off.
+const LibraryNone = "none"
+
+// Config is joulie-agentd's whole configuration. The json tags are the
+// YAML keys (sigs.k8s.io/yaml goes through JSON), so yaml.Marshal of a
+// Config is a valid configuration file.
+type Config struct {
+	// NodeName names this node's Node, NodeHardware and NodePowerProfile.
+	// Default: the host name, lowercased as the kubelet does.
+	NodeName string `json:"nodeName"`
+	// Kubeconfig is the path of the agent's node-scoped kubeconfig. Empty
+	// means standalone mode: no API server, StandaloneMode.Profile is the
+	// target.
+	Kubeconfig string `json:"kubeconfig"`
+	// HostRoot is the directory under which sys/ and proc/ are read and
+	// written ("/"); tests point it at a fixture tree.
+	HostRoot string `json:"hostRoot"`
+	// StateDir holds the journal of original values (/var/lib/joulie).
+	StateDir string `json:"stateDir"`
+	// Socket is the Unix socket joulie-agentctl talks to
+	// (/run/joulie/agentd.sock).
+	Socket string `json:"socket"`
+	// MetricsAddress is the host:port of /metrics (DefaultMetricsAddress);
+	// empty disables the endpoint.
+	MetricsAddress string `json:"metricsAddress"`
+	// ReconcileInterval is the tick (5s, at least MinReconcileInterval).
+	ReconcileInterval metav1.Duration `json:"reconcileInterval"`
+	// Failsafe is applied when no fresh desired state has arrived for
+	// FailsafeTimeout (keep).
+	Failsafe Failsafe `json:"failsafe"`
+	// FailsafeTimeout is how long the desired state may go without a
+	// refresh before the failsafe applies (5m).
+	FailsafeTimeout metav1.Duration `json:"failsafeTimeout"`
+	// KeepCapsOnStop leaves the caps in force when the daemon stops;
+	// by default the originals are restored.
+	KeepCapsOnStop bool `json:"keepCapsOnStop"`
+	// NVMLLibraryPath is libnvidia-ml's path; empty lets the loader find
+	// libnvidia-ml.so.1, LibraryNone skips NVML.
+	NVMLLibraryPath string `json:"nvmlLibraryPath"`
+	// AMDSMILibraryPath is libamd_smi's path; empty tries the usual
+	// places, LibraryNone skips amd-smi.
+	AMDSMILibraryPath string `json:"amdsmiLibraryPath"`
+	// LogLevel is debug, info, warn or error (info).
+	LogLevel string `json:"logLevel"`
+	// LogFormat is text or json (text).
+	LogFormat string `json:"logFormat"`
+
+	// DVFS tunes the DVFS fallback controller.
+	DVFS DVFS `json:"dvfs"`
+
+	// Backend is where controls and telemetry go: host (the machine's own
+	// sysfs, NVML, amd-smi) or http (a simulator, see HTTP).
+	Backend joulie.EndpointType `json:"backend"`
+	// HTTP is the simulator endpoint used when Backend is http.
+	HTTP HTTP `json:"http"`
+
+	// StandaloneMode holds the target enforced when there is no
+	// kubeconfig. (The field is not called Standalone: that is the method
+	// telling whether the agent runs standalone.)
+	StandaloneMode StandaloneMode `json:"standalone"`
+
+	// Pool is pool mode: one process drives many simulated nodes.
+	Pool Pool `json:"pool"`
+
+	// src says how this Config was loaded, so Reload can repeat it.
+	src *source
+}
+
+// DVFS holds the DVFS fallback's tunables under YAML keys; see
+// dvfs.Config for what each does and why its default is what it is.
+type DVFS struct {
+	EMAAlpha    float64         `json:"emaAlpha"`
+	HighMarginW float64         `json:"highMarginW"`
+	LowMarginW  float64         `json:"lowMarginW"`
+	TripCount   int             `json:"tripCount"`
+	Cooldown    metav1.Duration `json:"cooldown"`
+	StepPct     float64         `json:"stepPct"`
+	MinFreqKHz  int64           `json:"minFreqKHz"`
+}
+
+// Config returns the tunables as the dvfs package takes them.
+func (d DVFS) Config() dvfs.Config {
+	return dvfs.Config{
+		EMAAlpha:    d.EMAAlpha,
+		HighMarginW: d.HighMarginW,
+		LowMarginW:  d.LowMarginW,
+		TripCount:   d.TripCount,
+		Cooldown:    d.Cooldown.Duration,
+		StepPct:     d.StepPct,
+		MinFreqKHz:  d.MinFreqKHz,
+	}
+}
+
+func dvfsFrom(c dvfs.Config) DVFS {
+	return DVFS{
+		EMAAlpha:    c.EMAAlpha,
+		HighMarginW: c.HighMarginW,
+		LowMarginW:  c.LowMarginW,
+		TripCount:   c.TripCount,
+		Cooldown:    metav1.Duration{Duration: c.Cooldown},
+		StepPct:     c.StepPct,
+		MinFreqKHz:  c.MinFreqKHz,
+	}
+}
+
+// HTTP is a simulator endpoint speaking the httpbackend contract. In
+// either URL, "{node}" stands for the node's name.
+type HTTP struct {
+	// TelemetryURL serves GET /telemetry; empty leaves telemetry
+	// unrouted (blocked).
+	TelemetryURL string `json:"telemetryURL"`
+	// ControlURL serves POST /control; empty leaves control unrouted.
+	ControlURL string `json:"controlURL"`
+	// Timeout bounds each request (httpbackend.DefaultTimeout).
+	Timeout metav1.Duration `json:"timeout"`
+}
+
+// Backend returns the endpoints as the httpbackend package takes them.
+func (h HTTP) Backend(node string) httpbackend.Config {
+	return httpbackend.Config{
+		Node:      node,
+		Telemetry: httpbackend.Endpoint{URL: h.TelemetryURL, Timeout: h.Timeout.Duration},
+		Control:   httpbackend.Endpoint{URL: h.ControlURL, Timeout: h.Timeout.Duration},
+	}
+}
+
+// StandaloneMode configures standalone mode.
+type StandaloneMode struct {
+	// Profile is the target, with the fields and rules of
+	// NodePowerProfile.spec. The default, performance with no CPU or GPU
+	// block, leaves the hardware at its original limits.
+	Profile joulie.NodePowerProfileSpec `json:"profile"`
+}
+
+// Pool configures pool mode (agent seed, "Runtime modes"), for simulated
+// nodes behind the http backend.
+type Pool struct {
+	// Enabled turns pool mode on; it needs backend http and a kubeconfig.
+	Enabled bool `json:"enabled"`
+	// NodeSelector is a label selector ("joulie.io/managed=true") for the
+	// nodes the pool drives.
+	NodeSelector string `json:"nodeSelector"`
+	// Shards is how many pool processes share the selected nodes (1).
+	Shards int `json:"shards"`
+	// ShardIndex is this process's shard, in [0, Shards).
+	ShardIndex int `json:"shardIndex"`
+}
+
+// Owns reports whether this shard drives the node: FNV-1a of the name,
+// modulo Shards, equals ShardIndex. The hash depends on the name alone,
+// so every process agrees on the split without talking to the others,
+// and a node keeps its shard for as long as Shards stays the same.
+func (p Pool) Owns(node string) bool {
+	if p.Shards <= 1 {
+		return true
+	}
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	return int(h.Sum32()%uint32(p.Shards)) == p.ShardIndex
+}
+
+// Default returns the configuration that applies when nothing is set.
+func Default() Config {
+	return Config{
+		NodeName:          hostNodeName(),
+		HostRoot:          "/",
+		StateDir:          "/var/lib/joulie",
+		Socket:            "/run/joulie/agentd.sock",
+		MetricsAddress:    DefaultMetricsAddress,
+		ReconcileInterval: metav1.Duration{Duration: 5 * time.Second},
+		Failsafe:          FailsafeKeep,
+		FailsafeTimeout:   metav1.Duration{Duration: 5 * time.Minute},
+		LogLevel:          "info",
+		LogFormat:         "text",
+		DVFS:              dvfsFrom(dvfs.DefaultConfig()),
+		Backend:           joulie.EndpointHost,
+		HTTP:              HTTP{Timeout: metav1.Duration{Duration: httpbackend.DefaultTimeout}},
+		StandaloneMode:    StandaloneMode{Profile: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}},
+		Pool:              Pool{NodeSelector: joulie.LabelManaged + "=true", Shards: 1},
+	}
+}
+
+// hostNodeName is the kubelet's default node name: the host name,
+// lowercased and trimmed, so that the agent finds its Node without being
+// told. Empty when the name cannot be read; Validate then asks for
+// nodeName.
+func hostNodeName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSpace(h))
+}
+
+// Standalone reports whether the agent runs without an API server.
+func (c Config) Standalone() bool { return c.Kubeconfig == "" }
+
+// ErrUsage is wrapped by every error of this package: the configuration
+// (file, variables, flags) is at fault, and the daemon exits with code 2.
+var ErrUsage = errors.New("bad configuration")
+
+// usageError carries the problems and makes errors.Is(err, ErrUsage)
+// hold without adding ErrUsage's text to the message.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string   { return e.err.Error() }
+func (e *usageError) Unwrap() []error { return []error{ErrUsage, e.err} }
+
+func usage(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &usageError{errors.Join(errs...)}
+}

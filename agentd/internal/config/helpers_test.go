@@ -1,0 +1,84 @@
+package config
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// env is a lookup over m.
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// defaults is what a load with nothing set gives.
+func defaults() Config { return Default() }
+
+// plain drops how c was loaded, so that configs compare by value.
+func plain(c Config) Config {
+	c.src = nil
+	return c
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agentd.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runCLI parses args (without the program name) with Flags() and
+// returns what fromCLI makes of them.
+func runCLI(t *testing.T, lookup func(string) (string, bool), args ...string) (Config, error) {
+	t.Helper()
+	var cfg Config
+	var loadErr error
+	app := &cli.App{
+		Name:           "joulie-agentd",
+		Flags:          Flags(),
+		Writer:         io.Discard,
+		ErrWriter:      io.Discard,
+		ExitErrHandler: func(*cli.Context, error) {},
+		Action: func(c *cli.Context) error {
+			cfg, loadErr = fromCLI(c, lookup)
+			return nil
+		},
+	}
+	if err := app.Run(append([]string{"joulie-agentd"}, args...)); err != nil {
+		t.Fatalf("command line %q: %v", args, err)
+	}
+	return cfg, loadErr
+}
+
+func f64(v float64) *float64 { return &v }
+
+// wantErr checks that err is a usage error containing every one of want.
+func wantErr(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want one containing %q", want)
+	}
+	if !errors.Is(err, ErrUsage) {
+		t.Errorf("error %q does not wrap ErrUsage", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error\n%s\ndoes not contain %q", err, w)
+		}
+	}
+}
+
+func wantEqual(t *testing.T, got, want Config) {
+	t.Helper()
+	if !reflect.DeepEqual(plain(got), plain(want)) {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+}

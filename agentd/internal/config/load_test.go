@@ -1,0 +1,359 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+const fileWithEverything = `
+nodeName: node-7
+kubeconfig: /etc/joulie/kubeconfig
+hostRoot: /srv/fixture
+stateDir: /var/lib/joulie-test
+socket: /run/joulie/test.sock
+metricsAddress: "127.0.0.1:9999"
+reconcileInterval: 2s
+failsafe: restore
+failsafeTimeout: 1m
+keepCapsOnStop: true
+nvmlLibraryPath: none
+amdsmiLibraryPath: /opt/rocm/lib/libamd_smi.so
+logLevel: debug
+logFormat: json
+dvfs:
+  emaAlpha: 0.5
+  highMarginW: 8
+  lowMarginW: 12.5
+  tripCount: 3
+  cooldown: 30s
+  stepPct: 2.5
+  minFreqKHz: 1200000
+backend: http
+http:
+  telemetryURL: http://sim:8080/{node}
+  controlURL: http://sim:8081/{node}
+  timeout: 3s
+standalone:
+  profile:
+    profile: eco
+    cpu:
+      packagePowerCapPctOfMax: 60
+    gpu:
+      powerCap:
+        capWattsPerGpu: 250
+pool:
+  enabled: true
+  nodeSelector: "joulie.io/managed=true,kwok"
+  shards: 3
+  shardIndex: 2
+`
+
+func everything() Config {
+	c := defaults()
+	c.NodeName = "node-7"
+	c.Kubeconfig = "/etc/joulie/kubeconfig"
+	c.HostRoot = "/srv/fixture"
+	c.StateDir = "/var/lib/joulie-test"
+	c.Socket = "/run/joulie/test.sock"
+	c.MetricsAddress = "127.0.0.1:9999"
+	c.ReconcileInterval = metav1.Duration{Duration: 2 * time.Second}
+	c.Failsafe = FailsafeRestore
+	c.FailsafeTimeout = metav1.Duration{Duration: time.Minute}
+	c.KeepCapsOnStop = true
+	c.NVMLLibraryPath = "none"
+	c.AMDSMILibraryPath = "/opt/rocm/lib/libamd_smi.so"
+	c.LogLevel, c.LogFormat = "debug", "json"
+	c.DVFS = DVFS{EMAAlpha: 0.5, HighMarginW: 8, LowMarginW: 12.5, TripCount: 3,
+		Cooldown: metav1.Duration{Duration: 30 * time.Second}, StepPct: 2.5, MinFreqKHz: 1200000}
+	c.Backend = joulie.EndpointHTTP
+	c.HTTP = HTTP{TelemetryURL: "http://sim:8080/{node}", ControlURL: "http://sim:8081/{node}",
+		Timeout: metav1.Duration{Duration: 3 * time.Second}}
+	c.StandaloneMode.Profile = joulie.NodePowerProfileSpec{
+		Profile: joulie.ProfileEco,
+		CPU:     &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: f64(60)},
+		GPU:     &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: f64(250)}},
+	}
+	c.Pool = Pool{Enabled: true, NodeSelector: "joulie.io/managed=true,kwok", Shards: 3, ShardIndex: 2}
+	return c
+}
+
+func TestLoadLayers(t *testing.T) {
+	file := writeFile(t, fileWithEverything)
+	for _, tc := range []struct {
+		name string
+		file string // "" for none
+		env  map[string]string
+		args []string
+		want func(*Config)
+	}{
+		{name: "defaults", want: func(*Config) {}},
+		{name: "file only", file: file, want: func(c *Config) { *c = everything() }},
+		{name: "empty file", file: writeFile(t, "# nothing\n"), want: func(*Config) {}},
+		{
+			name: "env over file", file: file,
+			env: map[string]string{"JOULIE_RECONCILE_INTERVAL": "7s", "JOULIE_DVFS_STEP_PCT": "4",
+				"JOULIE_STANDALONE_PROFILE_PROFILE": "performance", "JOULIE_KEEP_CAPS_ON_STOP": "false"},
+			want: func(c *Config) {
+				*c = everything()
+				c.ReconcileInterval.Duration = 7 * time.Second
+				c.DVFS.StepPct = 4
+				c.StandaloneMode.Profile.Profile = joulie.ProfilePerformance
+				c.KeepCapsOnStop = false
+			},
+		},
+		{
+			name: "flag over env", file: file,
+			env:  map[string]string{"JOULIE_RECONCILE_INTERVAL": "7s", "JOULIE_HOST_ROOT": "/from-env"},
+			args: []string{"--reconcile-interval", "9s", "--pool-enabled=false", "--standalone-profile-cpu-package-power-cap-watts", "180"},
+			want: func(c *Config) {
+				*c = everything()
+				c.ReconcileInterval.Duration = 9 * time.Second
+				c.HostRoot = "/from-env"
+				c.Pool.Enabled = false
+				c.StandaloneMode.Profile.CPU.PackagePowerCapWatts = f64(180)
+			},
+		},
+		{
+			name: "empty variables count as unset", file: file,
+			env:  map[string]string{"JOULIE_METRICS_ADDRESS": "", "JOULIE_RECONCILE_INTERVAL": "  "},
+			want: func(c *Config) { *c = everything() },
+		},
+		{
+			name: "an empty flag unsets an optional cap", file: file,
+			args: []string{"--standalone-profile-cpu-package-power-cap-pct-of-max="},
+			want: func(c *Config) { *c = everything(); c.StandaloneMode.Profile.CPU = nil },
+		},
+		{
+			name: "an empty flag empties a string",
+			args: []string{"--metrics-address="},
+			want: func(c *Config) { c.MetricsAddress = "" },
+		},
+		{
+			name: "JOULIE_CONFIG names the file",
+			env:  map[string]string{"JOULIE_CONFIG": file},
+			want: func(c *Config) { *c = everything() },
+		},
+		{
+			name: "--config wins over JOULIE_CONFIG",
+			env:  map[string]string{"JOULIE_CONFIG": "/nonexistent.yaml"},
+			args: []string{"--config", file},
+			want: func(c *Config) { *c = everything() },
+		},
+		{
+			name: "seed variables", env: map[string]string{"POOL_NODE_SELECTOR": "sim=true", "DVFS_COOLDOWN": "20"},
+			want: func(c *Config) { c.Pool.NodeSelector = "sim=true"; c.DVFS.Cooldown.Duration = 20 * time.Second },
+		},
+		{
+			name: "JOULIE_ names win over the seed's",
+			env: map[string]string{"POOL_NODE_SELECTOR": "sim=true", "JOULIE_POOL_NODE_SELECTOR": "sim=false",
+				"DVFS_TRIP_COUNT": "5", "JOULIE_DVFS_TRIP_COUNT": "6"},
+			want: func(c *Config) { c.Pool.NodeSelector = "sim=false"; c.DVFS.TripCount = 6 },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := defaults()
+			tc.want(&want)
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", tc.file}, args...)
+			}
+			// The default path must not leak in from this machine.
+			if tc.file == "" && tc.env["JOULIE_CONFIG"] == "" && !strings.Contains(strings.Join(args, " "), "--config") {
+				args = append([]string{"--config", ""}, args...)
+			}
+			got, err := runCLI(t, env(tc.env), args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantEqual(t, got, want)
+
+			if len(tc.args) == 0 && tc.env["JOULIE_CONFIG"] == "" {
+				got, err := Load(tc.file, env(tc.env))
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantEqual(t, got, want)
+			}
+		})
+	}
+}
+
+func TestDVFSVariablesOfTheSeed(t *testing.T) {
+	c, err := Load("", env(map[string]string{
+		"DVFS_EMA_ALPHA": "0.5", "DVFS_HIGH_MARGIN_W": "8", "DVFS_LOW_MARGIN_W": " 12.5 ", "DVFS_TRIP_COUNT": "3",
+		"DVFS_COOLDOWN": "30s", "DVFS_STEP_PCT": "2.5", "DVFS_MIN_FREQ_KHZ": "1200000",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DVFS != everything().DVFS {
+		t.Errorf("dvfs = %+v, want %+v", c.DVFS, everything().DVFS)
+	}
+
+	// A bad seed variable names itself and the key; a value the dvfs
+	// package parses but refuses is reported once, under the key.
+	_, err = Load("", env(map[string]string{"DVFS_TRIP_COUNT": "two", "DVFS_EMA_ALPHA": "1.5"}))
+	wantErr(t, err, `dvfs.tripCount: DVFS_TRIP_COUNT="two" is not a whole number`,
+		"dvfs.emaAlpha: must be in (0, 1], got 1.5 (from DVFS_EMA_ALPHA)")
+	if n := strings.Count(err.Error(), "emaAlpha"); n != 1 {
+		t.Errorf("emaAlpha reported %d times:\n%s", n, err)
+	}
+}
+
+func TestBadValuesNameKeyValueAndSource(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{name: "duration without unit in the file", file: "reconcileInterval: 5\n",
+			want: []string{": reconcileInterval: 5 is not a duration: give a unit"}},
+		{name: "quoted number in the file", file: "dvfs:\n  stepPct: \"5\"\n",
+			want: []string{`: dvfs.stepPct: "5" is not a number`}},
+		{name: "string for a bool", file: "keepCapsOnStop: sometimes\n",
+			want: []string{`: keepCapsOnStop: "sometimes" is not true or false`}},
+		{name: "number for a string", file: "nodeName: 12\n",
+			want: []string{`: nodeName: 12 is not a string (quote it)`}},
+		{name: "fraction for a count", file: "pool:\n  shards: 2.5\n",
+			want: []string{`: pool.shards: "2.5" is not a whole number`}},
+		{name: "block for a leaf", file: "socket: {a: 1}\n",
+			want: []string{`: socket: a block of keys is not a string`}},
+		{name: "leaf for a block", file: "dvfs: 3\n",
+			want: []string{`: dvfs: 3 is not a block of keys`}},
+		{name: "list as the file", file: "- a\n- b\n",
+			want: []string{`: the file must be a block of keys, not a list`}},
+		{name: "bad variable", env: map[string]string{"JOULIE_RECONCILE_INTERVAL": "often"},
+			want: []string{`reconcileInterval: JOULIE_RECONCILE_INTERVAL="often" is not a duration`}},
+		{name: "bad flag", args: []string{"--pool-shards", "many"},
+			want: []string{`pool.shards: --pool-shards="many" is not a whole number`}},
+		{name: "NaN flag", args: []string{"--dvfs-ema-alpha", "NaN"},
+			want: []string{`dvfs.emaAlpha: --dvfs-ema-alpha="NaN" is not a number`}},
+		{name: "validation names where the value came from", env: map[string]string{"JOULIE_RECONCILE_INTERVAL": "500ms"},
+			want: []string{`reconcileInterval: "500ms" is below the minimum 1s (from JOULIE_RECONCILE_INTERVAL)`}},
+		{name: "all problems at once", file: "reconcileInterval: 100ms\nfailsafe: panic\n", args: []string{"--log-level", "loud"},
+			want: []string{`reconcileInterval: "100ms" is below the minimum 1s (from `, `failsafe: "panic" is not one of keep, performance, restore`,
+				`logLevel: "loud" is not one of debug, info, warn, error (from --log-level)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--config", ""}, tc.args...)
+			if tc.file != "" {
+				path := writeFile(t, tc.file)
+				args = append([]string{"--config", path}, tc.args...)
+				for i := range tc.want {
+					if strings.HasPrefix(tc.want[i], ": ") {
+						tc.want[i] = path + tc.want[i]
+					}
+				}
+			}
+			_, err := runCLI(t, env(tc.env), args...)
+			wantErr(t, err, tc.want...)
+		})
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"reconcileIntervall: 5s\n", `unknown key "reconcileIntervall" (did you mean "reconcileInterval"?)`},
+		{"NodeName: x\n", `unknown key "NodeName" (did you mean "nodeName"?)`},
+		{"dvfs:\n  emaAlpa: 0.3\n", `unknown key "dvfs.emaAlpa" (did you mean "dvfs.emaAlpha"?)`},
+		{"standalone:\n  profile:\n    cpu:\n      watts: 100\n", `unknown key "standalone.profile.cpu.watts"`},
+		{"telemetry: {}\n", `unknown key "telemetry"`},
+	} {
+		path := writeFile(t, tc.file)
+		_, err := Load(path, env(nil))
+		wantErr(t, err, path+": "+tc.want)
+	}
+	// Far from every key: no guess.
+	_, err := Load(writeFile(t, "completelyDifferent: 1\n"), env(nil))
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestMalformedYAMLNamesFileAndLine(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{"bad indentation", "nodeName: a\n  hostRoot: /\n", "line 2"},
+		{"tab", "dvfs:\n\temaAlpha: 0.3\n", "line 2"},
+		{"unclosed quote", "nodeName: \"a\n", "line 2: found unexpected end of stream"},
+		{"duplicate key", "hostRoot: /a\nhostRoot: /b\n", "line 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.file)
+			_, err := Load(path, env(nil))
+			wantErr(t, err, path+": ", tc.want)
+		})
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "agentd.yaml")
+
+	// The default path may be absent: defaults apply.
+	c, err := (&source{path: missing, lookup: env(nil)}).load()
+	if err != nil {
+		t.Fatalf("missing default file: %v", err)
+	}
+	wantEqual(t, c, defaults())
+
+	// A file someone named must exist.
+	_, err = runCLI(t, env(nil), "--config", missing)
+	wantErr(t, err, "--config: open "+missing)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%v does not wrap ErrNotExist", err)
+	}
+	_, err = runCLI(t, env(map[string]string{"JOULIE_CONFIG": missing}))
+	wantErr(t, err, "JOULIE_CONFIG: open "+missing)
+	_, err = Load(missing, env(nil))
+	wantErr(t, err, "config file: open "+missing)
+
+	// A directory is no file either.
+	_, err = Load(t.TempDir(), env(nil))
+	wantErr(t, err, "is a directory")
+}
+
+func TestHugeFileRefused(t *testing.T) {
+	path := writeFile(t, "# "+strings.Repeat("x", maxFileSize)+"\n")
+	_, err := Load(path, env(nil))
+	wantErr(t, err, "is larger than")
+}
+
+// Flags given at start win over an edited file on reload; the file's
+// other keys follow the edit.
+func TestReloadKeepsStartFlags(t *testing.T) {
+	path := writeFile(t, "reconcileInterval: 2s\nlogLevel: info\n")
+	c, err := runCLI(t, env(nil), "--config", path, "--log-level", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogLevel != "debug" || c.ReconcileInterval.Duration != 2*time.Second {
+		t.Fatalf("start: %s", c)
+	}
+	if err := os.WriteFile(path, []byte("reconcileInterval: 3s\nlogLevel: warn\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Reload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LogLevel != "debug" || r.ReconcileInterval.Duration != 3*time.Second {
+		t.Errorf("reload: %s", r)
+	}
+
+	// A broken edit is refused; the caller keeps what it has.
+	if err := os.WriteFile(path, []byte("reconcileInterval: never\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(); err == nil {
+		t.Error("reload accepted a broken file")
+	}
+}

@@ -1,0 +1,221 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// maxSocketPath is the longest Unix socket path Linux binds: sun_path
+// holds 108 bytes, one of them the terminating NUL.
+const maxSocketPath = 107
+
+// problem is one validation finding, under the key to fix.
+type problem struct {
+	key, msg string
+}
+
+// Validate reports every problem of c, each naming its key and the bad
+// value. The error wraps ErrUsage.
+func (c Config) Validate() error {
+	var errs []error
+	for _, p := range c.problems() {
+		errs = append(errs, errors.New(p.key+": "+p.msg))
+	}
+	return usage(errs)
+}
+
+// problems checks the keys in the order of keys, so that the report
+// reads in the order of the file.
+func (c Config) problems() []problem {
+	var ps []problem
+	add := func(key, format string, a ...any) {
+		ps = append(ps, problem{key, fmt.Sprintf(format, a...)})
+	}
+
+	switch {
+	case c.NodeName == "":
+		add("nodeName", `is empty and the host name gave none; set it to this node's name`)
+	default:
+		if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+			add("nodeName", "%q is not a valid Kubernetes node name: %s", c.NodeName, strings.Join(msgs, "; "))
+		}
+	}
+	absDir := func(key, v string) {
+		if !filepath.IsAbs(v) {
+			add(key, "%q is not an absolute path", v)
+		}
+	}
+	absDir("hostRoot", c.HostRoot)
+	absDir("stateDir", c.StateDir)
+	absDir("socket", c.Socket)
+	if len(c.Socket) > maxSocketPath {
+		add("socket", "%q is %d bytes long; a Unix socket path holds at most %d", c.Socket, len(c.Socket), maxSocketPath)
+	}
+	if c.MetricsAddress != "" {
+		if msg := checkListenAddress(c.MetricsAddress); msg != "" {
+			add("metricsAddress", "%q %s (such as %q; empty disables metrics)", c.MetricsAddress, msg, DefaultMetricsAddress)
+		}
+	}
+	if d := c.ReconcileInterval.Duration; d < MinReconcileInterval {
+		add("reconcileInterval", "%q is below the minimum %v", d.String(), MinReconcileInterval)
+	}
+	switch c.Failsafe {
+	case FailsafeKeep, FailsafePerformance, FailsafeRestore:
+	default:
+		add("failsafe", "%q is not one of keep, performance, restore", c.Failsafe)
+	}
+	// A timeout shorter than a tick would trip the failsafe between two
+	// reads of a perfectly healthy desired state.
+	if d := c.FailsafeTimeout.Duration; d < c.ReconcileInterval.Duration {
+		add("failsafeTimeout", "%q is shorter than reconcileInterval %q", d.String(), c.ReconcileInterval.Duration.String())
+	}
+	library := func(key, v string) {
+		// dlopen resolves a relative path with a slash against the working
+		// directory, which for a service is whatever systemd chose.
+		if strings.ContainsRune(v, '/') && !filepath.IsAbs(v) {
+			add(key, "%q is a relative path; give an absolute path, a bare library name, \"\" or %q", v, LibraryNone)
+		}
+		if strings.ContainsRune(v, 0) {
+			add(key, "%q contains a NUL byte", v)
+		}
+	}
+	library("nvmlLibraryPath", c.NVMLLibraryPath)
+	library("amdsmiLibraryPath", c.AMDSMILibraryPath)
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		add("logLevel", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		add("logFormat", "%q is not one of text, json", c.LogFormat)
+	}
+
+	// The DVFS rules live in the dvfs package; its messages are put
+	// under the YAML keys.
+	if err := c.DVFS.Config().Validate(); err != nil {
+		for _, e := range relabelDVFS(err, true) {
+			key, msg, _ := strings.Cut(e.Error(), ": ")
+			add(key, "%s", msg)
+		}
+	}
+
+	switch c.Backend {
+	case joulie.EndpointHost:
+	case joulie.EndpointHTTP:
+		if c.HTTP.TelemetryURL == "" && c.HTTP.ControlURL == "" {
+			add("backend", `"http" needs http.controlURL, http.telemetryURL or both`)
+		}
+	default:
+		add("backend", "%q is not one of host, http", c.Backend)
+	}
+	baseURL := func(key, v string) {
+		if v == "" {
+			return
+		}
+		if msg := checkBaseURL(v); msg != "" {
+			add(key, "%q %s", redactURL(v), msg)
+		}
+	}
+	baseURL("http.telemetryURL", c.HTTP.TelemetryURL)
+	baseURL("http.controlURL", c.HTTP.ControlURL)
+	if d := c.HTTP.Timeout.Duration; d <= 0 {
+		add("http.timeout", "%q must be more than 0", d.String())
+	}
+
+	ps = append(ps, profileProblems("standalone.profile", c.StandaloneMode.Profile)...)
+
+	if c.Pool.Enabled {
+		if c.Backend != joulie.EndpointHTTP {
+			add("pool.enabled", "pool mode drives simulated nodes and needs backend \"http\", not %q", c.Backend)
+		}
+		if c.Standalone() {
+			add("pool.enabled", "pool mode selects its nodes through the API server and needs a kubeconfig")
+		}
+	}
+	if _, err := labels.Parse(c.Pool.NodeSelector); err != nil {
+		add("pool.nodeSelector", "%q is not a label selector: %v", c.Pool.NodeSelector, err)
+	}
+	if c.Pool.Shards < 1 {
+		add("pool.shards", "%d must be at least 1", c.Pool.Shards)
+	} else if c.Pool.ShardIndex < 0 || c.Pool.ShardIndex >= c.Pool.Shards {
+		add("pool.shardIndex", "%d is not in [0, %d) (pool.shards is %d)", c.Pool.ShardIndex, c.Pool.Shards, c.Pool.Shards)
+	}
+	return ps
+}
+
+// profileProblems applies NodePowerProfile.spec's OpenAPI rules (enum,
+// watts >= 0, percentages in 0..100), so that a standalone target is
+// refused exactly where the API server would refuse it.
+func profileProblems(prefix string, p joulie.NodePowerProfileSpec) []problem {
+	var ps []problem
+	switch p.Profile {
+	case joulie.ProfilePerformance, joulie.ProfileEco:
+	default:
+		ps = append(ps, problem{prefix + ".profile", fmt.Sprintf("%q is not one of performance, eco", p.Profile)})
+	}
+	watts := func(key string, v *float64) {
+		if v != nil && (!(*v >= 0) || math.IsInf(*v, 0)) {
+			ps = append(ps, problem{prefix + "." + key, fmt.Sprintf("%s must be a number of watts >= 0", fmtFloat(*v))})
+		}
+	}
+	pct := func(key string, v *float64) {
+		if v != nil && !(*v >= 0 && *v <= 100) {
+			ps = append(ps, problem{prefix + "." + key, fmt.Sprintf("%s is not a percentage in 0..100", fmtFloat(*v))})
+		}
+	}
+	if cpu := p.CPU; cpu != nil {
+		watts("cpu.packagePowerCapWatts", cpu.PackagePowerCapWatts)
+		pct("cpu.packagePowerCapPctOfMax", cpu.PackagePowerCapPctOfMax)
+	}
+	if p.GPU != nil && p.GPU.PowerCap != nil {
+		watts("gpu.powerCap.capWattsPerGpu", p.GPU.PowerCap.CapWattsPerGpu)
+		pct("gpu.powerCap.capPctOfMax", p.GPU.PowerCap.CapPctOfMax)
+	}
+	return ps
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// checkListenAddress accepts host:port with a numeric port (a service
+// name would need /etc/services, which a hardened unit may not see).
+func checkListenAddress(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "is not host:port"
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return "does not end in a port number from 1 to 65535"
+	}
+	return ""
+}
+
+// checkBaseURL holds a backend URL to the rules httpbackend.New applies
+// when the daemon builds its client (http or https, a host, no query or
+// fragment), so that a bad URL stops the start instead of every tick.
+func checkBaseURL(raw string) string {
+	u, err := url.Parse(strings.ReplaceAll(raw, "{node}", "node"))
+	switch {
+	case err != nil:
+		return "is not a URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "must start with http:// or https://"
+	case u.Host == "":
+		return "has no host"
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "must have no query or fragment (the backend contract adds its own)"
+	}
+	return ""
+}
