@@ -415,3 +415,21 @@ func transition(prev, cur joulie.ControlStatus, now time.Time) metav1Time {
 	}
 	return newTime(now)
 }
+
+// Reconfigure applies the options a SIGHUP reload may change while the
+// agent runs: failsafe, its timeout, keepCapsOnStop and the standalone
+// profile. A pause by the operator ends: the reload is a new target.
+// The interval takes effect after Run is restarted.
+func (a *Agent) Reconfigure(o Options) {
+	a.mu.Lock()
+	a.opts.Failsafe, a.opts.FailsafeTimeout, a.opts.KeepCapsOnStop = o.Failsafe, o.FailsafeTimeout, o.KeepCapsOnStop
+	if a.opts.Failsafe == "" {
+		a.opts.Failsafe = FailsafeKeep
+	}
+	if (a.opts.Standalone == nil) == (o.Standalone == nil) && o.Standalone != nil {
+		a.opts.Standalone = o.Standalone.DeepCopy()
+	}
+	a.paused = false
+	a.mu.Unlock()
+	a.Kick()
+}

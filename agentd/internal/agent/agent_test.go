@@ -256,3 +256,16 @@ func TestProfileStatusKeepsPublishedPowerUntilDue(t *testing.T) {
 		t.Fatalf("due after a minute: %+v", st.MeasuredPower)
 	}
 }
+
+func TestReconfigureChangesTheStandaloneProfileAndFailsafe(t *testing.T) {
+	hw, c := &fakeHW{}, &clock{t0}
+	p := eco(60)
+	a := newAgent(hw, c, func(o *Options) { o.Standalone = &p })
+	a.Start()
+	np := eco(30)
+	a.Reconfigure(Options{Standalone: &np, Failsafe: FailsafeRestore, FailsafeTimeout: time.Minute})
+	a.Reconcile()
+	if *hw.last().CPU.PackagePowerCapPctOfMax != 30 {
+		t.Fatalf("reloaded profile not enforced: %+v", hw.last())
+	}
+}

@@ -1,0 +1,322 @@
+// Package daemon runs joulie-agentd: it builds the hardware layer and the
+// agent from the configuration, serves the local socket and /metrics,
+// talks to systemd, syncs with the cluster when a kubeconfig is set, and
+// handles signals: SIGTERM and SIGINT stop (restoring the original power
+// settings unless keepCapsOnStop), SIGHUP reloads the configuration.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"joulie.io/joulie/agentd/internal/agent"
+	"joulie.io/joulie/agentd/internal/config"
+	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/httpbackend"
+	"joulie.io/joulie/agentd/internal/httphost"
+	"joulie.io/joulie/agentd/internal/localapi"
+	"joulie.io/joulie/agentd/internal/metrics"
+	"joulie.io/joulie/agentd/internal/systemd"
+	"joulie.io/joulie/pkg/version"
+)
+
+// Daemon is one running joulie-agentd.
+type Daemon struct {
+	cfg    config.Config
+	log    *slog.Logger
+	hw     agent.Hardware
+	agent  *agent.Agent
+	notify *systemd.Notifier
+	sync   Syncer
+
+	mu       sync.Mutex
+	lastTick time.Time
+}
+
+// Syncer keeps the agent in step with the cluster (package kubesync).
+type Syncer interface {
+	Run(ctx context.Context) error
+}
+
+// NewSyncer builds the cluster sync for a daemon; set by the main so this
+// package does not depend on client-go when it is not needed.
+type NewSyncer func(cfg config.Config, a *agent.Agent, log *slog.Logger) (Syncer, error)
+
+// New builds the daemon from cfg: the hardware layer and the agent.
+func New(cfg config.Config, log *slog.Logger, newSyncer NewSyncer) (*Daemon, error) {
+	hw, err := openHardware(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier()}
+	d.agent = agent.New(hw, agentOptions(cfg, log))
+	if !cfg.Standalone() {
+		if newSyncer == nil {
+			hw.Close()
+			return nil, errors.New("a kubeconfig is set but this build has no cluster sync")
+		}
+		if d.sync, err = newSyncer(cfg, d.agent, log); err != nil {
+			hw.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func openHardware(cfg config.Config) (agent.Hardware, error) {
+	if cfg.Backend == "http" {
+		c, err := httpbackend.New(cfg.HTTP.Backend(cfg.NodeName))
+		if err != nil {
+			return nil, fmt.Errorf("http backend: %w", err)
+		}
+		return httphost.New(c, httphost.Options{DVFS: cfg.DVFS.Config(), Version: version.Version})
+	}
+	h, err := host.Open(host.Config{
+		Root: cfg.HostRoot, StateDir: cfg.StateDir,
+		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
+		DVFS: cfg.DVFS.Config(), AgentVersion: version.Version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func agentOptions(cfg config.Config, log *slog.Logger) agent.Options {
+	o := agent.Options{
+		Node: cfg.NodeName, Interval: cfg.ReconcileInterval.Duration,
+		Failsafe: string(cfg.Failsafe), FailsafeTimeout: cfg.FailsafeTimeout.Duration,
+		KeepCapsOnStop: cfg.KeepCapsOnStop, Version: version.Version, Logger: log,
+	}
+	if cfg.Standalone() {
+		o.Standalone = cfg.StandaloneMode.Profile.DeepCopy()
+	}
+	return o
+}
+
+// Agent is the daemon's reconcile loop, for tests.
+func (d *Daemon) Agent() *agent.Agent { return d.agent }
+
+// Run serves until ctx ends or SIGTERM/SIGINT arrives, then stops:
+// originals are restored unless keepCapsOnStop. It returns an error only
+// for failures that should make systemd restart the service.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer d.hw.Close()
+
+	listener, sock, err := d.listen()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	serve := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				d.log.Error(name+" stopped", "err", err)
+			}
+		}()
+	}
+
+	// Restore what an unclean stop left behind and run the first tick
+	// before saying READY: readiness means "enforcing".
+	if err := d.agent.Start(); err != nil {
+		return err
+	}
+	d.markTick()
+	allowed := -1
+	if sock != nil {
+		allowed = sock.GID
+	}
+	serve("local API", func() error {
+		return localapi.Serve(ctx, listener, apiAdapter{d}, localapi.Options{AllowedGID: allowed, Logger: d.log})
+	})
+	if d.cfg.MetricsAddress != "" {
+		srv, err := d.metricsServer()
+		if err != nil {
+			return err
+		}
+		serve("metrics", func() error { return runHTTP(ctx, srv) })
+	}
+	if d.sync != nil {
+		serve("cluster sync", func() error { return d.sync.Run(ctx) })
+	}
+	serve("reconcile loop", func() error { d.runLoop(ctx); return nil })
+	serve("watchdog", func() error { return d.notify.Watchdog(ctx, d.healthy) })
+
+	_ = d.notify.Ready(d.statusLine())
+	d.log.Info("joulie-agentd ready", "node", d.cfg.NodeName, "standalone", d.cfg.Standalone(), "socket", d.cfg.Socket, "version", version.Version)
+
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(signals)
+	status := time.NewTicker(10 * time.Second)
+	defer status.Stop()
+	for stop := false; !stop; {
+		select {
+		case <-ctx.Done():
+			stop = true
+		case sig := <-signals:
+			if sig == syscall.SIGHUP {
+				d.reload()
+				continue
+			}
+			d.log.Info("stopping", "signal", sig.String())
+			stop = true
+		case <-status.C:
+			_ = d.notify.Status(d.statusLine())
+		}
+	}
+
+	msg := "stopping; restoring the original power settings"
+	if d.cfg.KeepCapsOnStop {
+		msg = "stopping; keeping the caps in force"
+	}
+	_ = d.notify.Stopping(msg)
+	cancel()
+	wg.Wait()
+	if sock != nil {
+		sock.Close()
+	}
+	return d.agent.Stop()
+}
+
+// runLoop ticks the agent and records liveness for the watchdog.
+func (d *Daemon) runLoop(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { d.agent.Run(ctx); close(done) }()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if !d.agent.Snapshot().LastReconcile.IsZero() {
+				d.mu.Lock()
+				d.lastTick = d.agent.Snapshot().LastReconcile
+				d.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (d *Daemon) markTick() {
+	d.mu.Lock()
+	d.lastTick = time.Now()
+	d.mu.Unlock()
+}
+
+// healthy is false when the loop has not ticked for three intervals: the
+// watchdog then stops pinging and systemd restarts the daemon.
+func (d *Daemon) healthy() bool {
+	last := d.agent.Snapshot().LastReconcile
+	return !last.IsZero() && time.Since(last) < 3*d.cfg.ReconcileInterval.Duration+5*time.Second
+}
+
+// listen takes the socket systemd passed, or makes one.
+func (d *Daemon) listen() (net.Listener, *localapi.Socket, error) {
+	l, err := systemd.ActivatedListener()
+	if err != nil {
+		return nil, nil, err
+	}
+	if l != nil {
+		d.log.Info("local API on the socket systemd passed")
+		return l, nil, nil
+	}
+	sock, err := localapi.Listen(d.cfg.Socket, localapi.DefaultGroup)
+	if err != nil {
+		return nil, nil, fmt.Errorf("local API socket %s: %w", d.cfg.Socket, err)
+	}
+	if sock.Warning != "" {
+		d.log.Warn(sock.Warning)
+	}
+	return sock, sock, nil
+}
+
+// reload re-reads the configuration; what cannot change live is logged.
+func (d *Daemon) reload() {
+	_ = d.notify.Reloading()
+	defer func() { _ = d.notify.Ready(d.statusLine()) }()
+	next, err := d.cfg.Reload()
+	if err != nil {
+		d.log.Error("reload refused; the running configuration stays", "err", err)
+		return
+	}
+	for _, c := range []struct {
+		key       string
+		old, next any
+	}{
+		{"nodeName", d.cfg.NodeName, next.NodeName}, {"kubeconfig", d.cfg.Kubeconfig, next.Kubeconfig},
+		{"hostRoot", d.cfg.HostRoot, next.HostRoot}, {"stateDir", d.cfg.StateDir, next.StateDir},
+		{"socket", d.cfg.Socket, next.Socket}, {"metricsAddress", d.cfg.MetricsAddress, next.MetricsAddress},
+		{"backend", d.cfg.Backend, next.Backend}, {"reconcileInterval", d.cfg.ReconcileInterval, next.ReconcileInterval},
+	} {
+		if c.old != c.next {
+			d.log.Warn("changing this key needs a restart; the running value stays", "key", c.key, "running", c.old, "configured", c.next)
+		}
+	}
+	d.agent.Reconfigure(agentOptions(next, d.log))
+	d.log.Info("configuration reloaded", "failsafe", next.Failsafe, "keepCapsOnStop", next.KeepCapsOnStop)
+	d.cfg.Failsafe, d.cfg.FailsafeTimeout, d.cfg.KeepCapsOnStop, d.cfg.StandaloneMode = next.Failsafe, next.FailsafeTimeout, next.KeepCapsOnStop, next.StandaloneMode
+}
+
+// statusLine is what `systemctl status` shows.
+func (d *Daemon) statusLine() string {
+	s := d.agent.Snapshot()
+	line := fmt.Sprintf("%s: %s", s.Source, s.CPUMode)
+	if s.Spec != nil {
+		line = fmt.Sprintf("%s (%s), CPU %s via %s, GPU %s", s.Spec.Profile, s.Source, s.CPU.Result, s.CPU.Backend, s.GPU.Result)
+	}
+	if s.Failsafe.Active {
+		line += "; failsafe " + s.Failsafe.Mode
+	}
+	if p := s.MeasuredPower(); p != nil {
+		line += fmt.Sprintf("; %.0f W", p.NodePowerWatts)
+	}
+	return line
+}
+
+func (d *Daemon) metricsServer() (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.NewCollector(func() []agent.Snapshot { return []agent.Snapshot{d.agent.Snapshot()} }))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelError)}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !d.healthy() {
+			http.Error(w, "reconcile loop stalled", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	l, err := net.Listen("tcp", d.cfg.MetricsAddress)
+	if err != nil {
+		return nil, fmt.Errorf("metrics endpoint %s: %w", d.cfg.MetricsAddress, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return srv, nil
+}
+
+func runHTTP(ctx context.Context, srv *http.Server) error {
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
