@@ -40,8 +40,8 @@ build: ## build every binary into bin/
 	@mkdir -p bin
 	$(GO) build $(GOFLAGS_BUILD) -o bin/ $(addprefix ./,$(CMDS))
 
-run: build ## run what exists of Joulie on this host: resolve its CPU in the hardware catalog
-	bin/joulie-agentctl catalog
+run: build ## run joulie-agentd on this host (standalone, changes nothing) and show what it sees
+	hack/run.sh
 
 test: test-unit test-tooling ## run all tests
 
@@ -67,6 +67,9 @@ generate: ## regenerate deepcopy, CRDs, clientset, listers, informers
 verify: ## fail when generated code, CRDs or go.mod are stale
 	hack/verify-codegen.sh
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; exit 1; }
+	@# test/ takes the product module through a replace, so every change of
+	@# the product's requirements must reach test/go.mod too.
+	@cd test && $(GO) mod tidy -diff || { echo "test/go.mod is not tidy: run 'cd test && go mod tidy'"; exit 1; }
 
 fuzz: ## run every fuzz target (func FuzzX in *_test.go) for FUZZTIME each
 	@grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' agentd pkg controller extender 2>/dev/null | \

@@ -191,7 +191,8 @@ func (h *Host) openCPUControls() {
 			h.amdsmiLib = lib
 			h.restorers[amdsmi.Backend] = lib
 		} else if h.cfg.AMDSMILibraryPath != "" || strings.Contains(strings.ToLower(h.cpu.Vendor), "amd") && !raplWritable {
-			h.warnings = append(h.warnings, err.Error())
+			// "blocked:" is the enforcers' vocabulary; a warning says it plainly.
+			h.warnings = append(h.warnings, strings.TrimPrefix(err.Error(), power.ErrBlocked.Error()+": ")+" (the EPYC socket power cap needs ROCm's amd-smi)")
 		}
 	}
 	if h.amdsmiLib != nil && !raplWritable {
