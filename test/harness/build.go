@@ -1,0 +1,59 @@
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// productModule is the module whose programs tests run as processes.
+const productModule = "joulie.io/joulie"
+
+// BuildProgram builds a main package of the product module, for example
+// joulie.io/joulie/agentd/cmd/joulie-agentd, and returns the binary's
+// path. The build runs in the product module's own directory, with its
+// go.mod and go.sum rather than this test module's, and each package is
+// built once per control plane; the binaries go away with its directory.
+func (cp *ControlPlane) BuildProgram(t testing.TB, pkg string) string {
+	t.Helper()
+	cp.buildMu.Lock()
+	defer cp.buildMu.Unlock()
+	if bin, ok := cp.programs[pkg]; ok {
+		return bin
+	}
+	root, err := moduleDir(productModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(cp.dir, "bin", path.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build %s in %s: %v\n%s", pkg, root, err, out.String())
+	}
+	cp.programs[pkg] = bin
+	return bin
+}
+
+// moduleDir asks the go command where a module of the build list lives;
+// for the product module that is the target of this module's replace.
+func moduleDir(module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locate module %s: %w: %s", module, err, stderr.String())
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("locate module %s: go list gave no directory", module)
+	}
+	return dir, nil
+}

@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/test/harness"
+)
+
+// The agent's cluster sync is tested through the real joulie-agentd
+// binary, authenticated as its node's own identity, against the real API
+// server with the agent RBAC and admission policy installed.
+
+// buildAgent builds joulie-agentd in the product module, where its go.sum
+// lives, once per suite.
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	return cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentd")
+}
+
+// minimalHost is a host root with a CPU and nothing to control, like a VM:
+// the agent publishes its hardware and reports its controls blocked.
+func minimalHost(t *testing.T) string {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cpuinfo := "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nphysical id\t: 0\ncore id\t\t: 0\ncpu cores\t: 1\n\n"
+	if err := os.WriteFile(filepath.Join(root, "proc", "cpuinfo"), []byte(cpuinfo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "proc", "meminfo"), []byte("MemTotal:       16384000 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestAgentSyncsWithTheAPIServer(t *testing.T) {
+	const node = "agent-sync-node"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.CreateReadyNode(t, node, map[string]string{joulie.LabelManaged: "true"}, nil)
+	profile, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco,
+			CPU: &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: ptr.To(60.0)}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cluster-scoped objects outlive the test; remove them so the test can
+	// run again in the same control plane (-count).
+	t.Cleanup(func() {
+		bg := context.Background()
+		_ = admin.JoulieV1alpha1().NodePowerProfiles().Delete(bg, node, metav1.DeleteOptions{})
+		_ = admin.JoulieV1alpha1().NodeHardwares().Delete(bg, node, metav1.DeleteOptions{})
+		_ = cp.AdminClient(t).CoreV1().Nodes().Delete(bg, node, metav1.DeleteOptions{})
+	})
+
+	kubeconfig := cp.WriteKubeconfig(t, cp.AgentConfig(t, node))
+	sockDir, err := os.MkdirTemp("", "jsock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	logPath := filepath.Join(t.TempDir(), "agentd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(buildAgent(t), "--config", "", "--node-name", node, "--kubeconfig", kubeconfig,
+		"--host-root", minimalHost(t), "--state-dir", t.TempDir(), "--socket", filepath.Join(sockDir, "a.sock"),
+		"--metrics-address", "", "--reconcile-interval", "1s", "--nvml-library-path", "none", "--amdsmi-library-path", "none")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("joulie-agentd log:\n%s", b)
+		}
+	}()
+
+	poll := func(what string, timeout time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	// The agent publishes its hardware under its own node's name.
+	poll("NodeHardware", 30*time.Second, func() bool {
+		hw, err := admin.JoulieV1alpha1().NodeHardwares().Get(ctx, node, metav1.GetOptions{})
+		return err == nil && hw.Status.CPU.CatalogModel == "intel-xeon-8480plus"
+	})
+	// It reports on the profile's generation; with nothing to control the
+	// CPU cap is blocked, with the reason.
+	poll("status for generation 1", 30*time.Second, func() bool {
+		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == profile.Generation && p.Status.CPU != nil && p.Status.CPU.Result == joulie.ResultBlocked
+	})
+
+	// A new target is picked up through the watch, well within one
+	// reconcile interval of it landing.
+	p, _ := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
+	p.Spec = joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}
+	updated, err := admin.JoulieV1alpha1().NodePowerProfiles().Update(ctx, p, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed := time.Now()
+	poll("status for the new generation", 10*time.Second, func() bool {
+		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == updated.Generation && p.Status.CPU != nil && p.Status.CPU.Result == joulie.ResultNone
+	})
+	t.Logf("new generation reported %s after it landed", time.Since(landed).Round(time.Millisecond))
+
+	// Steady state: nothing changes, so the agent writes nothing.
+	time.Sleep(2 * time.Second)
+	user := harness.AgentUser(node)
+	before := cp.WriteCount(t, user)
+	time.Sleep(5 * time.Second)
+	if n := cp.WriteCount(t, user) - before; n != 0 {
+		t.Fatalf("the agent made %d writes in 5 s of steady state", n)
+	}
+}
