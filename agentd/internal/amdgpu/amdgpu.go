@@ -118,8 +118,8 @@ func (c *Capper) SetCap(index int, watts float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lo, hi := wholeWattRange(lim.min, lim.max)
-	uw, err := c.write(addr, lim, clampWatts(watts, lo, hi))
+	lo, hi := power.WholeWattRange(lim.min, lim.max)
+	uw, err := c.write(addr, lim, power.ClampWholeWatts(watts, lo, hi))
 	return float64(uw) / microPerWatt, err
 }
 
@@ -285,30 +285,4 @@ func (c *Capper) refresh() (map[string]string, error) {
 	slices.Sort(added)
 	c.order = append(c.order, added...)
 	return present, nil
-}
-
-// clampWatts rounds watts to a whole watt and clamps it to [lo, hi] µW,
-// comparing in floating point so that no request can overflow.
-func clampWatts(watts float64, lo, hi int64) int64 {
-	uw := math.Round(watts) * microPerWatt
-	switch {
-	case uw <= float64(lo):
-		return lo
-	case uw >= float64(hi):
-		return hi
-	}
-	return int64(uw)
-}
-
-// wholeWattRange narrows [lo, hi] µW to the whole watts inside it, the
-// only limits amdgpu can hold, and never below 1 W: a driver that reports
-// no minimum must not be sent a zero limit. A range narrower than a watt
-// is kept as is.
-func wholeWattRange(lo, hi int64) (int64, int64) {
-	wlo := max((lo+microPerWatt-1)/microPerWatt*microPerWatt, microPerWatt)
-	whi := hi / microPerWatt * microPerWatt
-	if wlo > whi {
-		return lo, hi
-	}
-	return wlo, whi
 }

@@ -114,8 +114,8 @@ func (c *GPUCapper) SetCap(index int, watts float64) (float64, error) {
 		return 0, fmt.Errorf("set power cap of AMD GPU %s: no journal to record the original in; refusing to write", addr)
 	}
 	uw, err := c.lib.applyGPUCap(found[idx], func(info capInfo) uint64 {
-		lo, hi := wholeWattRange(info.min, info.max)
-		return clampWatts(watts, lo, hi)
+		lo, hi := power.WholeWattRange(info.min, info.max)
+		return power.ClampWholeWatts(watts, lo, hi)
 	}, func(cur uint64) error {
 		return c.journal.Record(state.Entry{Backend: Backend, ID: "gpu/" + addr, Original: strconv.FormatUint(cur, 10)})
 	})
@@ -266,30 +266,4 @@ func (l *Library) Restore(id, original string) error {
 		return l.restoreSocket(n, original)
 	}
 	return fmt.Errorf("restore %s: not a control of the %s backend", id, Backend)
-}
-
-// clampWatts rounds watts to a whole watt and clamps it to [lo, hi] µW,
-// comparing in floating point so that no request can overflow.
-func clampWatts(watts float64, lo, hi uint64) uint64 {
-	uw := math.Round(watts) * microPerWatt
-	switch {
-	case uw <= float64(lo):
-		return lo
-	case uw >= float64(hi):
-		return hi
-	}
-	return uint64(uw)
-}
-
-// wholeWattRange narrows [lo, hi] µW to the whole watts inside it, the
-// only caps amdgpu holds, and never below 1 W: a GPU that reports no
-// minimum must not be sent a zero cap. A range narrower than a watt is
-// kept as is.
-func wholeWattRange(lo, hi uint64) (uint64, uint64) {
-	wlo := max((lo+microPerWatt-1)/microPerWatt*microPerWatt, microPerWatt)
-	whi := hi / microPerWatt * microPerWatt
-	if wlo > whi {
-		return lo, hi
-	}
-	return wlo, whi
 }

@@ -297,24 +297,5 @@ func readCPU(fs *sysfs.FS, id int, dir string) (CPU, error) {
 	return c, nil
 }
 
-// FormatCPUList writes ascending CPU numbers in the kernel's list format
-// ("0-3,8,10-11"), which keeps warnings about 192 CPUs short.
-func FormatCPUList(cpus []int) string {
-	var b strings.Builder
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(cpus[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(cpus[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
-}
+// FormatCPUList is sysfs.FormatCPUList, kept for the package's callers.
+func FormatCPUList(cpus []int) string { return sysfs.FormatCPUList(cpus) }

@@ -72,3 +72,26 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// FormatCPUList writes ascending CPU numbers in the kernel's list format
+// ("0-3,8,10-11"), the inverse of ParseCPUList; it keeps messages about
+// hundreds of CPUs short.
+func FormatCPUList(cpus []int) string {
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(cpus[i]))
+		if j > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(cpus[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}

@@ -9,6 +9,7 @@ package cpufreqtest
 
 import (
 	"fmt"
+	"joulie.io/joulie/agentd/internal/sysfs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -200,25 +201,7 @@ func (t *Tree) SetScalingMax(tb testing.TB, cpu int, khz int64) {
 }
 
 // List formats CPUs in the kernel's list format ("0-3,8").
-func List(cpus []int) string {
-	var b strings.Builder
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(cpus[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(cpus[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
-}
+func List(cpus []int) string { return sysfs.FormatCPUList(cpus) }
 
 func write(tb testing.TB, root, rel, content string, mode os.FileMode) {
 	tb.Helper()
