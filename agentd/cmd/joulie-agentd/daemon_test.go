@@ -372,3 +372,57 @@ func TestDaemonIdleCost(t *testing.T) {
 		t.Fatalf("the idle daemon burns %.1f%% of a core: a busy loop", cpu)
 	}
 }
+
+// TestDaemonServesTheSocketSystemdPasses starts the daemon as systemd does
+// for joulie-agentd.socket: the listening socket as fd 3, LISTEN_FDS=1 and
+// LISTEN_PID naming the daemon itself (sh's exec keeps the PID).
+func TestDaemonServesTheSocketSystemdPasses(t *testing.T) {
+	f := newFixture(t)
+	activated := filepath.Join(filepath.Dir(f.socket), "activated.sock")
+	l, err := net.Listen("unix", activated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul := l.(*net.UnixListener)
+	lf, err := ul.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon owns the socket from here; closing the test's copy must
+	// not unlink it.
+	ul.SetUnlinkOnClose(false)
+	ul.Close()
+	logPath := filepath.Join(t.TempDir(), "agentd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bin.agentd, "--config", f.config)
+	cmd.Env = append(os.Environ(), "FAKE_NVML_DIR="+f.gpus)
+	cmd.ExtraFiles = []*os.File{lf}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lf.Close()
+	logf.Close()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("joulie-agentd log:\n%s", b)
+		}
+	}()
+	waitFor(t, "a status on the activated socket", func() bool {
+		out, _, code := ctl(t, &fixture{socket: activated}, "status", "-o", "json")
+		return code == 0 && strings.Contains(out, `"node": "node-a"`)
+	})
+	if _, err := os.Stat(f.socket); err == nil {
+		t.Fatal("the daemon made its own socket although systemd passed one")
+	}
+	b, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(b), "socket systemd passed") {
+		t.Fatalf("the log should say the socket came from systemd:\n%s", b)
+	}
+}

@@ -142,6 +142,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	allowed := -1
 	if sock != nil {
 		allowed = sock.GID
+	} else if gid, err := localapi.GroupID(localapi.DefaultGroup); err == nil {
+		// systemd made the socket (joulie-agentd.socket sets its group);
+		// the members of that group may read.
+		allowed = gid
 	}
 	serve("local API", func() error {
 		return localapi.Serve(ctx, listener, apiAdapter{d}, localapi.Options{AllowedGID: allowed, Logger: d.log})
