@@ -6,11 +6,8 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -107,12 +104,7 @@ func TestAgentFailsafeOnAPIServerOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		bg := context.Background()
-		_ = admin.JoulieV1alpha1().NodePowerProfiles().Delete(bg, node, metav1.DeleteOptions{})
-		_ = admin.JoulieV1alpha1().NodeHardwares().Delete(bg, node, metav1.DeleteOptions{})
-		_ = cp.AdminClient(t).CoreV1().Nodes().Delete(bg, node, metav1.DeleteOptions{})
-	})
+	deleteNodeObjects(t, admin, node)
 
 	// The agent reaches the API server only through the proxy.
 	u, err := url.Parse(cp.Host())
@@ -124,33 +116,7 @@ func TestAgentFailsafeOnAPIServerOutage(t *testing.T) {
 	cfg.Host = "https://" + proxy.l.Addr().String()
 	kubeconfig := cp.WriteKubeconfig(t, cfg)
 
-	sockDir, err := os.MkdirTemp("", "jsock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(sockDir)
-	sock := filepath.Join(sockDir, "a.sock")
-	logPath := filepath.Join(t.TempDir(), "agentd.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(buildAgent(t), "--config", "", "--node-name", node, "--kubeconfig", kubeconfig,
-		"--host-root", minimalHost(t), "--state-dir", t.TempDir(), "--socket", sock,
-		"--metrics-address", "", "--reconcile-interval", "1s", "--failsafe", "performance", "--failsafe-timeout", "4s",
-		"--nvml-library-path", "none", "--amdsmi-library-path", "none")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("joulie-agentd log:\n%s", b)
-		}
-	}()
+	sock := runAgent(t, node, kubeconfig, "--failsafe", "performance", "--failsafe-timeout", "4s")
 	agentctl := cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentctl")
 	type status struct {
 		Source   string `json:"source"`

@@ -62,41 +62,9 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Cluster-scoped objects outlive the test; remove them so the test can
-	// run again in the same control plane (-count).
-	t.Cleanup(func() {
-		bg := context.Background()
-		_ = admin.JoulieV1alpha1().NodePowerProfiles().Delete(bg, node, metav1.DeleteOptions{})
-		_ = admin.JoulieV1alpha1().NodeHardwares().Delete(bg, node, metav1.DeleteOptions{})
-		_ = cp.AdminClient(t).CoreV1().Nodes().Delete(bg, node, metav1.DeleteOptions{})
-	})
+	deleteNodeObjects(t, admin, node)
 
-	kubeconfig := cp.WriteKubeconfig(t, cp.AgentConfig(t, node))
-	sockDir, err := os.MkdirTemp("", "jsock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(sockDir)
-	logPath := filepath.Join(t.TempDir(), "agentd.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(buildAgent(t), "--config", "", "--node-name", node, "--kubeconfig", kubeconfig,
-		"--host-root", minimalHost(t), "--state-dir", t.TempDir(), "--socket", filepath.Join(sockDir, "a.sock"),
-		"--metrics-address", "", "--reconcile-interval", "1s", "--nvml-library-path", "none", "--amdsmi-library-path", "none")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("joulie-agentd log:\n%s", b)
-		}
-	}()
+	runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)))
 
 	poll := func(what string, timeout time.Duration, cond func() bool) {
 		t.Helper()
@@ -144,4 +112,51 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	if n := cp.WriteCount(t, user) - before; n != 0 {
 		t.Fatalf("the agent made %d writes in 5 s of steady state", n)
 	}
+}
+
+// deleteNodeObjects removes a test node and its Joulie objects when the
+// test ends: cluster-scoped objects outlive a test, and -count reruns it
+// in the same control plane.
+func deleteNodeObjects(t *testing.T, admin versioned.Interface, node string) {
+	t.Cleanup(func() {
+		bg := context.Background()
+		_ = admin.JoulieV1alpha1().NodePowerProfiles().Delete(bg, node, metav1.DeleteOptions{})
+		_ = admin.JoulieV1alpha1().NodeHardwares().Delete(bg, node, metav1.DeleteOptions{})
+		_ = cp.AdminClient(t).CoreV1().Nodes().Delete(bg, node, metav1.DeleteOptions{})
+	})
+}
+
+// runAgent runs joulie-agentd for node with kubeconfig on a minimal host
+// until the test ends, with a 1 s tick and no GPU libraries, and returns
+// its socket. Its log is printed if the test fails.
+func runAgent(t *testing.T, node, kubeconfig string, args ...string) (socket string) {
+	t.Helper()
+	sockDir, err := os.MkdirTemp("", "jsock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket = filepath.Join(sockDir, "a.sock")
+	logPath := filepath.Join(t.TempDir(), "agentd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(buildAgent(t), append([]string{"--config", "", "--node-name", node, "--kubeconfig", kubeconfig,
+		"--host-root", minimalHost(t), "--state-dir", t.TempDir(), "--socket", socket,
+		"--metrics-address", "", "--reconcile-interval", "1s", "--nvml-library-path", "none", "--amdsmi-library-path", "none"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logf.Close()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("joulie-agentd log:\n%s", b)
+		}
+		os.RemoveAll(sockDir)
+	})
+	return socket
 }
