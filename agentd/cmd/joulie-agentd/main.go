@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			log := slog.New(cfg.NewLogHandler(stderr))
 			log.Info("configuration", "config", cfg)
-			d, err := daemon.New(cfg, log, newSyncer)
+			d, err := daemon.New(cfg, log, newSyncer, kubesync.Route)
 			if err != nil {
 				return cli.Exit(err.Error(), 1)
 			}

@@ -55,11 +55,23 @@ type Syncer interface {
 // package does not depend on client-go when it is not needed.
 type NewSyncer func(cfg config.Config, a *agent.Agent, log *slog.Logger) (Syncer, error)
 
-// New builds the daemon from cfg: the hardware layer and the agent.
-func New(cfg config.Config, log *slog.Logger, newSyncer NewSyncer) (*Daemon, error) {
-	hw, err := openHardware(cfg)
-	if err != nil {
-		return nil, err
+// Router finds the HTTP routing a TelemetryProfile gives the node; ok
+// false leaves it on the host (package kubesync).
+type Router func(ctx context.Context, cfg config.Config, log *slog.Logger) (hc httpbackend.Config, profile string, ok bool, err error)
+
+// New builds the daemon from cfg: the hardware layer and the agent. In
+// cluster mode with the host backend, a TelemetryProfile selecting the
+// node may route it to a simulator instead.
+func New(cfg config.Config, log *slog.Logger, newSyncer NewSyncer, route Router) (*Daemon, error) {
+	var hw agent.Hardware
+	var err error
+	if !cfg.Standalone() && cfg.Backend != "http" && route != nil {
+		hw = routed(cfg, log, route)
+	}
+	if hw == nil {
+		if hw, err = openHardware(cfg); err != nil {
+			return nil, err
+		}
 	}
 	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier()}
 	d.agent = agent.New(hw, agentOptions(cfg, log))
@@ -74,6 +86,35 @@ func New(cfg config.Config, log *slog.Logger, newSyncer NewSyncer) (*Daemon, err
 		}
 	}
 	return d, nil
+}
+
+// routed opens the simulator a TelemetryProfile routes the node to, or
+// returns nil to stay on the host. Routing is optional: an API server that
+// cannot be asked, or a simulator that does not answer, leaves the node on
+// its own hardware, and the log says why.
+func routed(cfg config.Config, log *slog.Logger, route Router) agent.Hardware {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	hc, profile, ok, err := route(ctx, cfg, log)
+	switch {
+	case err != nil:
+		log.Warn("could not look up TelemetryProfiles; using the host's backends", "err", err)
+		return nil
+	case !ok:
+		return nil
+	}
+	c, err := httpbackend.New(hc)
+	if err == nil {
+		var hw agent.Hardware
+		if hw, err = httphost.New(c, httphost.Options{DVFS: cfg.DVFS.Config(), Version: version.Version}); err == nil {
+			log.Info("TelemetryProfile routes this node to an HTTP backend", "profile", profile,
+				"telemetry", hc.Telemetry.URL, "control", hc.Control.URL)
+			return hw
+		}
+	}
+	log.Error("TelemetryProfile routes this node to an HTTP backend that does not work; using the host's backends",
+		"profile", profile, "err", err)
+	return nil
 }
 
 func openHardware(cfg config.Config) (agent.Hardware, error) {

@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -65,6 +66,20 @@ type Syncer struct {
 
 // New builds the syncer of a daemon from its configuration.
 func New(cfg config.Config, a *agent.Agent, log *slog.Logger) (*Syncer, error) {
+	rc, err := restConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", rc.Host, err)
+	}
+	probe := cfg.FailsafeTimeout.Duration / 4
+	return NewWithClient(cs, cfg.NodeName, a, Options{Interval: cfg.ReconcileInterval.Duration, Probe: probe, Logger: log}), nil
+}
+
+// restConfig is the agent's client configuration from its kubeconfig.
+func restConfig(cfg config.Config) (*rest.Config, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
@@ -73,12 +88,7 @@ func New(cfg config.Config, a *agent.Agent, log *slog.Logger) (*Syncer, error) {
 	// keeps a fleet of them from crowding the API server on restarts.
 	rc.QPS, rc.Burst = 5, 10
 	rc.UserAgent = "joulie-agentd/" + version.Version + " (" + cfg.NodeName + ")"
-	cs, err := versioned.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", rc.Host, err)
-	}
-	probe := cfg.FailsafeTimeout.Duration / 4
-	return NewWithClient(cs, cfg.NodeName, a, Options{Interval: cfg.ReconcileInterval.Duration, Probe: probe, Logger: log}), nil
+	return rc, nil
 }
 
 // NewWithClient builds a syncer over a clientset.
