@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,49 +18,63 @@ import (
 )
 
 // fakeSim speaks the agent's HTTP control contract
-// (joulie.io/http-backend/v1) for one node with two CPU packages: enough
-// to see a TelemetryProfile route a node's controls away from its host.
+// (joulie.io/http-backend/v1) at /sim/<node>/ for any node, each with two
+// CPU packages of 50..300 W: enough to see controls reach a simulator.
 type fakeSim struct {
-	mu      sync.Mutex
-	capW    float64
-	actions []string
+	mu   sync.Mutex
+	caps map[string]float64
 }
+
+func newFakeSim() *fakeSim { return &fakeSim{caps: map[string]float64{}} }
 
 func (f *fakeSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	const version = "joulie.io/http-backend/v1"
 	w.Header().Set("Content-Type", "application/json")
+	rest, ok := strings.CutPrefix(r.URL.Path, "/sim/")
+	node, route, _ := strings.Cut(rest, "/")
+	if !ok || node == "" {
+		http.NotFound(w, r)
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	switch r.URL.Path {
-	case "/sim/agent-route-node/telemetry":
+	capW, seen := f.caps[node]
+	if !seen {
+		capW = 300
+	}
+	switch route {
+	case "telemetry":
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"apiVersion": version, "node": r.URL.Query().Get("node"), "time": time.Now().UTC().Format(time.RFC3339),
-			"cpu": map[string]any{"packagePowerWatts": []float64{120, 120}, "capWatts": f.capW,
+			"cpu": map[string]any{"packagePowerWatts": []float64{120, 120}, "capWatts": capW,
 				"minWattsPerPackage": 50, "maxWattsPerPackage": 300, "throttlePct": 0},
 		})
-	case "/sim/agent-route-node/control":
+	case "control":
 		var req struct {
 			Action string  `json:"action"`
 			Watts  float64 `json:"watts"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		f.actions = append(f.actions, req.Action)
 		if req.Action != "rapl.set_power_cap_watts" {
 			w.WriteHeader(http.StatusNotImplemented)
 			_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": version, "result": "blocked", "message": "not modeled"})
 			return
 		}
-		f.capW = req.Watts
+		f.caps[node] = req.Watts
 		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": version, "result": "applied", "appliedWatts": req.Watts})
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-func (f *fakeSim) cap() float64 {
+// cap is the package limit the simulator holds for node (300 W untouched).
+func (f *fakeSim) cap(node string) float64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.capW
+	if w, ok := f.caps[node]; ok {
+		return w
+	}
+	return 300
 }
 
 func TestTelemetryProfileRoutesANodeToASimulator(t *testing.T) {
@@ -70,7 +85,7 @@ func TestTelemetryProfileRoutesANodeToASimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := &fakeSim{capW: 300}
+	sim := newFakeSim()
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 
@@ -105,11 +120,11 @@ func TestTelemetryProfileRoutesANodeToASimulator(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
-		if err == nil && p.Status.CPU != nil && p.Status.CPU.Backend == joulie.BackendHTTP && p.Status.CPU.Result == joulie.ResultApplied && sim.cap() == 180 {
+		if err == nil && p.Status.CPU != nil && p.Status.CPU.Backend == joulie.BackendHTTP && p.Status.CPU.Result == joulie.ResultApplied && sim.cap(node) == 180 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no routed cap: status %+v, simulator cap %g W, actions %v", p.Status.CPU, sim.cap(), sim.actions)
+			t.Fatalf("no routed cap: status %+v, simulator cap %g W", p.Status.CPU, sim.cap(node))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

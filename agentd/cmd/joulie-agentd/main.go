@@ -54,6 +54,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			log := slog.New(cfg.NewLogHandler(stderr))
 			log.Info("configuration", "config", cfg)
+			if cfg.Pool.Enabled {
+				if err := daemon.RunPool(context.Background(), cfg, log); err != nil {
+					return cli.Exit(err.Error(), 1)
+				}
+				return nil
+			}
 			d, err := daemon.New(cfg, log, newSyncer, kubesync.Route)
 			if err != nil {
 				return cli.Exit(err.Error(), 1)

@@ -338,21 +338,26 @@ func (d *Daemon) statusLine() string {
 }
 
 func (d *Daemon) metricsServer() (*http.Server, error) {
+	return newMetricsServer(d.cfg.MetricsAddress, func() []agent.Snapshot { return []agent.Snapshot{d.agent.Snapshot()} }, d.healthy, d.log)
+}
+
+// newMetricsServer serves /metrics and /healthz on addr.
+func newMetricsServer(addr string, source metrics.Source, healthy func() bool, log *slog.Logger) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewCollector(func() []agent.Snapshot { return []agent.Snapshot{d.agent.Snapshot()} }))
+		metrics.NewCollector(source))
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelError)}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !d.healthy() {
+		if !healthy() {
 			http.Error(w, "reconcile loop stalled", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	l, err := net.Listen("tcp", d.cfg.MetricsAddress)
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics endpoint %s: %w", d.cfg.MetricsAddress, err)
+		return nil, fmt.Errorf("metrics endpoint %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(l) }()

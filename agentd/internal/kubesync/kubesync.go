@@ -66,7 +66,7 @@ type Syncer struct {
 
 // New builds the syncer of a daemon from its configuration.
 func New(cfg config.Config, a *agent.Agent, log *slog.Logger) (*Syncer, error) {
-	rc, err := restConfig(cfg)
+	rc, err := RestConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +78,8 @@ func New(cfg config.Config, a *agent.Agent, log *slog.Logger) (*Syncer, error) {
 	return NewWithClient(cs, cfg.NodeName, a, Options{Interval: cfg.ReconcileInterval.Duration, Probe: probe, Logger: log}), nil
 }
 
-// restConfig is the agent's client configuration from its kubeconfig.
-func restConfig(cfg config.Config) (*rest.Config, error) {
+// RestConfig is the agent's client configuration from its kubeconfig.
+func RestConfig(cfg config.Config) (*rest.Config, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)

@@ -24,7 +24,7 @@ import (
 // leaves it on its host backends. The agent reads the routing at start;
 // a changed profile takes effect on restart.
 func Route(ctx context.Context, cfg config.Config, log *slog.Logger) (hc httpbackend.Config, profile string, ok bool, err error) {
-	rc, err := restConfig(cfg)
+	rc, err := RestConfig(cfg)
 	if err != nil {
 		return hc, "", false, err
 	}

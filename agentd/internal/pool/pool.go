@@ -1,0 +1,206 @@
+// Package pool is the agent seed's pool mode: one process drives many
+// logical nodes through the HTTP backend, for simulated scale runs. It
+// lists the nodes matching pool.nodeSelector, keeps the ones its shard
+// owns (pool.shards, pool.shardIndex: a hash of the node name, so
+// processes split the nodes without talking to each other), and runs for
+// each one the same agent loop and cluster sync a real node's daemon runs,
+// over a simulator reached at the configured URLs with {node} replaced.
+//
+// The pool authenticates as its own identity (not an agent's, whose
+// admission policy limits it to one node), which needs list on nodes and
+// the agent's rights on every selected node's objects.
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"joulie.io/joulie/agentd/internal/agent"
+	"joulie.io/joulie/agentd/internal/config"
+	"joulie.io/joulie/agentd/internal/httpbackend"
+	"joulie.io/joulie/agentd/internal/httphost"
+	"joulie.io/joulie/agentd/internal/kubesync"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/pkg/version"
+)
+
+// Resync is how often the pool lists its nodes: new nodes join, removed
+// ones stop, within this time.
+const Resync = 10 * time.Second
+
+// Pool runs the nodes of one shard.
+type Pool struct {
+	cfg  config.Config
+	log  *slog.Logger
+	cs   versioned.Interface
+	core corev1client.CoreV1Interface
+
+	mu    sync.Mutex
+	nodes map[string]*member
+}
+
+type member struct {
+	agent  *agent.Agent
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New builds the pool's clients from the configuration.
+func New(cfg config.Config, log *slog.Logger) (*Pool, error) {
+	rc, err := kubesync.RestConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// A pool speaks for many nodes; give it the room of that many agents.
+	rc.QPS, rc.Burst = 50, 100
+	cs, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	core, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{cfg: cfg, log: log, cs: cs, core: core, nodes: map[string]*member{}}, nil
+}
+
+// Run drives the shard's nodes until ctx ends, then stops them.
+func (p *Pool) Run(ctx context.Context) error {
+	t := time.NewTicker(Resync)
+	defer t.Stop()
+	for {
+		if err := p.reconcile(ctx); err != nil {
+			p.log.Warn("listing the pool's nodes failed; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			p.stopAll()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// reconcile starts the owned nodes that are not running and stops the
+// ones no longer selected or owned.
+func (p *Pool) reconcile(ctx context.Context) error {
+	list, err := p.core.Nodes().List(ctx, metav1.ListOptions{LabelSelector: p.cfg.Pool.NodeSelector})
+	if err != nil {
+		return fmt.Errorf("list nodes %q: %w", p.cfg.Pool.NodeSelector, err)
+	}
+	want := map[string]bool{}
+	for _, n := range list.Items {
+		if p.cfg.Pool.Owns(n.Name) {
+			want[n.Name] = true
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, m := range p.nodes {
+		if !want[name] {
+			p.log.Info("node left the pool", "node", name)
+			m.cancel()
+			<-m.done
+			delete(p.nodes, name)
+		}
+	}
+	for name := range want {
+		if _, ok := p.nodes[name]; ok {
+			continue
+		}
+		m, err := p.start(ctx, name, labelsOf(list.Items, name))
+		if err != nil {
+			p.log.Warn("simulated node not started; retrying", "node", name, "err", err)
+			continue
+		}
+		p.nodes[name] = m
+		p.log.Info("node joined the pool", "node", name)
+	}
+	return nil
+}
+
+func (p *Pool) start(ctx context.Context, node string, labels map[string]string) (*member, error) {
+	c, err := httpbackend.New(p.cfg.HTTP.Backend(node))
+	if err != nil {
+		return nil, err
+	}
+	hw, err := httphost.New(c, httphost.Options{CPUModel: labels[joulie.LabelHWCPUModel], DVFS: p.cfg.DVFS.Config(), Version: version.Version})
+	if err != nil {
+		return nil, err
+	}
+	a := agent.New(hw, agent.Options{
+		Node: node, Interval: p.cfg.ReconcileInterval.Duration,
+		Failsafe: string(p.cfg.Failsafe), FailsafeTimeout: p.cfg.FailsafeTimeout.Duration,
+		KeepCapsOnStop: p.cfg.KeepCapsOnStop, Version: version.Version, Logger: p.log.With("node", node),
+	})
+	if err := a.Start(); err != nil {
+		return nil, err
+	}
+	syncer := kubesync.NewWithClient(p.cs, node, a, kubesync.Options{
+		Interval: p.cfg.ReconcileInterval.Duration, Probe: p.cfg.FailsafeTimeout.Duration / 4, Logger: p.log.With("node", node)})
+	mctx, cancel := context.WithCancel(ctx)
+	m := &member{agent: a, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); a.Run(mctx) }()
+		go func() {
+			defer wg.Done()
+			if err := syncer.Run(mctx); err != nil {
+				p.log.Warn("cluster sync stopped", "node", node, "err", err)
+			}
+		}()
+		wg.Wait()
+		_ = a.Stop()
+	}()
+	return m, nil
+}
+
+func (p *Pool) stopAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, m := range p.nodes {
+		m.cancel()
+		<-m.done
+		delete(p.nodes, name)
+	}
+}
+
+// Snapshots returns every running node's state, sorted by node, for
+// metrics.
+func (p *Pool) Snapshots() []agent.Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]agent.Snapshot, 0, len(p.nodes))
+	for _, m := range p.nodes {
+		out = append(out, m.agent.Snapshot())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}
+
+// Nodes is the number of nodes running.
+func (p *Pool) Nodes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.nodes)
+}
+
+func labelsOf(nodes []corev1.Node, name string) map[string]string {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n.Labels
+		}
+	}
+	return nil
+}
