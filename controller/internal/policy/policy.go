@@ -1,0 +1,168 @@
+// Package policy decides how many managed nodes supply performance and
+// which ones, as the policy-algorithms seed describes and SPEC.md adjusts:
+// static_partition, queue_aware_v1 and the debug policy rule_swap_v1, the
+// density ordering, and the family floor. Everything here is a pure
+// function over values, so the properties the seed promises
+// (determinism, monotonic in pressure, bounds, family floor, density
+// order) are table-tested; the controller feeds it from informers.
+package policy
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// Node is an eligible node as the planner sees it.
+type Node struct {
+	Name string
+	// Family is the hardware family: the GPU model for GPU nodes, the CPU
+	// model for CPU-only nodes.
+	Family string
+	// Density is the node's normalized compute density; denser nodes
+	// supply performance first.
+	Density float64
+}
+
+// Plan maps each node to the profile it should supply.
+type Plan map[string]joulie.Profile
+
+// PerformanceCount returns how many nodes the plan puts on performance.
+func (p Plan) PerformanceCount() int {
+	n := 0
+	for _, profile := range p {
+		if profile == joulie.ProfilePerformance {
+			n++
+		}
+	}
+	return n
+}
+
+// StaticHPCount is static_partition's count: round(N × frac), clamped to
+// [0, N].
+func StaticHPCount(n int, frac float64) int {
+	return clampInt(roundHalfUp(float64(n)*frac), 0, n)
+}
+
+// QueueAware holds queue_aware_v1's knobs (QUEUE_HP_BASE_FRAC,
+// QUEUE_HP_MIN, QUEUE_HP_MAX, QUEUE_PERF_PER_HP_NODE).
+type QueueAware struct {
+	BaseFrac float64
+	Min      int
+	// Max bounds the count; 0 or less means unbounded (the default).
+	Max           int
+	PerfPerHPNode int
+}
+
+// DefaultQueueAware is SPEC.md's defaults: 0.6, 1, unbounded, 10.
+func DefaultQueueAware() QueueAware {
+	return QueueAware{BaseFrac: 0.6, Min: 1, PerfPerHPNode: 10}
+}
+
+// HPCount is queue_aware_v1's count for n nodes and p active
+// performance-sensitive pods: max(round(N × base), ceil(P / perHP)),
+// clamped to [min, max], then to [0, N].
+func (q QueueAware) HPCount(n, p int) int {
+	base := roundHalfUp(float64(n) * q.BaseFrac)
+	need := 0
+	if q.PerfPerHPNode > 0 && p > 0 {
+		need = (p + q.PerfPerHPNode - 1) / q.PerfPerHPNode
+	}
+	hp := max(base, need)
+	if hp < q.Min {
+		hp = q.Min
+	}
+	if q.Max > 0 && hp > q.Max {
+		hp = q.Max
+	}
+	return clampInt(hp, 0, n)
+}
+
+// ByDensity returns the nodes densest first; equal densities go by name,
+// so the order, and every plan built on it, is deterministic.
+func ByDensity(nodes []Node) []Node {
+	out := slices.Clone(nodes)
+	slices.SortStableFunc(out, func(a, b Node) int {
+		switch {
+		case a.Density > b.Density:
+			return -1
+		case a.Density < b.Density:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// Assign puts hpCount nodes on performance and the rest on eco. Within
+// hpCount, the densest node of each hardware family comes first (families
+// in the order of their densest node), then the remaining nodes by
+// density: every family keeps some performance capacity when the count
+// allows it, and the family floor never raises the count (SPEC.md).
+func Assign(nodes []Node, hpCount int) Plan {
+	ordered := ByDensity(nodes)
+	hpCount = clampInt(hpCount, 0, len(ordered))
+	plan := make(Plan, len(ordered))
+	for _, n := range ordered {
+		plan[n.Name] = joulie.ProfileEco
+	}
+	chosen := 0
+	seen := map[string]bool{}
+	for _, n := range ordered { // the family floor
+		if chosen == hpCount {
+			break
+		}
+		if !seen[n.Family] {
+			seen[n.Family] = true
+			plan[n.Name] = joulie.ProfilePerformance
+			chosen++
+		}
+	}
+	for _, n := range ordered { // the rest by density
+		if chosen == hpCount {
+			break
+		}
+		if plan[n.Name] != joulie.ProfilePerformance {
+			plan[n.Name] = joulie.ProfilePerformance
+			chosen++
+		}
+	}
+	return plan
+}
+
+// RuleSwap is the debug policy rule_swap_v1: the phase of the wall clock
+// in units of the reconcile interval picks which of the first two nodes
+// (by density) runs eco; every other node stays performance, so each
+// interval shows a visible transition.
+func RuleSwap(nodes []Node, now time.Time, interval time.Duration) Plan {
+	ordered := ByDensity(nodes)
+	plan := make(Plan, len(ordered))
+	for _, n := range ordered {
+		plan[n.Name] = joulie.ProfilePerformance
+	}
+	if len(ordered) == 0 || interval <= 0 {
+		return plan
+	}
+	phase := int((now.UnixNano() / int64(interval)) % 2)
+	if phase < len(ordered) {
+		plan[ordered[phase].Name] = joulie.ProfileEco
+	}
+	return plan
+}
+
+func roundHalfUp(v float64) int {
+	if math.IsNaN(v) || v < 0 {
+		return 0
+	}
+	if v > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(math.Floor(v + 0.5))
+}
+
+func clampInt(v, lo, hi int) int {
+	return min(max(v, lo), hi)
+}

@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+func TestStaticHPCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		frac float64
+		want int
+	}{
+		{10, 0.5, 5}, {5, 0.5, 3}, {3, 0.5, 2}, {4, 0, 0}, {4, 1, 4}, {4, 1.7, 4}, {4, -1, 0}, {0, 0.5, 0},
+	} {
+		if got := StaticHPCount(tc.n, tc.frac); got != tc.want {
+			t.Errorf("StaticHPCount(%d, %g) = %d, want %d", tc.n, tc.frac, got, tc.want)
+		}
+	}
+}
+
+func TestQueueAwareHPCount(t *testing.T) {
+	q := DefaultQueueAware()
+	for _, tc := range []struct {
+		name string
+		q    QueueAware
+		n, p int
+		want int
+	}{
+		{"base wins at low pressure", q, 10, 5, 6},
+		{"need wins at high pressure", q, 10, 75, 8},
+		{"clamped to N", q, 10, 500, 10},
+		{"min when the base is 0", QueueAware{BaseFrac: 0, Min: 1, PerfPerHPNode: 10}, 10, 0, 1},
+		{"max bounds", QueueAware{BaseFrac: 0.6, Min: 1, Max: 3, PerfPerHPNode: 10}, 10, 100, 3},
+		{"no nodes", q, 0, 50, 0},
+	} {
+		if got := tc.q.HPCount(tc.n, tc.p); got != tc.want {
+			t.Errorf("%s: HPCount(%d, %d) = %d, want %d", tc.name, tc.n, tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestQueueAwareIsMonotonicInPressure(t *testing.T) {
+	q := DefaultQueueAware()
+	for n := 0; n <= 20; n++ {
+		prev := -1
+		for p := 0; p <= 300; p++ {
+			got := q.HPCount(n, p)
+			if got < prev || got < 0 || got > n {
+				t.Fatalf("HPCount(%d, %d) = %d after %d: not monotonic or out of [0, %d]", n, p, got, prev, n)
+			}
+			prev = got
+		}
+	}
+}
+
+func cluster() []Node {
+	return []Node{
+		{"cpu-a", "epyc-9654", 1.0}, {"cpu-b", "epyc-9654", 1.0},
+		{"h100-a", "h100", 9.0}, {"h100-b", "h100", 8.5}, {"h100-c", "h100", 8.5},
+		{"l40s-a", "l40s", 3.0},
+	}
+}
+
+func perfNodes(p Plan) string {
+	var out []string
+	for _, n := range ByDensity(cluster()) {
+		if p[n.Name] == joulie.ProfilePerformance {
+			out = append(out, n.Name)
+		}
+	}
+	return fmt.Sprint(out)
+}
+
+func TestAssignFamilyFloorThenDensity(t *testing.T) {
+	for _, tc := range []struct {
+		hp   int
+		want string
+	}{
+		{0, "[]"},
+		{1, "[h100-a]"},                     // the count is never raised by the floor
+		{2, "[h100-a l40s-a]"},              // each family's densest, families by their densest node
+		{3, "[h100-a l40s-a cpu-a]"},        // ties by name
+		{4, "[h100-a h100-b l40s-a cpu-a]"}, // then the rest by density
+		{6, "[h100-a h100-b h100-c l40s-a cpu-a cpu-b]"},
+		{9, "[h100-a h100-b h100-c l40s-a cpu-a cpu-b]"},
+	} {
+		p := Assign(cluster(), tc.hp)
+		if got := perfNodes(p); got != tc.want {
+			t.Errorf("Assign(hp=%d) performance = %s, want %s", tc.hp, got, tc.want)
+		}
+		if len(p) != len(cluster()) {
+			t.Errorf("Assign(hp=%d) planned %d of %d nodes", tc.hp, len(p), len(cluster()))
+		}
+	}
+}
+
+func TestAssignIsDeterministicWhateverTheInputOrder(t *testing.T) {
+	a := cluster()
+	b := []Node{a[5], a[3], a[1], a[4], a[0], a[2]}
+	for hp := 0; hp <= len(a); hp++ {
+		if pa, pb := perfNodes(Assign(a, hp)), perfNodes(Assign(b, hp)); pa != pb {
+			t.Fatalf("hp=%d: %s vs %s", hp, pa, pb)
+		}
+	}
+}
+
+func TestRuleSwapAlternatesTheFirstTwoNodes(t *testing.T) {
+	iv := time.Minute
+	t0 := time.Unix(0, 0).Add(10 * iv)
+	p0, p1 := RuleSwap(cluster(), t0, iv), RuleSwap(cluster(), t0.Add(iv), iv)
+	if p0["h100-a"] != joulie.ProfileEco || p0["h100-b"] != joulie.ProfilePerformance ||
+		p1["h100-a"] != joulie.ProfilePerformance || p1["h100-b"] != joulie.ProfileEco || p0.PerformanceCount() != 5 {
+		t.Fatalf("phase 0 %v, phase 1 %v", p0, p1)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	eco, perf := joulie.ProfileEco, joulie.ProfilePerformance
+	for _, tc := range []struct {
+		name    string
+		in      GuardInput
+		want    State
+		profile joulie.Profile
+		drain   bool
+		class   joulie.SchedulableClass
+		tr      Transition
+	}{
+		{"new node planned performance", GuardInput{Planned: perf}, ActivePerformance, perf, false, joulie.ClassPerformance, None},
+		{"allow: eco with no performance pods", GuardInput{Current: ActivePerformance, Planned: eco}, ActiveEco, eco, false, joulie.ClassEco, Allow},
+		{"defer: eco with performance pods", GuardInput{Current: ActivePerformance, Planned: eco, PerfPods: 2}, DrainingPerformance, eco, true, joulie.ClassDraining, Defer},
+		{"still blocked", GuardInput{Current: DrainingPerformance, Planned: eco, PerfPods: 1}, DrainingPerformance, eco, true, joulie.ClassDraining, StillBlocked},
+		{"unblocked", GuardInput{Current: DrainingPerformance, Planned: eco}, ActiveEco, eco, false, joulie.ClassEco, Unblocked},
+		{"re-plan performance while draining", GuardInput{Current: DrainingPerformance, Planned: perf, PerfPods: 1}, ActivePerformance, perf, false, joulie.ClassPerformance, ReplanPerf},
+		{"plan performance from eco is never delayed", GuardInput{Current: ActiveEco, Planned: perf, LastChange: now, MinEcoDwell: time.Hour, Now: now}, ActivePerformance, perf, false, joulie.ClassPerformance, PlanPerf},
+		{"dwell holds a fresh performance node", GuardInput{Current: ActivePerformance, Planned: eco, LastChange: now.Add(-time.Minute), MinEcoDwell: 5 * time.Minute, Now: now}, ActivePerformance, perf, false, joulie.ClassPerformance, Dwell},
+		{"dwell over", GuardInput{Current: ActivePerformance, Planned: eco, LastChange: now.Add(-6 * time.Minute), MinEcoDwell: 5 * time.Minute, Now: now}, ActiveEco, eco, false, joulie.ClassEco, Allow},
+		{"zero dwell is the seed's behaviour", GuardInput{Current: ActivePerformance, Planned: eco, LastChange: now, Now: now}, ActiveEco, eco, false, joulie.ClassEco, Allow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Guard(tc.in)
+			if d.Next != tc.want || d.Profile != tc.profile || d.Draining != tc.drain || d.Class != tc.class || d.Transition != tc.tr {
+				t.Fatalf("Guard = %+v, want %s/%s/draining=%v/%s/%q", d, tc.want, tc.profile, tc.drain, tc.class, tc.tr)
+			}
+		})
+	}
+}
