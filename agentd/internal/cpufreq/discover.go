@@ -130,7 +130,7 @@ func Discover(fs *sysfs.FS) Host {
 		return h
 	}
 	if len(missing) > 0 {
-		h.Warnings = append(h.Warnings, fmt.Sprintf("online CPUs %s have no cpufreq and are left out of DVFS", FormatCPUList(missing)))
+		h.Warnings = append(h.Warnings, fmt.Sprintf("online CPUs %s have no cpufreq and are left out of DVFS", sysfs.FormatCPUList(missing)))
 	}
 	ref := &h.CPUs[0]
 	h.Driver, h.Governor = ref.Driver, ref.Governor
@@ -144,7 +144,7 @@ func Discover(fs *sysfs.FS) Host {
 		}
 	}
 	if len(readOnly) > 0 {
-		h.Warnings = append(h.Warnings, fmt.Sprintf("scaling_max_freq is read-only on CPUs %s", FormatCPUList(readOnly)))
+		h.Warnings = append(h.Warnings, fmt.Sprintf("scaling_max_freq is read-only on CPUs %s", sysfs.FormatCPUList(readOnly)))
 	}
 	h.Warnings = append(h.Warnings, disagreements(h.CPUs)...)
 	return h
@@ -180,7 +180,7 @@ func disagreements(cpus []CPU) []string {
 		}
 		if len(odd) > 0 {
 			out = append(out, fmt.Sprintf("CPUs disagree on %s: cpu%d has %s, CPUs %s differ (cpu%d has %s); the landmarks are cpu%d's",
-				f.name, ref.ID, want, FormatCPUList(odd), odd[0], example, ref.ID))
+				f.name, ref.ID, want, sysfs.FormatCPUList(odd), odd[0], example, ref.ID))
 		}
 	}
 	return out
@@ -296,6 +296,3 @@ func readCPU(fs *sysfs.FS, id int, dir string) (CPU, error) {
 	}
 	return c, nil
 }
-
-// FormatCPUList is sysfs.FormatCPUList, kept for the package's callers.
-func FormatCPUList(cpus []int) string { return sysfs.FormatCPUList(cpus) }

@@ -196,22 +196,3 @@ func TestDiscoverLeavesOutCPUsWithBrokenFiles(t *testing.T) {
 		t.Errorf("%d CPUs, warnings %q", len(h.CPUs), h.Warnings)
 	}
 }
-
-func TestFormatCPUList(t *testing.T) {
-	for _, c := range []struct {
-		in   []int
-		want string
-	}{
-		{nil, ""},
-		{[]int{3}, "3"},
-		{[]int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11"},
-		{[]int{1, 3, 5}, "1,3,5"},
-	} {
-		if got := FormatCPUList(c.in); got != c.want {
-			t.Errorf("FormatCPUList(%v) = %q, want %q", c.in, got, c.want)
-		}
-		if back, err := sysfs.ParseCPUList(FormatCPUList(c.in)); err != nil || !slices.Equal(back, c.in) {
-			t.Errorf("%v does not round-trip: %v %v", c.in, back, err)
-		}
-	}
-}

@@ -41,9 +41,6 @@ type Daemon struct {
 	agent  *agent.Agent
 	notify *systemd.Notifier
 	sync   Syncer
-
-	mu       sync.Mutex
-	lastTick time.Time
 }
 
 // Syncer keeps the agent in step with the cluster (package kubesync).
@@ -179,7 +176,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.agent.Start(); err != nil {
 		return err
 	}
-	d.markTick()
 	allowed := -1
 	if sock != nil {
 		allowed = sock.GID
@@ -201,7 +197,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.sync != nil {
 		serve("cluster sync", func() error { return d.sync.Run(ctx) })
 	}
-	serve("reconcile loop", func() error { d.runLoop(ctx); return nil })
+	serve("reconcile loop", func() error { d.agent.Run(ctx); return nil })
 	serve("watchdog", func() error { return d.notify.Watchdog(ctx, d.healthy) })
 
 	_ = d.notify.Ready(d.statusLine())
@@ -239,32 +235,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		sock.Close()
 	}
 	return d.agent.Stop()
-}
-
-// runLoop ticks the agent and records liveness for the watchdog.
-func (d *Daemon) runLoop(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { d.agent.Run(ctx); close(done) }()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			if !d.agent.Snapshot().LastReconcile.IsZero() {
-				d.mu.Lock()
-				d.lastTick = d.agent.Snapshot().LastReconcile
-				d.mu.Unlock()
-			}
-		}
-	}
-}
-
-func (d *Daemon) markTick() {
-	d.mu.Lock()
-	d.lastTick = time.Now()
-	d.mu.Unlock()
 }
 
 // healthy is false when the loop has not ticked for three intervals: the

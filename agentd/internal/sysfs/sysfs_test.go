@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,6 +146,25 @@ func TestParseCPUList(t *testing.T) {
 		got, err := ParseCPUList(tc.in)
 		if (err != nil) != tc.err || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ParseCPUList(%q) = %v, %v; want %v, err=%v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestFormatCPUList(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{3}, "3"},
+		{[]int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11"},
+		{[]int{1, 3, 5}, "1,3,5"},
+	} {
+		if got := FormatCPUList(c.in); got != c.want {
+			t.Errorf("FormatCPUList(%v) = %q, want %q", c.in, got, c.want)
+		}
+		if back, err := ParseCPUList(FormatCPUList(c.in)); err != nil || !slices.Equal(back, c.in) {
+			t.Errorf("%v does not round-trip: %v %v", c.in, back, err)
 		}
 	}
 }
