@@ -9,7 +9,9 @@ GOBIN         ?= $(shell $(GO) env GOPATH)/bin
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Reproducible builds: no paths, no VCS stamping beyond the version string.
 LDFLAGS       := -s -w -X joulie.io/joulie/pkg/version.Version=$(VERSION)
-GOFLAGS_BUILD := -trimpath -buildvcs=false -ldflags "$(LDFLAGS)"
+# osusergo: group lookups read /etc/group (where sysusers.d puts joulie)
+# instead of loading the NSS modules into a daemon that runs everywhere.
+GOFLAGS_BUILD := -trimpath -buildvcs=false -tags osusergo -ldflags "$(LDFLAGS)"
 
 # nvml.h marks functions go-nvml binds as deprecated; the warnings say
 # nothing about our code and drown real output.

@@ -30,7 +30,8 @@ func (cp *ControlPlane) BuildProgram(t testing.TB, pkg string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(cp.dir, "bin", path.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	// The flags the Makefile ships with, so tests measure the real thing.
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "osusergo", "-ldflags", "-s -w", "-o", bin, pkg)
 	cmd.Dir = root
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

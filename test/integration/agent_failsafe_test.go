@@ -116,7 +116,7 @@ func TestAgentFailsafeOnAPIServerOutage(t *testing.T) {
 	cfg.Host = "https://" + proxy.l.Addr().String()
 	kubeconfig := cp.WriteKubeconfig(t, cfg)
 
-	sock := runAgent(t, node, kubeconfig, "--failsafe", "performance", "--failsafe-timeout", "4s")
+	sock := runAgent(t, node, kubeconfig, "--failsafe", "performance", "--failsafe-timeout", "4s").socket
 	agentctl := cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentctl")
 	type status struct {
 		Source   string `json:"source"`

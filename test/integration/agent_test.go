@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -64,7 +67,7 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	}
 	deleteNodeObjects(t, admin, node)
 
-	runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)))
+	agentd := runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)))
 
 	poll := func(what string, timeout time.Duration, cond func() bool) {
 		t.Helper()
@@ -104,14 +107,19 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	})
 	t.Logf("new generation reported %s after it landed", time.Since(landed).Round(time.Millisecond))
 
-	// Steady state: nothing changes, so the agent writes nothing.
+	// Steady state: nothing changes, so the agent writes nothing. The
+	// same window measures the daemon's idle cost with its informer and
+	// probe running (targets: under 0.5% of a core, under 30 MiB); it is
+	// logged, not asserted, since shared machines are noisy.
 	time.Sleep(2 * time.Second)
 	user := harness.AgentUser(node)
 	before := cp.WriteCount(t, user)
-	time.Sleep(5 * time.Second)
+	cpu, mem := idleCost(t, agentd.pid, 10*time.Second)
 	if n := cp.WriteCount(t, user) - before; n != 0 {
-		t.Fatalf("the agent made %d writes in 5 s of steady state", n)
+		t.Fatalf("the agent made %d writes in 10 s of steady state", n)
 	}
+	t.Logf("joulie-agentd idle with Kubernetes sync at a 1 s tick: CPU %.2f%% of one core, RSS %s (anonymous %s, file-backed %s)",
+		cpu, mem["VmRSS"], mem["RssAnon"], mem["RssFile"])
 }
 
 // deleteNodeObjects removes a test node and its Joulie objects when the
@@ -126,16 +134,22 @@ func deleteNodeObjects(t *testing.T, admin versioned.Interface, node string) {
 	})
 }
 
+// agentProcess is a joulie-agentd started by runAgent.
+type agentProcess struct {
+	socket string
+	pid    int
+}
+
 // runAgent runs joulie-agentd for node with kubeconfig on a minimal host
-// until the test ends, with a 1 s tick and no GPU libraries, and returns
-// its socket. Its log is printed if the test fails.
-func runAgent(t *testing.T, node, kubeconfig string, args ...string) (socket string) {
+// until the test ends, with a 1 s tick and no GPU libraries. Its log is
+// printed if the test fails.
+func runAgent(t *testing.T, node, kubeconfig string, args ...string) agentProcess {
 	t.Helper()
 	sockDir, err := os.MkdirTemp("", "jsock")
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket = filepath.Join(sockDir, "a.sock")
+	socket := filepath.Join(sockDir, "a.sock")
 	logPath := filepath.Join(t.TempDir(), "agentd.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -158,5 +172,36 @@ func runAgent(t *testing.T, node, kubeconfig string, args ...string) (socket str
 		}
 		os.RemoveAll(sockDir)
 	})
-	return socket
+	return agentProcess{socket: socket, pid: cmd.Process.Pid}
+}
+
+// idleCost measures a process over d: its CPU use in percent of one core
+// and its memory lines from /proc/PID/status (VmRSS, RssAnon, RssFile).
+func idleCost(t *testing.T, pid int, d time.Duration) (cpuPct float64, mem map[string]string) {
+	t.Helper()
+	ticks := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fields after the command name, which may hold spaces.
+		f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		return u + s
+	}
+	t0, c0 := time.Now(), ticks()
+	time.Sleep(d)
+	cpuPct = float64(ticks()-c0) / 100 / time.Since(t0).Seconds() * 100 // USER_HZ is 100 on Linux
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem = map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && (k == "VmRSS" || k == "RssAnon" || k == "RssFile") {
+			mem[k] = strings.TrimSpace(v)
+		}
+	}
+	return cpuPct, mem
 }

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 	for path, pkg := range map[string]string{bin.agentd: ".", bin.agentctl: "../joulie-agentctl"} {
 		// Built as the Makefile ships it, so the measured footprint is
 		// the product's.
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", path, pkg)
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", "osusergo", "-ldflags", "-s -w", "-o", path, pkg)
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)

@@ -24,6 +24,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,8 +33,8 @@ import (
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/generated/clientset/versioned"
-	"joulie.io/joulie/pkg/generated/informers/externalversions"
+	client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
+	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -52,7 +54,7 @@ type Options struct {
 
 // Syncer syncs one node.
 type Syncer struct {
-	cs    versioned.Interface
+	cs    client.JoulieV1alpha1Interface
 	node  string
 	agent *agent.Agent
 	opts  Options
@@ -70,7 +72,7 @@ func New(cfg config.Config, a *agent.Agent, log *slog.Logger) (*Syncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := versioned.NewForConfig(rc)
+	cs, err := client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", rc.Host, err)
 	}
@@ -91,8 +93,12 @@ func RestConfig(cfg config.Config) (*rest.Config, error) {
 	return rc, nil
 }
 
-// NewWithClient builds a syncer over a clientset.
-func NewWithClient(cs versioned.Interface, node string, a *agent.Agent, o Options) *Syncer {
+// NewWithClient builds a syncer over the Joulie API group's typed client.
+// The agent deliberately uses the group client and a hand-built informer
+// rather than the full clientset and informer factory: those link
+// client-go's discovery and every built-in API group, which would double
+// the daemon's resident size on every host.
+func NewWithClient(cs client.JoulieV1alpha1Interface, node string, a *agent.Agent, o Options) *Syncer {
 	if o.Interval <= 0 {
 		o.Interval = 5 * time.Second
 	}
@@ -113,12 +119,21 @@ func NewWithClient(cs versioned.Interface, node string, a *agent.Agent, o Option
 
 // Run syncs until ctx ends.
 func (s *Syncer) Run(ctx context.Context) error {
-	factory := externalversions.NewSharedInformerFactoryWithOptions(s.cs, 0,
-		externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.node).String()
-		}))
-	profiles := factory.Joulie().V1alpha1().NodePowerProfiles()
-	inf := profiles.Informer()
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.node).String()
+	}
+	profiles := s.cs.NodePowerProfiles()
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			byName(&o)
+			return profiles.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			byName(&o)
+			return profiles.Watch(ctx, o)
+		},
+	}, &joulie.NodePowerProfile{}, 0, cache.Indexers{})
+	lister := listers.NewNodePowerProfileLister(inf.GetIndexer())
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		s.agent.SyncFailed(fmt.Errorf("watch NodePowerProfile %s: %w", s.node, err))
 		cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -135,12 +150,11 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	go inf.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return ctx.Err()
 	}
-	if _, err := profiles.Lister().Get(s.node); apierrors.IsNotFound(err) {
+	if _, err := lister.Get(s.node); apierrors.IsNotFound(err) {
 		s.log.Info("no NodePowerProfile for this node yet; nothing is enforced", "node", s.node)
 		s.agent.ClearDesired()
 	}
@@ -149,13 +163,13 @@ func (s *Syncer) Run(ctx context.Context) error {
 	defer tick.Stop()
 	probe := time.NewTicker(s.opts.Probe)
 	defer probe.Stop()
-	s.publish(ctx, profiles.Lister().Get)
+	s.publish(ctx, lister.Get)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			s.publish(ctx, profiles.Lister().Get)
+			s.publish(ctx, lister.Get)
 		case <-probe.C:
 			s.probe(ctx)
 		}
@@ -175,7 +189,7 @@ func (s *Syncer) desired(obj any) {
 func (s *Syncer) probe(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := s.cs.JoulieV1alpha1().NodePowerProfiles().Get(ctx, s.node, metav1.GetOptions{ResourceVersion: ""})
+	_, err := s.cs.NodePowerProfiles().Get(ctx, s.node, metav1.GetOptions{ResourceVersion: ""})
 	if err != nil && !apierrors.IsNotFound(err) {
 		s.agent.SyncFailed(fmt.Errorf("get NodePowerProfile %s: %w", s.node, err))
 		return
@@ -192,7 +206,7 @@ func (s *Syncer) publish(ctx context.Context, get func(string) (*joulie.NodePowe
 		if s.writtenStatus == nil || !reflect.DeepEqual(*s.writtenStatus, st) {
 			upd := p.DeepCopy()
 			upd.Status = st
-			if _, err := s.cs.JoulieV1alpha1().NodePowerProfiles().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: "joulie-agentd"}); err != nil {
+			if _, err := s.cs.NodePowerProfiles().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: "joulie-agentd"}); err != nil {
 				s.log.Warn("writing NodePowerProfile status failed; retrying next tick", "node", s.node, "err", err)
 				if !apierrors.IsConflict(err) {
 					s.agent.SyncFailed(err)
@@ -213,7 +227,7 @@ func (s *Syncer) publishHardware(ctx context.Context) {
 	if s.writtenHW != nil && reflect.DeepEqual(*s.writtenHW, cmp) && now.Sub(s.hwAt) < s.opts.Heartbeat {
 		return
 	}
-	client := s.cs.JoulieV1alpha1().NodeHardwares()
+	client := s.cs.NodeHardwares()
 	cur, err := client.Get(ctx, s.node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		cur, err = client.Create(ctx, &joulie.NodeHardware{ObjectMeta: metav1.ObjectMeta{Name: s.node}}, metav1.CreateOptions{FieldManager: "joulie-agentd"})

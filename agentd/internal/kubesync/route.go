@@ -9,13 +9,19 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
 
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/httpbackend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 )
+
+// Nodes is the resource the agent reads node labels from. Only metadata
+// is fetched: the agent needs labels, and the metadata client keeps the
+// core API group's types out of the daemon.
+var Nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
 // Route looks for the TelemetryProfile that routes this node's telemetry
 // and control to an HTTP backend (a simulator): among the profiles whose
@@ -28,19 +34,19 @@ func Route(ctx context.Context, cfg config.Config, log *slog.Logger) (hc httpbac
 	if err != nil {
 		return hc, "", false, err
 	}
-	core, err := corev1client.NewForConfig(rc)
+	meta, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return hc, "", false, err
 	}
-	cs, err := versioned.NewForConfig(rc)
+	cs, err := client.NewForConfig(rc)
 	if err != nil {
 		return hc, "", false, err
 	}
-	node, err := core.Nodes().Get(ctx, cfg.NodeName, metav1.GetOptions{})
+	node, err := meta.Resource(Nodes).Get(ctx, cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return hc, "", false, fmt.Errorf("read the labels of node %s: %w", cfg.NodeName, err)
 	}
-	list, err := cs.JoulieV1alpha1().TelemetryProfiles().List(ctx, metav1.ListOptions{})
+	list, err := cs.TelemetryProfiles().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return hc, "", false, fmt.Errorf("list TelemetryProfiles: %w", err)
 	}

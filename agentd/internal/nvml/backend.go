@@ -112,7 +112,7 @@ func (b *Backend) GPUs() ([]power.GPU, error) {
 	}
 	gpus := make([]power.GPU, n)
 	for i := range gpus {
-		g, ok := b.read(i)
+		g, ok := b.read(i, b.known[i])
 		if ok {
 			b.known[i] = power.GPU{
 				Index: i, UUID: g.UUID, Name: g.Name, PCIBusID: g.PCIBusID,
@@ -128,8 +128,10 @@ func (b *Backend) GPUs() ([]power.GPU, error) {
 }
 
 // read reads device index; false means the device is unreachable (no
-// handle, no identity, or lost).
-func (b *Backend) read(index int) (power.GPU, bool) {
+// handle, no identity, or lost). The static facts (name, PCI address,
+// limit range, default limit) are taken from known when it is the same
+// device with its facts read, so a tick asks NVML only for what changes.
+func (b *Backend) read(index int, known power.GPU) (power.GPU, bool) {
 	dev, ret := b.lib.DeviceGetHandleByIndex(index)
 	if ret != gonvml.SUCCESS {
 		return power.GPU{}, false
@@ -140,17 +142,22 @@ func (b *Backend) read(index int) (power.GPU, bool) {
 	}
 	g := power.GPU{Index: index, UUID: uuid}
 	var r readings
-	if name, ret := dev.GetName(); r.ok(ret) {
-		g.Name = name
-	}
-	if pci, ret := dev.GetPciInfo(); r.ok(ret) {
-		g.PCIBusID = busID(pci)
-	}
-	if lo, hi, ret := dev.GetPowerManagementLimitConstraints(); r.ok(ret) {
-		g.MinWatts, g.MaxWatts = toWatts(lo), toWatts(hi)
-	}
-	if mw, ret := dev.GetPowerManagementDefaultLimit(); r.ok(ret) {
-		g.DefaultWatts = toWatts(mw)
+	if known.UUID == uuid && known.Name != "" && known.MaxWatts > 0 && known.DefaultWatts > 0 {
+		g.Name, g.PCIBusID = known.Name, known.PCIBusID
+		g.MinWatts, g.MaxWatts, g.DefaultWatts = known.MinWatts, known.MaxWatts, known.DefaultWatts
+	} else {
+		if name, ret := dev.GetName(); r.ok(ret) {
+			g.Name = name
+		}
+		if pci, ret := dev.GetPciInfo(); r.ok(ret) {
+			g.PCIBusID = busID(pci)
+		}
+		if lo, hi, ret := dev.GetPowerManagementLimitConstraints(); r.ok(ret) {
+			g.MinWatts, g.MaxWatts = toWatts(lo), toWatts(hi)
+		}
+		if mw, ret := dev.GetPowerManagementDefaultLimit(); r.ok(ret) {
+			g.DefaultWatts = toWatts(mw)
+		}
 	}
 	if mw, ret := dev.GetPowerManagementLimit(); r.ok(ret) {
 		g.CapWatts = toWatts(mw)

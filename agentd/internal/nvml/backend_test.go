@@ -554,3 +554,30 @@ func TestBusIDInTheKernelsForm(t *testing.T) {
 		})
 	}
 }
+
+// TestTicksReadOnlyWhatChanges checks that repeated enumeration asks each
+// GPU for its static facts once and for its power, limit and energy every
+// time: the daemon enumerates on every tick.
+func TestTicksReadOnlyWhatChanges(t *testing.T) {
+	h := nvmltest.NewDGX(t)
+	b, _ := newBackendOn(t, h)
+	for range 3 {
+		gpus, err := b.GPUs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gpus[0].Name == "" || gpus[0].MaxWatts == 0 || gpus[0].PCIBusID == "" {
+			t.Fatalf("static facts lost on a repeated read: %+v", gpus[0])
+		}
+	}
+	d := h.Devices[0]
+	if n := len(d.GetNameCalls()); n != 1 {
+		t.Errorf("GetName called %d times in 3 enumerations, want 1", n)
+	}
+	if n := len(d.GetPowerManagementLimitConstraintsCalls()); n != 1 {
+		t.Errorf("GetPowerManagementLimitConstraints called %d times, want 1", n)
+	}
+	if n := len(d.GetPowerUsageCalls()); n != 3 {
+		t.Errorf("GetPowerUsage called %d times, want 3", n)
+	}
+}

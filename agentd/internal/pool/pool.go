@@ -19,9 +19,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
@@ -29,7 +28,7 @@ import (
 	"joulie.io/joulie/agentd/internal/httphost"
 	"joulie.io/joulie/agentd/internal/kubesync"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -41,8 +40,8 @@ const Resync = 10 * time.Second
 type Pool struct {
 	cfg  config.Config
 	log  *slog.Logger
-	cs   versioned.Interface
-	core corev1client.CoreV1Interface
+	cs   client.JoulieV1alpha1Interface
+	meta metadata.Interface
 
 	mu    sync.Mutex
 	nodes map[string]*member
@@ -62,15 +61,15 @@ func New(cfg config.Config, log *slog.Logger) (*Pool, error) {
 	}
 	// A pool speaks for many nodes; give it the room of that many agents.
 	rc.QPS, rc.Burst = 50, 100
-	cs, err := versioned.NewForConfig(rc)
+	cs, err := client.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
-	core, err := corev1client.NewForConfig(rc)
+	meta, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{cfg: cfg, log: log, cs: cs, core: core, nodes: map[string]*member{}}, nil
+	return &Pool{cfg: cfg, log: log, cs: cs, meta: meta, nodes: map[string]*member{}}, nil
 }
 
 // Run drives the shard's nodes until ctx ends, then stops them.
@@ -93,7 +92,7 @@ func (p *Pool) Run(ctx context.Context) error {
 // reconcile starts the owned nodes that are not running and stops the
 // ones no longer selected or owned.
 func (p *Pool) reconcile(ctx context.Context) error {
-	list, err := p.core.Nodes().List(ctx, metav1.ListOptions{LabelSelector: p.cfg.Pool.NodeSelector})
+	list, err := p.meta.Resource(kubesync.Nodes).List(ctx, metav1.ListOptions{LabelSelector: p.cfg.Pool.NodeSelector})
 	if err != nil {
 		return fmt.Errorf("list nodes %q: %w", p.cfg.Pool.NodeSelector, err)
 	}
@@ -196,7 +195,7 @@ func (p *Pool) Nodes() int {
 	return len(p.nodes)
 }
 
-func labelsOf(nodes []corev1.Node, name string) map[string]string {
+func labelsOf(nodes []metav1.PartialObjectMetadata, name string) map[string]string {
 	for _, n := range nodes {
 		if n.Name == name {
 			return n.Labels

@@ -22,7 +22,7 @@ func TestGeneratedClientsAreClusterScoped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	cs := fake.NewClientset()
+	cs := fake.NewSimpleClientset()
 	profiles := cs.JoulieV1alpha1().NodePowerProfiles()
 	want := &joulie.NodePowerProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-a"},

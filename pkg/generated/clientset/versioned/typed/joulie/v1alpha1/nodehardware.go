@@ -12,7 +12,6 @@ import (
 	context "context"
 
 	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	applyconfigurationjouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
 	scheme "joulie.io/joulie/pkg/generated/clientset/versioned/scheme"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -38,21 +37,18 @@ type NodeHardwareInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*jouliev1alpha1.NodeHardwareList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *jouliev1alpha1.NodeHardware, err error)
-	Apply(ctx context.Context, nodeHardware *applyconfigurationjouliev1alpha1.NodeHardwareApplyConfiguration, opts v1.ApplyOptions) (result *jouliev1alpha1.NodeHardware, err error)
-	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
-	ApplyStatus(ctx context.Context, nodeHardware *applyconfigurationjouliev1alpha1.NodeHardwareApplyConfiguration, opts v1.ApplyOptions) (result *jouliev1alpha1.NodeHardware, err error)
 	NodeHardwareExpansion
 }
 
 // nodeHardwares implements NodeHardwareInterface
 type nodeHardwares struct {
-	*gentype.ClientWithListAndApply[*jouliev1alpha1.NodeHardware, *jouliev1alpha1.NodeHardwareList, *applyconfigurationjouliev1alpha1.NodeHardwareApplyConfiguration]
+	*gentype.ClientWithList[*jouliev1alpha1.NodeHardware, *jouliev1alpha1.NodeHardwareList]
 }
 
 // newNodeHardwares returns a NodeHardwares
 func newNodeHardwares(c *JoulieV1alpha1Client) *nodeHardwares {
 	return &nodeHardwares{
-		gentype.NewClientWithListAndApply[*jouliev1alpha1.NodeHardware, *jouliev1alpha1.NodeHardwareList, *applyconfigurationjouliev1alpha1.NodeHardwareApplyConfiguration](
+		gentype.NewClientWithList[*jouliev1alpha1.NodeHardware, *jouliev1alpha1.NodeHardwareList](
 			"nodehardwares",
 			c.RESTClient(),
 			scheme.ParameterCodec,

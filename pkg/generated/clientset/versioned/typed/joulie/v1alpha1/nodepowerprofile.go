@@ -12,7 +12,6 @@ import (
 	context "context"
 
 	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	applyconfigurationjouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
 	scheme "joulie.io/joulie/pkg/generated/clientset/versioned/scheme"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -38,21 +37,18 @@ type NodePowerProfileInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*jouliev1alpha1.NodePowerProfileList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *jouliev1alpha1.NodePowerProfile, err error)
-	Apply(ctx context.Context, nodePowerProfile *applyconfigurationjouliev1alpha1.NodePowerProfileApplyConfiguration, opts v1.ApplyOptions) (result *jouliev1alpha1.NodePowerProfile, err error)
-	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
-	ApplyStatus(ctx context.Context, nodePowerProfile *applyconfigurationjouliev1alpha1.NodePowerProfileApplyConfiguration, opts v1.ApplyOptions) (result *jouliev1alpha1.NodePowerProfile, err error)
 	NodePowerProfileExpansion
 }
 
 // nodePowerProfiles implements NodePowerProfileInterface
 type nodePowerProfiles struct {
-	*gentype.ClientWithListAndApply[*jouliev1alpha1.NodePowerProfile, *jouliev1alpha1.NodePowerProfileList, *applyconfigurationjouliev1alpha1.NodePowerProfileApplyConfiguration]
+	*gentype.ClientWithList[*jouliev1alpha1.NodePowerProfile, *jouliev1alpha1.NodePowerProfileList]
 }
 
 // newNodePowerProfiles returns a NodePowerProfiles
 func newNodePowerProfiles(c *JoulieV1alpha1Client) *nodePowerProfiles {
 	return &nodePowerProfiles{
-		gentype.NewClientWithListAndApply[*jouliev1alpha1.NodePowerProfile, *jouliev1alpha1.NodePowerProfileList, *applyconfigurationjouliev1alpha1.NodePowerProfileApplyConfiguration](
+		gentype.NewClientWithList[*jouliev1alpha1.NodePowerProfile, *jouliev1alpha1.NodePowerProfileList](
 			"nodepowerprofiles",
 			c.RESTClient(),
 			scheme.ParameterCodec,

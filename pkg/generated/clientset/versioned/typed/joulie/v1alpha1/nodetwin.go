@@ -12,7 +12,6 @@ import (
 	context "context"
 
 	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	applyconfigurationjouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
 	scheme "joulie.io/joulie/pkg/generated/clientset/versioned/scheme"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -38,21 +37,18 @@ type NodeTwinInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*jouliev1alpha1.NodeTwinList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *jouliev1alpha1.NodeTwin, err error)
-	Apply(ctx context.Context, nodeTwin *applyconfigurationjouliev1alpha1.NodeTwinApplyConfiguration, opts v1.ApplyOptions) (result *jouliev1alpha1.NodeTwin, err error)
-	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
-	ApplyStatus(ctx context.Context, nodeTwin *applyconfigurationjouliev1alpha1.NodeTwinApplyConfiguration, opts v1.ApplyOptions) (result *jouliev1alpha1.NodeTwin, err error)
 	NodeTwinExpansion
 }
 
 // nodeTwins implements NodeTwinInterface
 type nodeTwins struct {
-	*gentype.ClientWithListAndApply[*jouliev1alpha1.NodeTwin, *jouliev1alpha1.NodeTwinList, *applyconfigurationjouliev1alpha1.NodeTwinApplyConfiguration]
+	*gentype.ClientWithList[*jouliev1alpha1.NodeTwin, *jouliev1alpha1.NodeTwinList]
 }
 
 // newNodeTwins returns a NodeTwins
 func newNodeTwins(c *JoulieV1alpha1Client) *nodeTwins {
 	return &nodeTwins{
-		gentype.NewClientWithListAndApply[*jouliev1alpha1.NodeTwin, *jouliev1alpha1.NodeTwinList, *applyconfigurationjouliev1alpha1.NodeTwinApplyConfiguration](
+		gentype.NewClientWithList[*jouliev1alpha1.NodeTwin, *jouliev1alpha1.NodeTwinList](
 			"nodetwins",
 			c.RESTClient(),
 			scheme.ParameterCodec,

@@ -12,7 +12,6 @@ import (
 	context "context"
 
 	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	applyconfigurationjouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
 	scheme "joulie.io/joulie/pkg/generated/clientset/versioned/scheme"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -36,19 +35,18 @@ type TelemetryProfileInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*jouliev1alpha1.TelemetryProfileList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *jouliev1alpha1.TelemetryProfile, err error)
-	Apply(ctx context.Context, telemetryProfile *applyconfigurationjouliev1alpha1.TelemetryProfileApplyConfiguration, opts v1.ApplyOptions) (result *jouliev1alpha1.TelemetryProfile, err error)
 	TelemetryProfileExpansion
 }
 
 // telemetryProfiles implements TelemetryProfileInterface
 type telemetryProfiles struct {
-	*gentype.ClientWithListAndApply[*jouliev1alpha1.TelemetryProfile, *jouliev1alpha1.TelemetryProfileList, *applyconfigurationjouliev1alpha1.TelemetryProfileApplyConfiguration]
+	*gentype.ClientWithList[*jouliev1alpha1.TelemetryProfile, *jouliev1alpha1.TelemetryProfileList]
 }
 
 // newTelemetryProfiles returns a TelemetryProfiles
 func newTelemetryProfiles(c *JoulieV1alpha1Client) *telemetryProfiles {
 	return &telemetryProfiles{
-		gentype.NewClientWithListAndApply[*jouliev1alpha1.TelemetryProfile, *jouliev1alpha1.TelemetryProfileList, *applyconfigurationjouliev1alpha1.TelemetryProfileApplyConfiguration](
+		gentype.NewClientWithList[*jouliev1alpha1.TelemetryProfile, *jouliev1alpha1.TelemetryProfileList](
 			"telemetryprofiles",
 			c.RESTClient(),
 			scheme.ParameterCodec,

@@ -10,20 +10,19 @@ package fake
 
 import (
 	v1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	jouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
-	typedjouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
+	jouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeNodeHardwares implements NodeHardwareInterface
 type fakeNodeHardwares struct {
-	*gentype.FakeClientWithListAndApply[*v1alpha1.NodeHardware, *v1alpha1.NodeHardwareList, *jouliev1alpha1.NodeHardwareApplyConfiguration]
+	*gentype.FakeClientWithList[*v1alpha1.NodeHardware, *v1alpha1.NodeHardwareList]
 	Fake *FakeJoulieV1alpha1
 }
 
-func newFakeNodeHardwares(fake *FakeJoulieV1alpha1) typedjouliev1alpha1.NodeHardwareInterface {
+func newFakeNodeHardwares(fake *FakeJoulieV1alpha1) jouliev1alpha1.NodeHardwareInterface {
 	return &fakeNodeHardwares{
-		gentype.NewFakeClientWithListAndApply[*v1alpha1.NodeHardware, *v1alpha1.NodeHardwareList, *jouliev1alpha1.NodeHardwareApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1alpha1.NodeHardware, *v1alpha1.NodeHardwareList](
 			fake.Fake,
 			"",
 			v1alpha1.SchemeGroupVersion.WithResource("nodehardwares"),

@@ -10,20 +10,19 @@ package fake
 
 import (
 	v1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	jouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
-	typedjouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
+	jouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeNodePowerProfiles implements NodePowerProfileInterface
 type fakeNodePowerProfiles struct {
-	*gentype.FakeClientWithListAndApply[*v1alpha1.NodePowerProfile, *v1alpha1.NodePowerProfileList, *jouliev1alpha1.NodePowerProfileApplyConfiguration]
+	*gentype.FakeClientWithList[*v1alpha1.NodePowerProfile, *v1alpha1.NodePowerProfileList]
 	Fake *FakeJoulieV1alpha1
 }
 
-func newFakeNodePowerProfiles(fake *FakeJoulieV1alpha1) typedjouliev1alpha1.NodePowerProfileInterface {
+func newFakeNodePowerProfiles(fake *FakeJoulieV1alpha1) jouliev1alpha1.NodePowerProfileInterface {
 	return &fakeNodePowerProfiles{
-		gentype.NewFakeClientWithListAndApply[*v1alpha1.NodePowerProfile, *v1alpha1.NodePowerProfileList, *jouliev1alpha1.NodePowerProfileApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1alpha1.NodePowerProfile, *v1alpha1.NodePowerProfileList](
 			fake.Fake,
 			"",
 			v1alpha1.SchemeGroupVersion.WithResource("nodepowerprofiles"),

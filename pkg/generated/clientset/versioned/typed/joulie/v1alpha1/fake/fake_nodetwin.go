@@ -10,20 +10,19 @@ package fake
 
 import (
 	v1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	jouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
-	typedjouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
+	jouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeNodeTwins implements NodeTwinInterface
 type fakeNodeTwins struct {
-	*gentype.FakeClientWithListAndApply[*v1alpha1.NodeTwin, *v1alpha1.NodeTwinList, *jouliev1alpha1.NodeTwinApplyConfiguration]
+	*gentype.FakeClientWithList[*v1alpha1.NodeTwin, *v1alpha1.NodeTwinList]
 	Fake *FakeJoulieV1alpha1
 }
 
-func newFakeNodeTwins(fake *FakeJoulieV1alpha1) typedjouliev1alpha1.NodeTwinInterface {
+func newFakeNodeTwins(fake *FakeJoulieV1alpha1) jouliev1alpha1.NodeTwinInterface {
 	return &fakeNodeTwins{
-		gentype.NewFakeClientWithListAndApply[*v1alpha1.NodeTwin, *v1alpha1.NodeTwinList, *jouliev1alpha1.NodeTwinApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1alpha1.NodeTwin, *v1alpha1.NodeTwinList](
 			fake.Fake,
 			"",
 			v1alpha1.SchemeGroupVersion.WithResource("nodetwins"),

@@ -10,20 +10,19 @@ package fake
 
 import (
 	v1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	jouliev1alpha1 "joulie.io/joulie/pkg/generated/applyconfiguration/joulie/v1alpha1"
-	typedjouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
+	jouliev1alpha1 "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeTelemetryProfiles implements TelemetryProfileInterface
 type fakeTelemetryProfiles struct {
-	*gentype.FakeClientWithListAndApply[*v1alpha1.TelemetryProfile, *v1alpha1.TelemetryProfileList, *jouliev1alpha1.TelemetryProfileApplyConfiguration]
+	*gentype.FakeClientWithList[*v1alpha1.TelemetryProfile, *v1alpha1.TelemetryProfileList]
 	Fake *FakeJoulieV1alpha1
 }
 
-func newFakeTelemetryProfiles(fake *FakeJoulieV1alpha1) typedjouliev1alpha1.TelemetryProfileInterface {
+func newFakeTelemetryProfiles(fake *FakeJoulieV1alpha1) jouliev1alpha1.TelemetryProfileInterface {
 	return &fakeTelemetryProfiles{
-		gentype.NewFakeClientWithListAndApply[*v1alpha1.TelemetryProfile, *v1alpha1.TelemetryProfileList, *jouliev1alpha1.TelemetryProfileApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1alpha1.TelemetryProfile, *v1alpha1.TelemetryProfileList](
 			fake.Fake,
 			"",
 			v1alpha1.SchemeGroupVersion.WithResource("telemetryprofiles"),
