@@ -1,0 +1,222 @@
+// Package intent turns a planned profile into the NodePowerProfile spec the
+// agent enforces, with the operator seed's knobs: percentage or absolute
+// CPU caps, percentage GPU caps and, where a GPU model's range is known,
+// absolute watts per GPU next to the percentage. It is a pure function of
+// its configuration and the node's hardware view.
+package intent
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// ModelCaps is one entry of GPU_MODEL_CAPS_JSON: the power-limit range of
+// a GPU product, in watts per GPU.
+type ModelCaps struct {
+	MinCapWatts float64 `json:"minCapWatts"`
+	MaxCapWatts float64 `json:"maxCapWatts"`
+}
+
+// Config holds the power-intent knobs.
+type Config struct {
+	CPUWriteAbsoluteCaps      bool    // CPU_WRITE_ABSOLUTE_CAPS
+	CPUPerformanceCapPctOfMax float64 // CPU_PERFORMANCE_CAP_PCT_OF_MAX
+	CPUEcoCapPctOfMax         float64 // CPU_ECO_CAP_PCT_OF_MAX
+	PerformanceCapWatts       float64 // PERFORMANCE_CAP_WATTS, per CPU package
+	EcoCapWatts               float64 // ECO_CAP_WATTS, per CPU package
+
+	GPUWriteAbsoluteCaps      bool    // GPU_WRITE_ABSOLUTE_CAPS
+	GPUPerformanceCapPctOfMax float64 // GPU_PERFORMANCE_CAP_PCT_OF_MAX
+	GPUEcoCapPctOfMax         float64 // GPU_ECO_CAP_PCT_OF_MAX
+	// GPUModelCaps maps a GPU product name (as its product label or the
+	// hardware view shows it) to its cap range (GPU_MODEL_CAPS_JSON).
+	GPUModelCaps map[string]ModelCaps
+	// GPUProductLabelKeys are the node labels that name the GPU product,
+	// tried in order (GPU_PRODUCT_LABEL_KEYS).
+	GPUProductLabelKeys []string
+}
+
+// Default is SPEC.md's defaults: performance at 100%, eco at 60% for CPU
+// and GPU, percentages rather than watts.
+func Default() Config {
+	return Config{
+		CPUPerformanceCapPctOfMax: 100, CPUEcoCapPctOfMax: 60,
+		GPUPerformanceCapPctOfMax: 100, GPUEcoCapPctOfMax: 60,
+		GPUProductLabelKeys: []string{"nvidia.com/gpu.product", "amd.com/gpu.product"},
+	}
+}
+
+// FromEnv reads the knobs through lookup (os.LookupEnv in the program),
+// starting from Default. Errors name the variable and its value.
+func FromEnv(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	bools := []struct {
+		key string
+		dst *bool
+	}{{"CPU_WRITE_ABSOLUTE_CAPS", &c.CPUWriteAbsoluteCaps}, {"GPU_WRITE_ABSOLUTE_CAPS", &c.GPUWriteAbsoluteCaps}}
+	for _, b := range bools {
+		if v, ok := lookup(b.key); ok && v != "" {
+			p, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, fmt.Errorf("%s=%q: want true or false", b.key, v)
+			}
+			*b.dst = p
+		}
+	}
+	pcts := []struct {
+		key string
+		dst *float64
+	}{
+		{"CPU_PERFORMANCE_CAP_PCT_OF_MAX", &c.CPUPerformanceCapPctOfMax}, {"CPU_ECO_CAP_PCT_OF_MAX", &c.CPUEcoCapPctOfMax},
+		{"GPU_PERFORMANCE_CAP_PCT_OF_MAX", &c.GPUPerformanceCapPctOfMax}, {"GPU_ECO_CAP_PCT_OF_MAX", &c.GPUEcoCapPctOfMax},
+	}
+	for _, p := range pcts {
+		if v, ok := lookup(p.key); ok && v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) || f <= 0 || f > 100 {
+				return c, fmt.Errorf("%s=%q: want a percentage in (0, 100]", p.key, v)
+			}
+			*p.dst = f
+		}
+	}
+	watts := []struct {
+		key string
+		dst *float64
+	}{{"PERFORMANCE_CAP_WATTS", &c.PerformanceCapWatts}, {"ECO_CAP_WATTS", &c.EcoCapWatts}}
+	for _, w := range watts {
+		if v, ok := lookup(w.key); ok && v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+				return c, fmt.Errorf("%s=%q: want watts per CPU package above 0", w.key, v)
+			}
+			*w.dst = f
+		}
+	}
+	if c.CPUWriteAbsoluteCaps && (c.PerformanceCapWatts == 0 || c.EcoCapWatts == 0) {
+		return c, fmt.Errorf("CPU_WRITE_ABSOLUTE_CAPS=true needs PERFORMANCE_CAP_WATTS and ECO_CAP_WATTS")
+	}
+	if v, ok := lookup("GPU_MODEL_CAPS_JSON"); ok && strings.TrimSpace(v) != "" {
+		m, err := ParseModelCaps([]byte(v))
+		if err != nil {
+			return c, fmt.Errorf("GPU_MODEL_CAPS_JSON: %w", err)
+		}
+		c.GPUModelCaps = m
+	}
+	if v, ok := lookup("GPU_PRODUCT_LABEL_KEYS"); ok {
+		c.GPUProductLabelKeys = nil
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				c.GPUProductLabelKeys = append(c.GPUProductLabelKeys, k)
+			}
+		}
+	}
+	return c, nil
+}
+
+// ParseModelCaps parses GPU_MODEL_CAPS_JSON: an object from product name to
+// {"minCapWatts": W, "maxCapWatts": W}, with 0 <= min <= max and max > 0.
+func ParseModelCaps(data []byte) (map[string]ModelCaps, error) {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	var m map[string]ModelCaps
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("want {\"<product>\": {\"minCapWatts\": W, \"maxCapWatts\": W}}: %w", err)
+	}
+	for name, c := range m {
+		if strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("an entry has an empty product name")
+		}
+		if !(c.MaxCapWatts > 0) || c.MinCapWatts < 0 || c.MinCapWatts > c.MaxCapWatts || math.IsInf(c.MaxCapWatts, 0) {
+			return nil, fmt.Errorf("%q: want 0 <= minCapWatts <= maxCapWatts and maxCapWatts > 0, got %v..%v", name, c.MinCapWatts, c.MaxCapWatts)
+		}
+	}
+	return m, nil
+}
+
+// Node is what intent needs to know of a node.
+type Node struct {
+	Labels map[string]string
+	// CPUMaxWattsPerSocket is the package's maximum (for percentages of
+	// absolute caps); 0 when unknown.
+	CPUMaxWattsPerSocket float64
+	// GPUCount is the number of GPUs; 0 means no GPU target is written.
+	GPUCount int
+	// GPUProduct is the GPU's product name from the hardware view, used
+	// when no product label names it.
+	GPUProduct string
+}
+
+// Spec is the NodePowerProfile spec for profile on node n.
+func (c Config) Spec(profile joulie.Profile, n Node) joulie.NodePowerProfileSpec {
+	eco := profile == joulie.ProfileEco
+	spec := joulie.NodePowerProfileSpec{Profile: profile, CPU: &joulie.CPUPowerTarget{}}
+	if c.CPUWriteAbsoluteCaps {
+		w := c.PerformanceCapWatts
+		if eco {
+			w = c.EcoCapWatts
+		}
+		spec.CPU.PackagePowerCapWatts = ptr(w)
+	} else {
+		pct := c.CPUPerformanceCapPctOfMax
+		if eco {
+			pct = c.CPUEcoCapPctOfMax
+		}
+		spec.CPU.PackagePowerCapPctOfMax = ptr(pct)
+	}
+	if n.GPUCount > 0 {
+		pct := c.GPUPerformanceCapPctOfMax
+		if eco {
+			pct = c.GPUEcoCapPctOfMax
+		}
+		gcap := &joulie.GPUPowerCap{CapPctOfMax: ptr(pct)}
+		if c.GPUWriteAbsoluteCaps {
+			if mc, ok := c.modelCaps(n); ok {
+				gcap.CapWattsPerGpu = ptr(round1(math.Min(math.Max(mc.MaxCapWatts*pct/100, mc.MinCapWatts), mc.MaxCapWatts)))
+			}
+		}
+		spec.GPU = &joulie.GPUPowerTarget{PowerCap: gcap}
+	}
+	return spec
+}
+
+// modelCaps finds the node's GPU product in GPUModelCaps: first by the
+// product labels, in order, then by the hardware view's product name.
+func (c Config) modelCaps(n Node) (ModelCaps, bool) {
+	for _, k := range c.GPUProductLabelKeys {
+		if v := n.Labels[k]; v != "" {
+			if mc, ok := c.GPUModelCaps[v]; ok {
+				return mc, true
+			}
+		}
+	}
+	mc, ok := c.GPUModelCaps[n.GPUProduct]
+	return mc, ok && n.GPUProduct != ""
+}
+
+// CapPcts is the cap a spec sets, as percentages of the maximum, for the
+// twin: absolute CPU watts are related to the package maximum, and a
+// missing target means uncapped (100).
+func CapPcts(spec joulie.NodePowerProfileSpec, n Node) (cpuPct, gpuPct float64) {
+	cpuPct, gpuPct = 100, 100
+	if t := spec.CPU; t != nil {
+		switch {
+		case t.PackagePowerCapPctOfMax != nil:
+			cpuPct = *t.PackagePowerCapPctOfMax
+		case t.PackagePowerCapWatts != nil && n.CPUMaxWattsPerSocket > 0:
+			cpuPct = math.Min(100, *t.PackagePowerCapWatts/n.CPUMaxWattsPerSocket*100)
+		}
+	}
+	if t := spec.GPU; t != nil && t.PowerCap != nil && t.PowerCap.CapPctOfMax != nil {
+		gpuPct = *t.PowerCap.CapPctOfMax
+	}
+	return cpuPct, gpuPct
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -1,0 +1,87 @@
+package intent
+
+import (
+	"strings"
+	"testing"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestDefaultsArePercentages(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eco := c.Spec(joulie.ProfileEco, Node{GPUCount: 8})
+	if *eco.CPU.PackagePowerCapPctOfMax != 60 || eco.CPU.PackagePowerCapWatts != nil {
+		t.Errorf("eco CPU %+v, want 60%% of max", eco.CPU)
+	}
+	if *eco.GPU.PowerCap.CapPctOfMax != 60 || eco.GPU.PowerCap.CapWattsPerGpu != nil {
+		t.Errorf("eco GPU %+v, want 60%% and no watts", eco.GPU.PowerCap)
+	}
+	perf := c.Spec(joulie.ProfilePerformance, Node{})
+	if *perf.CPU.PackagePowerCapPctOfMax != 100 || perf.GPU != nil {
+		t.Errorf("performance on a CPU-only node = %+v, want CPU 100%% and no GPU target", perf)
+	}
+}
+
+func TestAbsoluteCaps(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{
+		"CPU_WRITE_ABSOLUTE_CAPS": "true", "PERFORMANCE_CAP_WATTS": "350", "ECO_CAP_WATTS": "210",
+		"GPU_WRITE_ABSOLUTE_CAPS": "true", "GPU_ECO_CAP_PCT_OF_MAX": "50",
+		"GPU_MODEL_CAPS_JSON":    `{"NVIDIA-H100-80GB-HBM3": {"minCapWatts": 200, "maxCapWatts": 700}, "NVIDIA L4": {"minCapWatts": 40, "maxCapWatts": 72}}`,
+		"GPU_PRODUCT_LABEL_KEYS": "nvidia.com/gpu.product",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The product label names the model.
+	n := Node{Labels: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, GPUCount: 8, CPUMaxWattsPerSocket: 350}
+	eco := c.Spec(joulie.ProfileEco, n)
+	if *eco.CPU.PackagePowerCapWatts != 210 || eco.CPU.PackagePowerCapPctOfMax != nil {
+		t.Errorf("eco CPU %+v, want 210 W", eco.CPU)
+	}
+	if *eco.GPU.PowerCap.CapWattsPerGpu != 350 || *eco.GPU.PowerCap.CapPctOfMax != 50 {
+		t.Errorf("eco GPU %+v, want 350 W next to 50%%", eco.GPU.PowerCap)
+	}
+	if cpu, gpu := CapPcts(eco, n); cpu != 60 || gpu != 50 {
+		t.Errorf("CapPcts = %v, %v; want 60, 50", cpu, gpu)
+	}
+	// Without a label the hardware view's product name is tried; the
+	// minimum bounds a low percentage.
+	low := c
+	low.GPUEcoCapPctOfMax = 10
+	l4 := low.Spec(joulie.ProfileEco, Node{GPUCount: 1, GPUProduct: "NVIDIA L4"})
+	if *l4.GPU.PowerCap.CapWattsPerGpu != 40 {
+		t.Errorf("10%% of an L4 = %v W, want the 40 W minimum", *l4.GPU.PowerCap.CapWattsPerGpu)
+	}
+	// An unknown model gets the percentage only.
+	unknown := c.Spec(joulie.ProfileEco, Node{GPUCount: 4, GPUProduct: "AMD Instinct MI300X"})
+	if unknown.GPU.PowerCap.CapWattsPerGpu != nil {
+		t.Errorf("unknown model got watts %v", *unknown.GPU.PowerCap.CapWattsPerGpu)
+	}
+}
+
+func TestBadKnobsNameTheVariable(t *testing.T) {
+	for _, tc := range []struct{ key, value, want string }{
+		{"CPU_ECO_CAP_PCT_OF_MAX", "0", "CPU_ECO_CAP_PCT_OF_MAX=\"0\""},
+		{"GPU_ECO_CAP_PCT_OF_MAX", "101", "GPU_ECO_CAP_PCT_OF_MAX"},
+		{"CPU_WRITE_ABSOLUTE_CAPS", "yes please", "CPU_WRITE_ABSOLUTE_CAPS"},
+		{"ECO_CAP_WATTS", "-5", "ECO_CAP_WATTS"},
+		{"GPU_MODEL_CAPS_JSON", `{"H100": {"minCapWatts": 800, "maxCapWatts": 700}}`, "H100"},
+		{"GPU_MODEL_CAPS_JSON", `{"H100": {"max": 700}}`, "GPU_MODEL_CAPS_JSON"},
+		{"GPU_MODEL_CAPS_JSON", `[1,2]`, "GPU_MODEL_CAPS_JSON"},
+	} {
+		_, err := FromEnv(env(map[string]string{tc.key: tc.value}))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: error %v, want one naming %s", tc.key, tc.value, err, tc.want)
+		}
+	}
+	if _, err := FromEnv(env(map[string]string{"CPU_WRITE_ABSOLUTE_CAPS": "true"})); err == nil {
+		t.Error("absolute CPU caps without watts were accepted")
+	}
+}

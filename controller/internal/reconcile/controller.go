@@ -1,0 +1,465 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"joulie.io/joulie/controller/internal/policy"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/pkg/generated/informers/externalversions"
+	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
+)
+
+// FieldManager names the controller's writes.
+const FieldManager = "joulie-controller"
+
+// clusterKey is the queue's only key: the policy is cluster-wide, so every
+// relevant change replans the whole cluster, and the queue collapses a
+// burst of changes into one pass.
+const clusterKey = "cluster"
+
+// Options configure a Controller.
+type Options struct {
+	Settings Settings
+	// TwinRefresh rewrites an unchanged NodeTwin's lastUpdated this often
+	// (2m), below the extender's 5-minute staleness threshold, so a live
+	// controller never looks stale while a steady tick writes nothing.
+	TwinRefresh time.Duration
+	// Debounce delays a reconcile after a change so a burst is one pass.
+	Debounce time.Duration
+	Facility func() Facility
+	Trends   *Trends
+	Recorder record.EventRecorder
+	Metrics  *Metrics
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// OnSync, when set, is told the outcome of every reconcile (health).
+	OnSync func(error)
+}
+
+// Controller reconciles the cluster's power plan.
+type Controller struct {
+	kube   kubernetes.Interface
+	joulie versioned.Interface
+	opts   Options
+	log    *slog.Logger
+
+	nodes    corelisters.NodeLister
+	podIndex cache.Indexer
+	hardware listers.NodeHardwareLister
+	profiles listers.NodePowerProfileLister
+	twins    listers.NodeTwinLister
+	synced   []cache.InformerSynced
+
+	queue workqueue.TypedRateLimitingInterface[string]
+}
+
+// New wires a controller to shared informer factories; start the factories
+// after New so the handlers are registered first.
+func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedInformerFactory, jf externalversions.SharedInformerFactory, o Options) (*Controller, error) {
+	if o.TwinRefresh <= 0 {
+		o.TwinRefresh = 2 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Trends == nil {
+		o.Trends = NewTrends(0)
+	}
+	if o.Facility == nil {
+		o.Facility = func() Facility { return Facility{} }
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	c := &Controller{kube: kube, joulie: jc, opts: o, log: o.Logger,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "joulie-controller"}),
+	}
+	nodeInf := kf.Core().V1().Nodes()
+	podInf := kf.Core().V1().Pods()
+	hwInf := jf.Joulie().V1alpha1().NodeHardwares()
+	nppInf := jf.Joulie().V1alpha1().NodePowerProfiles()
+	twinInf := jf.Joulie().V1alpha1().NodeTwins()
+	c.nodes, c.hardware, c.profiles, c.twins = nodeInf.Lister(), hwInf.Lister(), nppInf.Lister(), twinInf.Lister()
+
+	// Pods are the bulk of the cache; keep only what classification and
+	// placement read.
+	if err := podInf.Informer().SetTransform(slimPod); err != nil {
+		return nil, err
+	}
+	// The performance demand per node is kept as an index, updated as pods
+	// change, so a reconcile does not scan every pod of the cluster.
+	if err := podInf.Informer().AddIndexers(cache.Indexers{perfIndex: perfIndexFunc}); err != nil {
+		return nil, err
+	}
+	c.podIndex = podInf.Informer().GetIndexer()
+	enqueue := func() { c.queue.AddAfter(clusterKey, o.Debounce) }
+	handlers := []struct {
+		inf     cache.SharedIndexInformer
+		changed func(old, cur any) bool
+	}{
+		{nodeInf.Informer(), nodeChanged},
+		{podInf.Informer(), podChanged},
+		{hwInf.Informer(), hardwareChanged},
+		{nppInf.Informer(), profileChanged},
+		{twinInf.Informer(), func(_, _ any) bool { return false }},
+	}
+	for _, h := range handlers {
+		changed := h.changed
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { enqueue() },
+			UpdateFunc: func(old, cur any) {
+				if changed(old, cur) {
+					enqueue()
+				}
+			},
+			DeleteFunc: func(any) { enqueue() },
+		}); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, h.inf.HasSynced)
+	}
+	return c, nil
+}
+
+// Run reconciles on changes and every interval until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("informer caches did not sync: %w", ctx.Err())
+	}
+	c.log.Info("caches synced; reconciling", "interval", c.opts.Settings.Interval, "policy", c.opts.Settings.Policy)
+	go func() {
+		t := time.NewTicker(c.opts.Settings.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				c.queue.Add(clusterKey)
+			}
+		}
+	}()
+	c.queue.Add(clusterKey)
+	go func() { <-ctx.Done(); c.queue.ShutDown() }()
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return nil
+		}
+		err := c.Sync(ctx)
+		if c.opts.OnSync != nil {
+			c.opts.OnSync(err)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("reconcile failed; retrying with backoff", "err", err)
+			c.queue.AddRateLimited(key)
+		} else {
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// Snapshot reads the inputs of one reconcile from the informer caches.
+func (c *Controller) Snapshot() (Inputs, error) {
+	in := Inputs{Now: c.opts.Now(), Facility: c.opts.Facility()}
+	var err error
+	if in.Nodes, err = c.nodes.List(labels.Everything()); err != nil {
+		return in, err
+	}
+	in.PerfPods = map[string]int{}
+	for _, node := range c.podIndex.ListIndexFuncValues(perfIndex) {
+		keys, err := c.podIndex.IndexKeys(perfIndex, node)
+		if err != nil {
+			return in, err
+		}
+		in.PerfPods[strings.TrimPrefix(node, "node/")] = len(keys)
+	}
+	hws, err := c.hardware.List(labels.Everything())
+	if err != nil {
+		return in, err
+	}
+	in.Hardware = make(map[string]*joulie.NodeHardware, len(hws))
+	for _, h := range hws {
+		in.Hardware[h.Name] = h
+	}
+	npps, err := c.profiles.List(labels.Everything())
+	if err != nil {
+		return in, err
+	}
+	in.Profiles = make(map[string]*joulie.NodePowerProfile, len(npps))
+	for _, p := range npps {
+		in.Profiles[p.Name] = p
+		if m := p.Status.MeasuredPower; m != nil {
+			c.opts.Trends.Observe(p.Name, m.Time.Time, m.NodePowerWatts)
+		}
+	}
+	in.Trends = c.opts.Trends.Slopes(in.Now)
+	return in, nil
+}
+
+// Sync runs one reconcile: plan from the caches, then write what differs.
+func (c *Controller) Sync(ctx context.Context) error {
+	start := time.Now()
+	in, err := c.Snapshot()
+	if err != nil {
+		return err
+	}
+	res := Compute(in, c.opts.Settings)
+	c.opts.Metrics.observePlan(res)
+	var errs []error
+	planned := make(map[string]bool, len(res.Nodes))
+	nodes := make(map[string]*corev1.Node, len(in.Nodes))
+	for _, n := range in.Nodes {
+		nodes[n.Name] = n
+	}
+	for i := range res.Nodes {
+		p := &res.Nodes[i]
+		planned[p.Name] = true
+		if err := c.apply(ctx, nodes[p.Name], p, in); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", p.Name, err))
+		}
+	}
+	errs = append(errs, c.collect(ctx, in, planned)...)
+	c.opts.Metrics.ReconcileDuration.Observe(time.Since(start).Seconds())
+	if len(errs) > 0 {
+		c.opts.Metrics.ReconcileErrors.Inc()
+		return fmt.Errorf("%d writes failed, first: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+// apply writes one node's profile, labels and twin where they differ.
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, p *NodePlan, in Inputs) error {
+	c.event(node, p)
+	// The profile goes first: the labels tell the scheduler what the node
+	// is, so they follow the target, not precede it.
+	if err := c.applyProfile(ctx, p, in.Profiles[p.Name]); err != nil {
+		return err
+	}
+	if err := c.applyLabels(ctx, node, p); err != nil {
+		return err
+	}
+	return c.applyTwin(ctx, p, in.Now)
+}
+
+func (c *Controller) applyProfile(ctx context.Context, p *NodePlan, cur *joulie.NodePowerProfile) error {
+	stamp := p.LastTransition.UTC().Format(time.RFC3339)
+	client := c.joulie.JoulieV1alpha1().NodePowerProfiles()
+	if cur == nil {
+		obj := &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name,
+			Annotations: map[string]string{AnnotationLastTransition: stamp}}, Spec: p.Spec}
+		_, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+		c.opts.Metrics.wrote("nodepowerprofile", err)
+		return err
+	}
+	if specEqual(cur.Spec, p.Spec) && cur.Annotations[AnnotationLastTransition] != "" &&
+		!lastTransition(cur).Before(p.LastTransition.Truncate(time.Second)) {
+		return nil
+	}
+	upd := cur.DeepCopy()
+	upd.Spec = p.Spec
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[AnnotationLastTransition] = stamp
+	_, err := client.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.opts.Metrics.wrote("nodepowerprofile", err)
+	return err
+}
+
+func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *NodePlan) error {
+	profile, draining := string(p.Decision.Profile), strconv.FormatBool(p.Decision.Draining)
+	if node.Labels[joulie.LabelPowerProfile] == profile && node.Labels[joulie.LabelDraining] == draining {
+		return nil
+	}
+	want := map[string]string{joulie.LabelPowerProfile: profile, joulie.LabelDraining: draining}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": want}})
+	if err != nil {
+		return err
+	}
+	_, err = c.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	c.opts.Metrics.wrote("node", err)
+	return err
+}
+
+func (c *Controller) applyTwin(ctx context.Context, p *NodePlan, now time.Time) error {
+	client := c.joulie.JoulieV1alpha1().NodeTwins()
+	cur, err := c.twins.Get(p.Name)
+	if apierrors.IsNotFound(err) {
+		cur, err = client.Create(ctx, &joulie.NodeTwin{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}, metav1.CreateOptions{FieldManager: FieldManager})
+		c.opts.Metrics.wrote("nodetwin", err)
+	}
+	if err != nil {
+		return err
+	}
+	if twinEqual(cur.Status, p.Twin) && now.Sub(cur.Status.LastUpdated.Time) < c.opts.TwinRefresh {
+		return nil
+	}
+	upd := cur.DeepCopy()
+	upd.Status = p.Twin
+	upd.Status.LastUpdated = metav1.NewTime(now)
+	_, err = client.UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
+	c.opts.Metrics.wrote("nodetwin/status", err)
+	return err
+}
+
+// collect deletes the profiles and twins of nodes that are gone, and the
+// twins of nodes no longer planned.
+func (c *Controller) collect(ctx context.Context, in Inputs, planned map[string]bool) []error {
+	exists := make(map[string]bool, len(in.Nodes))
+	for _, n := range in.Nodes {
+		exists[n.Name] = true
+	}
+	var errs []error
+	for name := range in.Profiles {
+		if !exists[name] {
+			err := c.joulie.JoulieV1alpha1().NodePowerProfiles().Delete(ctx, name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			c.opts.Trends.Forget(name)
+		}
+	}
+	twins, err := c.twins.List(labels.Everything())
+	if err != nil {
+		return append(errs, err)
+	}
+	for _, t := range twins {
+		if !planned[t.Name] {
+			err := c.joulie.JoulieV1alpha1().NodeTwins().Delete(ctx, t.Name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errs
+}
+
+// event records guard transitions in metrics and as Events on the node.
+// Ticks that change nothing (including a node still blocked) are not
+// events, so the event stream is a history of decisions.
+func (c *Controller) event(node *corev1.Node, p *NodePlan) {
+	t := p.Decision.Transition
+	if t == policy.None {
+		return
+	}
+	c.opts.Metrics.Transitions.WithLabelValues(string(t)).Inc()
+	if t == policy.StillBlocked || t == policy.Dwell {
+		return
+	}
+	if c.opts.Recorder == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID, APIVersion: "v1"}
+	switch t {
+	case policy.Defer:
+		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "DowngradeDeferred",
+			"eco planned; draining while %d performance pods run", p.PerfPods)
+	case policy.Allow, policy.Unblocked:
+		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "ProfileEco", "node moves to eco (%s)", t)
+	case policy.PlanPerf, policy.ReplanPerf:
+		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "ProfilePerformance", "node moves to performance (%s)", t)
+	}
+}
+
+const perfIndex = "joulie.io/performance-demand"
+
+// perfIndexFunc files an active performance-sensitive pod under its node
+// ("node/" + name, "node/" while unscheduled: index values must not be
+// empty); other pods are not indexed.
+func perfIndexFunc(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || !IsPerformanceDemand(p) {
+		return nil, nil
+	}
+	return []string{"node/" + p.Spec.NodeName}, nil
+}
+
+// slimPod keeps what the controller reads of a pod: identity, the
+// workload-class annotation, the node, the scheduling constraints and the
+// phase.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: p.Spec.NodeSelector},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	if v, ok := p.Annotations[joulie.AnnotationWorkloadClass]; ok {
+		slim.Annotations = map[string]string{joulie.AnnotationWorkloadClass: v}
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
+	}
+	return slim, nil
+}
+
+func nodeChanged(old, cur any) bool {
+	o, ok1 := old.(*corev1.Node)
+	n, ok2 := cur.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Spec.Unschedulable != n.Spec.Unschedulable || !labels.Equals(o.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
+		!equality.Semantic.DeepEqual(o.Status.Capacity, n.Status.Capacity)
+}
+
+func podChanged(old, cur any) bool {
+	o, ok1 := old.(*corev1.Pod)
+	n, ok2 := cur.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Status.Phase != n.Status.Phase || o.Spec.NodeName != n.Spec.NodeName
+}
+
+func hardwareChanged(old, cur any) bool {
+	o, ok1 := old.(*joulie.NodeHardware)
+	n, ok2 := cur.(*joulie.NodeHardware)
+	if !ok1 || !ok2 {
+		return true
+	}
+	a, b := o.Status, n.Status
+	a.LastUpdated, b.LastUpdated = metav1.Time{}, metav1.Time{}
+	return !equality.Semantic.DeepEqual(a, b)
+}
+
+func profileChanged(old, cur any) bool {
+	o, ok1 := old.(*joulie.NodePowerProfile)
+	n, ok2 := cur.(*joulie.NodePowerProfile)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Status.MeasuredPower, n.Status.MeasuredPower)
+}

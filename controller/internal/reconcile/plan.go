@@ -1,0 +1,294 @@
+// Package reconcile is the controller's decision step and its glue to the
+// API server. Compute (this file) is pure: from the nodes, their hardware,
+// the current profiles and the pods it derives, for every managed node,
+// the profile the policy wants, what the downgrade guard allows, the
+// NodePowerProfile spec, the node labels and the NodeTwin status. The
+// Controller (controller.go) feeds it from informer caches and writes only
+// the differences.
+package reconcile
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"joulie.io/joulie/controller/internal/hwview"
+	"joulie.io/joulie/controller/internal/intent"
+	"joulie.io/joulie/controller/internal/policy"
+	"joulie.io/joulie/controller/internal/twin"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/catalog"
+	"joulie.io/joulie/pkg/workload"
+)
+
+// Policy names (POLICY_TYPE).
+const (
+	PolicyStaticPartition = "static_partition"
+	PolicyQueueAware      = "queue_aware_v1"
+	PolicyRuleSwap        = "rule_swap_v1"
+)
+
+// AnnotationLastTransition on a NodePowerProfile records when the
+// controller last changed the node's guard state, so the eco dwell
+// survives a restart or a leader change.
+const AnnotationLastTransition = "joulie.io/last-transition"
+
+// Settings are the controller's planning knobs.
+type Settings struct {
+	NodeSelector labels.Selector
+	Policy       string
+	StaticHPFrac float64
+	Queue        policy.QueueAware
+	Interval     time.Duration // RECONCILE_INTERVAL, the phase of rule_swap_v1
+	MinEcoDwell  time.Duration
+	Intent       intent.Config
+	Cooling      twin.CoolingModel
+	// RackCapacityW is the PSU stress reference (50 kW).
+	RackCapacityW float64
+	// MeasurementMaxAge is how old an agent's measured power may be and
+	// still count (3m: the agent publishes every minute).
+	MeasurementMaxAge time.Duration
+	Catalog           *catalog.Catalog
+}
+
+// Facility is the facility poller's latest reading; nil fields are
+// unknown.
+type Facility struct {
+	AmbientTempC *float64
+	ITPowerW     *float64
+	PUE          *float64
+}
+
+// Inputs is one snapshot of the cluster.
+type Inputs struct {
+	Nodes    []*corev1.Node
+	Hardware map[string]*joulie.NodeHardware
+	Profiles map[string]*joulie.NodePowerProfile
+	// PerfPods counts active performance-sensitive pods by node; pods not
+	// yet scheduled count under "". CountPerformancePods builds it.
+	PerfPods map[string]int
+	Facility Facility
+	// Trends is each node's power trend in W/min.
+	Trends map[string]float64
+	Now    time.Time
+}
+
+// NodePlan is the outcome for one node.
+type NodePlan struct {
+	Name string
+	// Managed is false for a node that left the plan (unselected, reserved
+	// or unschedulable) but still has a profile: it is released to
+	// performance so nothing stays capped.
+	Managed  bool
+	View     hwview.View
+	Planned  joulie.Profile
+	Decision policy.Decision
+	// Spec is the NodePowerProfile spec to publish.
+	Spec joulie.NodePowerProfileSpec
+	// LastTransition is when the guard state last changed.
+	LastTransition time.Time
+	PerfPods       int
+	// Twin is the NodeTwin status, without lastUpdated.
+	Twin joulie.NodeTwinStatus
+}
+
+// Result is a whole plan.
+type Result struct {
+	Nodes    []NodePlan // sorted by name
+	Eligible int
+	HPCount  int
+	// PerfPods counts active performance-sensitive pods cluster-wide.
+	PerfPods int
+}
+
+// Eligible reports whether the node takes part in planning.
+func Eligible(n *corev1.Node, sel labels.Selector) bool {
+	if n.Spec.Unschedulable || n.Labels[joulie.LabelReserved] == "true" {
+		return false
+	}
+	return sel == nil || sel.Matches(labels.Set(n.Labels))
+}
+
+// CurrentState reads a node's guard state from its labels.
+func CurrentState(n *corev1.Node) policy.State {
+	switch {
+	case n.Labels[joulie.LabelPowerProfile] != string(joulie.ProfileEco):
+		return policy.ActivePerformance
+	case n.Labels[joulie.LabelDraining] == "true":
+		return policy.DrainingPerformance
+	}
+	return policy.ActiveEco
+}
+
+// Compute plans every node.
+func Compute(in Inputs, s Settings) Result {
+	cat := s.Catalog
+	if cat == nil {
+		cat = catalog.Default()
+	}
+	var res Result
+	perfOnNode := in.PerfPods
+	for _, n := range perfOnNode {
+		res.PerfPods += n
+	}
+
+	views := make(map[string]hwview.View, len(in.Nodes))
+	var eligible []policy.Node
+	var released []*corev1.Node
+	byName := make(map[string]*corev1.Node, len(in.Nodes))
+	for _, n := range in.Nodes {
+		byName[n.Name] = n
+		if Eligible(n, s.NodeSelector) {
+			v := hwview.Build(n, in.Hardware[n.Name], cat)
+			views[n.Name] = v
+			eligible = append(eligible, policy.Node{Name: n.Name, Family: v.Family, Density: v.DensityScore})
+		} else if _, had := in.Profiles[n.Name]; had {
+			views[n.Name] = hwview.Build(n, in.Hardware[n.Name], cat)
+			released = append(released, n)
+		}
+	}
+	res.Eligible = len(eligible)
+
+	var plan policy.Plan
+	switch s.Policy {
+	case PolicyRuleSwap:
+		plan = policy.RuleSwap(eligible, in.Now, s.Interval)
+		res.HPCount = plan.PerformanceCount()
+	case PolicyStaticPartition:
+		res.HPCount = policy.StaticHPCount(len(eligible), s.StaticHPFrac)
+		plan = policy.Assign(eligible, res.HPCount)
+	default:
+		res.HPCount = s.Queue.HPCount(len(eligible), res.PerfPods)
+		plan = policy.Assign(eligible, res.HPCount)
+	}
+
+	res.Nodes = make([]NodePlan, 0, len(eligible)+len(released))
+	for _, e := range eligible {
+		n := byName[e.Name]
+		last := lastTransition(in.Profiles[e.Name])
+		d := policy.Guard(policy.GuardInput{
+			Current: CurrentState(n), Planned: plan[e.Name], PerfPods: perfOnNode[e.Name],
+			LastChange: last, MinEcoDwell: s.MinEcoDwell, Now: in.Now,
+		})
+		if d.Next != CurrentState(n) || last.IsZero() {
+			last = in.Now
+		}
+		res.Nodes = append(res.Nodes, NodePlan{Name: e.Name, Managed: true, View: views[e.Name], Planned: plan[e.Name],
+			Decision: d, LastTransition: last, PerfPods: perfOnNode[e.Name]})
+	}
+	for _, n := range released {
+		d := policy.Guard(policy.GuardInput{Current: CurrentState(n), Planned: joulie.ProfilePerformance})
+		last := lastTransition(in.Profiles[n.Name])
+		if d.Next != CurrentState(n) || last.IsZero() {
+			last = in.Now
+		}
+		res.Nodes = append(res.Nodes, NodePlan{Name: n.Name, View: views[n.Name], Planned: joulie.ProfilePerformance,
+			Decision: d, LastTransition: last, PerfPods: perfOnNode[n.Name]})
+	}
+
+	// Specs and the twin's power budget first: PSU stress needs the
+	// cluster's total.
+	type power struct {
+		out      twin.Output
+		cpu, gpu float64
+		measured *joulie.MeasuredPower
+	}
+	powers := make([]power, len(res.Nodes))
+	var clusterW float64
+	for i := range res.Nodes {
+		p := &res.Nodes[i]
+		node := intent.Node{Labels: byName[p.Name].Labels, CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket,
+			GPUCount: p.View.GPUCount, GPUProduct: p.View.GPUProduct}
+		p.Spec = s.Intent.Spec(p.Decision.Profile, node)
+		cpuPct, gpuPct := intent.CapPcts(p.Spec, node)
+		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
+			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: cpuPct, GPUCapPct: gpuPct}, nil)
+		powers[i] = power{out: out, cpu: cpuPct, gpu: gpuPct, measured: freshMeasurement(in.Profiles[p.Name], in.Now, s.MeasurementMaxAge)}
+		if m := powers[i].measured; m != nil {
+			clusterW += m.NodePowerWatts
+		} else {
+			clusterW += out.NodeCappedPowerW
+		}
+	}
+	if in.Facility.ITPowerW != nil {
+		clusterW = *in.Facility.ITPowerW
+	}
+	ambient := twin.DefaultTempBaselineC
+	if in.Facility.AmbientTempC != nil {
+		ambient = *in.Facility.AmbientTempC
+	}
+	for i := range res.Nodes {
+		p, pw := &res.Nodes[i], powers[i]
+		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
+			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: pw.cpu, GPUCapPct: pw.gpu,
+			AmbientTempC: ambient, ClusterTotalPowerW: clusterW, ReferenceRackCapacityW: s.RackCapacityW}, s.Cooling)
+		pm := &joulie.PowerMeasurement{Source: joulie.SourceStatic, MeasuredNodePowerW: round1(out.NodeCappedPowerW),
+			CPUCappedPowerW: round1(out.CPUCappedPowerW), GPUCappedPowerW: round1(out.GPUCappedPowerW), NodeCappedPowerW: round1(out.NodeCappedPowerW),
+			CPUTdpW: round1(out.CPUTdpW), GPUTdpW: round1(out.GPUTdpW), NodeTdpW: round1(out.NodeTdpW), PowerTrendWPerMin: round1(in.Trends[p.Name])}
+		if m := pw.measured; m != nil {
+			pm.Source, pm.MeasuredNodePowerW = joulie.SourceAgent, round1(m.NodePowerWatts)
+		}
+		p.Twin = joulie.NodeTwinStatus{
+			SchedulableClass:            p.Decision.Class,
+			PredictedPowerHeadroomScore: round1(out.Headroom),
+			PredictedCoolingStressScore: round1(out.CoolingStress),
+			PredictedPsuStressScore:     round1(out.PSUStress),
+			HardwareDensityScore:        p.View.DensityScore,
+			PowerMeasurement:            pm,
+		}
+		if in.Facility.PUE != nil {
+			v := math.Round(*in.Facility.PUE*1000) / 1000
+			p.Twin.EstimatedPUE = &v
+		}
+	}
+	slices.SortFunc(res.Nodes, func(a, b NodePlan) int { return strings.Compare(a.Name, b.Name) })
+	return res
+}
+
+// IsPerformanceDemand reports whether a pod counts as performance demand:
+// active (not finished) and performance-sensitive.
+func IsPerformanceDemand(p *corev1.Pod) bool {
+	return workload.IsActive(p) && workload.Classify(p) == workload.Performance
+}
+
+// CountPerformancePods counts the performance demand by node ("" for pods
+// not yet scheduled).
+func CountPerformancePods(pods []*corev1.Pod) map[string]int {
+	out := map[string]int{}
+	for _, p := range pods {
+		if IsPerformanceDemand(p) {
+			out[p.Spec.NodeName]++
+		}
+	}
+	return out
+}
+
+func lastTransition(p *joulie.NodePowerProfile) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, p.Annotations[AnnotationLastTransition])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// freshMeasurement is the agent's measured power when it is recent enough
+// to stand for the node's draw.
+func freshMeasurement(p *joulie.NodePowerProfile, now time.Time, maxAge time.Duration) *joulie.MeasuredPower {
+	if p == nil || p.Status.MeasuredPower == nil {
+		return nil
+	}
+	m := p.Status.MeasuredPower
+	if maxAge > 0 && now.Sub(m.Time.Time) > maxAge {
+		return nil
+	}
+	return m
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -1,0 +1,246 @@
+package reconcile
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"joulie.io/joulie/controller/internal/intent"
+	"joulie.io/joulie/controller/internal/policy"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func settings(p string) Settings {
+	sel, _ := labels.Parse(joulie.LabelManaged + "=true")
+	return Settings{NodeSelector: sel, Policy: p, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
+		Interval: time.Minute, Intent: intent.Default(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute}
+}
+
+func gpuNode(name string, gpus int, extra map[string]string) *corev1.Node {
+	l := map[string]string{joulie.LabelManaged: "true", joulie.LabelHWCPUModel: "amd-epyc-9654",
+		joulie.LabelHWGPUModel: "nvidia-h100-sxm", joulie.LabelHWGPUCount: fmt.Sprint(gpus)}
+	for k, v := range extra {
+		l[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("384")}
+	return n
+}
+
+func cpuNode(name string, extra map[string]string) *corev1.Node {
+	l := map[string]string{joulie.LabelManaged: "true", joulie.LabelHWCPUModel: "amd-epyc-9654"}
+	for k, v := range extra {
+		l[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("384")}
+	return n
+}
+
+func perfPod(name, node string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+		Annotations: map[string]string{joulie.AnnotationWorkloadClass: joulie.WorkloadClassPerformance}},
+		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+}
+
+func byName(r Result) map[string]NodePlan {
+	m := map[string]NodePlan{}
+	for _, n := range r.Nodes {
+		m[n.Name] = n
+	}
+	return m
+}
+
+func TestMixedClusterStaticPartitionKeepsEachFamily(t *testing.T) {
+	in := Inputs{Now: t0, Nodes: []*corev1.Node{gpuNode("gpu-a", 8, nil), gpuNode("gpu-b", 8, nil), cpuNode("cpu-a", nil), cpuNode("cpu-b", nil)}}
+	r := Compute(in, settings(PolicyStaticPartition))
+	if r.Eligible != 4 || r.HPCount != 2 {
+		t.Fatalf("eligible %d, hp %d; want 4, 2", r.Eligible, r.HPCount)
+	}
+	got := byName(r)
+	// One performance node per family: the densest GPU node and the
+	// densest CPU node (ties by name).
+	for name, want := range map[string]joulie.Profile{"gpu-a": "performance", "gpu-b": "eco", "cpu-a": "performance", "cpu-b": "eco"} {
+		if got[name].Decision.Profile != want {
+			t.Errorf("%s: %s, want %s", name, got[name].Decision.Profile, want)
+		}
+	}
+	eco := got["gpu-b"]
+	if *eco.Spec.CPU.PackagePowerCapPctOfMax != 60 || *eco.Spec.GPU.PowerCap.CapPctOfMax != 60 || eco.Twin.SchedulableClass != joulie.ClassEco {
+		t.Errorf("eco GPU node spec %+v twin class %s", eco.Spec, eco.Twin.SchedulableClass)
+	}
+	if got["cpu-b"].Spec.GPU != nil {
+		t.Error("a CPU-only node got a GPU target")
+	}
+	if pm := eco.Twin.PowerMeasurement; pm.Source != joulie.SourceStatic || pm.NodeCappedPowerW != round1(pm.NodeTdpW*0.6) {
+		t.Errorf("eco power measurement %+v: want static, capped at 60%% of TDP", pm)
+	}
+}
+
+func TestPerformancePodsDrainBeforeEco(t *testing.T) {
+	// gpu-b is performance today (its labels say so) and runs a
+	// performance pod; the plan wants it eco.
+	nodes := []*corev1.Node{gpuNode("gpu-a", 8, nil), gpuNode("gpu-b", 4, map[string]string{joulie.LabelPowerProfile: "performance"})}
+	pods := []*corev1.Pod{perfPod("train", "gpu-b", corev1.PodRunning)}
+	in := Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods)}
+	s := settings(PolicyStaticPartition)
+	got := byName(Compute(in, s))["gpu-b"]
+	if got.Planned != joulie.ProfileEco || got.Decision.Next != policy.DrainingPerformance || got.Decision.Profile != joulie.ProfileEco ||
+		!got.Decision.Draining || got.Twin.SchedulableClass != joulie.ClassDraining || got.Decision.Transition != policy.Defer {
+		t.Fatalf("gpu-b with a running performance pod: %+v", got.Decision)
+	}
+	// Next tick: labels say draining; the pod finished.
+	nodes[1].Labels[joulie.LabelPowerProfile], nodes[1].Labels[joulie.LabelDraining] = "eco", "true"
+	pods[0].Status.Phase = corev1.PodSucceeded
+	in.PerfPods = CountPerformancePods(pods)
+	got = byName(Compute(in, s))["gpu-b"]
+	if got.Decision.Next != policy.ActiveEco || got.Decision.Draining || got.Twin.SchedulableClass != joulie.ClassEco || got.Decision.Transition != policy.Unblocked {
+		t.Fatalf("gpu-b after the pod ended: %+v", got.Decision)
+	}
+}
+
+func TestIneligibleNodesLeaveThePlanAndAreReleased(t *testing.T) {
+	cordoned := gpuNode("gpu-c", 8, map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "false"})
+	cordoned.Spec.Unschedulable = true
+	reserved := cpuNode("cpu-r", map[string]string{joulie.LabelReserved: "true"})
+	unmanaged := cpuNode("cpu-u", nil)
+	delete(unmanaged.Labels, joulie.LabelManaged)
+	in := Inputs{Now: t0, Nodes: []*corev1.Node{gpuNode("gpu-a", 8, nil), cordoned, reserved, unmanaged},
+		Profiles: map[string]*joulie.NodePowerProfile{"gpu-c": {ObjectMeta: metav1.ObjectMeta{Name: "gpu-c"}}}}
+	r := Compute(in, settings(PolicyStaticPartition))
+	if r.Eligible != 1 {
+		t.Fatalf("eligible %d, want 1", r.Eligible)
+	}
+	got := byName(r)
+	if _, ok := got["cpu-r"]; ok {
+		t.Error("a reserved node without a profile was planned")
+	}
+	if _, ok := got["cpu-u"]; ok {
+		t.Error("an unselected node was planned")
+	}
+	c, ok := got["gpu-c"]
+	if !ok || c.Managed || c.Decision.Profile != joulie.ProfilePerformance || *c.Spec.CPU.PackagePowerCapPctOfMax != 100 {
+		t.Errorf("cordoned eco node: %+v; want released to performance, uncapped", c)
+	}
+}
+
+func TestQueuePressureRaisesThePerformanceCount(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 10 {
+		nodes = append(nodes, cpuNode(fmt.Sprintf("n%02d", i), nil))
+	}
+	s := settings(PolicyQueueAware)
+	prev := -1
+	for _, p := range []int{0, 10, 61, 75, 91, 500} {
+		var pods []*corev1.Pod
+		for i := range p {
+			pods = append(pods, perfPod(fmt.Sprintf("p%d", i), "", corev1.PodPending))
+		}
+		r := Compute(Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods)}, s)
+		if r.HPCount < prev || r.HPCount > 10 {
+			t.Errorf("P=%d: hp %d after %d; want monotonic within [0,10]", p, r.HPCount, prev)
+		}
+		if p == 75 && r.HPCount != 8 {
+			t.Errorf("P=75: hp %d, want ceil(75/10)=8", r.HPCount)
+		}
+		prev = r.HPCount
+	}
+	if prev != 10 {
+		t.Errorf("heavy pressure: hp %d, want all 10", prev)
+	}
+}
+
+func TestDwellHoldsEcoButNeverPerformance(t *testing.T) {
+	s := settings(PolicyStaticPartition)
+	s.MinEcoDwell = 5 * time.Minute
+	just := t0.Add(-time.Minute).Format(time.RFC3339)
+	prof := func(name string) *joulie.NodePowerProfile {
+		return &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{AnnotationLastTransition: just}}}
+	}
+	nodes := []*corev1.Node{gpuNode("a", 8, map[string]string{joulie.LabelPowerProfile: "performance"}),
+		gpuNode("b", 8, map[string]string{joulie.LabelPowerProfile: "performance"})}
+	in := Inputs{Now: t0, Nodes: nodes, Profiles: map[string]*joulie.NodePowerProfile{"a": prof("a"), "b": prof("b")}}
+	b := byName(Compute(in, s))["b"]
+	if b.Planned != joulie.ProfileEco || b.Decision.Profile != joulie.ProfilePerformance || b.Decision.Transition != policy.Dwell {
+		t.Fatalf("eco one minute after a change: %+v", b.Decision)
+	}
+	in.Now = t0.Add(5 * time.Minute)
+	b = byName(Compute(in, s))["b"]
+	if b.Decision.Profile != joulie.ProfileEco || !b.LastTransition.Equal(in.Now) {
+		t.Fatalf("eco after the dwell: %+v at %v", b.Decision, b.LastTransition)
+	}
+}
+
+func TestTwinUsesAgentPowerFacilityAndTrend(t *testing.T) {
+	pue, temp, it := 1.3, 30.0, 30000.0
+	n := gpuNode("g", 4, nil)
+	in := Inputs{Now: t0, Nodes: []*corev1.Node{n},
+		Profiles: map[string]*joulie.NodePowerProfile{"g": {ObjectMeta: metav1.ObjectMeta{Name: "g"},
+			Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{NodePowerWatts: 1234.5, Time: metav1.NewTime(t0.Add(-time.Minute))}}}},
+		Facility: Facility{AmbientTempC: &temp, ITPowerW: &it, PUE: &pue}, Trends: map[string]float64{"g": -42}}
+	g := byName(Compute(in, settings(PolicyStaticPartition)))["g"]
+	pm := g.Twin.PowerMeasurement
+	if pm.Source != joulie.SourceAgent || pm.MeasuredNodePowerW != 1234.5 || pm.PowerTrendWPerMin != -42 {
+		t.Errorf("power measurement %+v", pm)
+	}
+	if g.Twin.PredictedPsuStressScore != 60 || g.Twin.EstimatedPUE == nil || *g.Twin.EstimatedPUE != 1.3 {
+		t.Errorf("PSU stress %v (want 60 from 30 kW IT power), PUE %v", g.Twin.PredictedPsuStressScore, g.Twin.EstimatedPUE)
+	}
+	// 30 °C adds 5 points over the same node at 20 °C.
+	in.Facility.AmbientTempC = nil
+	cool := byName(Compute(in, settings(PolicyStaticPartition)))["g"]
+	if d := g.Twin.PredictedCoolingStressScore - cool.Twin.PredictedCoolingStressScore; d < 4.95 || d > 5.05 {
+		t.Errorf("10 °C warmer adds %v cooling stress points, want 5", d)
+	}
+	// A stale reading falls back to the static estimate.
+	in.Now = t0.Add(10 * time.Minute)
+	if pm := byName(Compute(in, settings(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceStatic {
+		t.Errorf("a 10-minute-old reading is still used: %+v", pm)
+	}
+}
+
+func TestComputeIsDeterministic(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 50 {
+		nodes = append(nodes, gpuNode(fmt.Sprintf("g%02d", i), 1+i%8, nil), cpuNode(fmt.Sprintf("c%02d", i), nil))
+	}
+	s := settings(PolicyQueueAware)
+	a := Compute(Inputs{Now: t0, Nodes: nodes}, s)
+	// The same cluster listed in another order plans the same.
+	rev := make([]*corev1.Node, len(nodes))
+	for i, n := range nodes {
+		rev[len(nodes)-1-i] = n
+	}
+	b := Compute(Inputs{Now: t0, Nodes: rev}, s)
+	for i := range a.Nodes {
+		if a.Nodes[i].Name != b.Nodes[i].Name || a.Nodes[i].Decision != b.Nodes[i].Decision {
+			t.Fatalf("node %d differs: %+v vs %+v", i, a.Nodes[i].Decision, b.Nodes[i].Decision)
+		}
+	}
+}
+
+func TestTrendSlope(t *testing.T) {
+	tr := NewTrends(5 * time.Minute)
+	for i := range 5 {
+		tr.Observe("n", t0.Add(time.Duration(i)*time.Minute), 1000+100*float64(i))
+	}
+	tr.Observe("n", t0, 5000) // a replayed old reading is ignored
+	if got := tr.Slopes(t0.Add(4 * time.Minute))["n"]; got < 99.99 || got > 100.01 {
+		t.Errorf("slope %v W/min, want 100", got)
+	}
+	// Past the window every sample ages out.
+	if got, ok := tr.Slopes(t0.Add(time.Hour))["n"]; ok || got != 0 {
+		t.Errorf("after an hour: %v, %v; want no trend", got, ok)
+	}
+	tr.Observe("m", t0, 100)
+	if got := tr.Slopes(t0)["m"]; got != 0 {
+		t.Errorf("one sample gives slope %v, want 0", got)
+	}
+}
