@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 		if err := c.ApplyFile(ctx, "testdata/agent-access.yaml"); err != nil {
 			return fmt.Errorf("install agent RBAC and admission policy: %w", err)
 		}
+		if err := c.ApplyFile(ctx, "testdata/controller-access.yaml"); err != nil {
+			return fmt.Errorf("install controller RBAC: %w", err)
+		}
 		return nil
 	}))
 }
