@@ -200,6 +200,19 @@ func TestControllerPlansAMixedCluster(t *testing.T) {
 		gpuA: "performance/false/performance", gpuB: "performance/false/performance",
 		cpuA: "performance/false/performance", cpuB: "eco/false/eco"})
 
+	// The controller owns the spec through server-side apply.
+	npp, err := view.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, gpuA, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := false
+	for _, mf := range npp.ManagedFields {
+		owned = owned || (mf.Manager == "joulie-controller" && mf.Operation == metav1.ManagedFieldsOperationApply)
+	}
+	if !owned {
+		t.Errorf("%s's profile is not applied by joulie-controller: %+v", gpuA, npp.ManagedFields)
+	}
+
 	// Hardware: gpu-a from NodeHardware (8 GPUs), gpu-b from labels and
 	// allocatable (4 GPUs), cpu-b from labels only.
 	twins := map[string]*joulie.NodeTwin{}

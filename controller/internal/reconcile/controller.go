@@ -269,30 +269,32 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, p *NodePlan, 
 	return c.applyTwin(ctx, p, in.Now)
 }
 
+// applyProfile publishes the node's NodePowerProfile by server-side apply
+// under the controller's field manager: the controller owns the spec and
+// the transition annotation, the agent owns the status.
 func (c *Controller) applyProfile(ctx context.Context, p *NodePlan, cur *joulie.NodePowerProfile) error {
-	stamp := p.LastTransition.UTC().Format(time.RFC3339)
-	client := c.joulie.JoulieV1alpha1().NodePowerProfiles()
-	if cur == nil {
-		obj := &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name,
-			Annotations: map[string]string{AnnotationLastTransition: stamp}}, Spec: p.Spec}
-		_, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
-		c.opts.Metrics.wrote("nodepowerprofile", err)
-		return err
-	}
-	if specEqual(cur.Spec, p.Spec) && cur.Annotations[AnnotationLastTransition] != "" &&
+	if cur != nil && specEqual(cur.Spec, p.Spec) && cur.Annotations[AnnotationLastTransition] != "" &&
 		!lastTransition(cur).Before(p.LastTransition.Truncate(time.Second)) {
 		return nil
 	}
-	upd := cur.DeepCopy()
-	upd.Spec = p.Spec
-	if upd.Annotations == nil {
-		upd.Annotations = map[string]string{}
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": joulie.SchemeGroupVersion.String(), "kind": "NodePowerProfile",
+		"metadata": map[string]any{"name": p.Name,
+			"annotations": map[string]string{AnnotationLastTransition: p.LastTransition.UTC().Format(time.RFC3339)}},
+		"spec": p.Spec,
+	})
+	if err != nil {
+		return err
 	}
-	upd.Annotations[AnnotationLastTransition] = stamp
-	_, err := client.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err = c.joulie.JoulieV1alpha1().NodePowerProfiles().Patch(ctx, p.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	c.opts.Metrics.wrote("nodepowerprofile", err)
 	return err
 }
+
+// force takes over fields another manager set (an admin's manual edit of
+// a profile the controller plans): the plan is the authority.
+var force = true
 
 func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *NodePlan) error {
 	profile, draining := string(p.Decision.Profile), strconv.FormatBool(p.Decision.Draining)
@@ -309,23 +311,33 @@ func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *Node
 	return err
 }
 
+// applyTwin publishes NodeTwin status by server-side apply on the status
+// subresource, creating the (status-only) object first when it is missing.
 func (c *Controller) applyTwin(ctx context.Context, p *NodePlan, now time.Time) error {
 	client := c.joulie.JoulieV1alpha1().NodeTwins()
 	cur, err := c.twins.Get(p.Name)
-	if apierrors.IsNotFound(err) {
-		cur, err = client.Create(ctx, &joulie.NodeTwin{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = client.Create(ctx, &joulie.NodeTwin{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}, metav1.CreateOptions{FieldManager: FieldManager})
 		c.opts.Metrics.wrote("nodetwin", err)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	case err != nil:
+		return err
+	case twinEqual(cur.Status, p.Twin) && now.Sub(cur.Status.LastUpdated.Time) < c.opts.TwinRefresh:
+		return nil
 	}
+	st := p.Twin
+	st.LastUpdated = metav1.NewTime(now)
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": joulie.SchemeGroupVersion.String(), "kind": "NodeTwin",
+		"metadata": map[string]any{"name": p.Name}, "status": st,
+	})
 	if err != nil {
 		return err
 	}
-	if twinEqual(cur.Status, p.Twin) && now.Sub(cur.Status.LastUpdated.Time) < c.opts.TwinRefresh {
-		return nil
-	}
-	upd := cur.DeepCopy()
-	upd.Status = p.Twin
-	upd.Status.LastUpdated = metav1.NewTime(now)
-	_, err = client.UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err = client.Patch(ctx, p.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}, "status")
 	c.opts.Metrics.wrote("nodetwin/status", err)
 	return err
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -31,6 +34,11 @@ type fixture struct {
 
 func newFixture(tb testing.TB, s Settings, now time.Time) *fixture {
 	f := &fixture{kube: kubefake.NewSimpleClientset(), jc: jfake.NewSimpleClientset()}
+	// The simple fake cannot server-side apply; the tests read the applied
+	// bodies from the recorded actions instead.
+	f.jc.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return a.(k8stesting.PatchAction).GetPatchType() == types.ApplyPatchType, nil, nil
+	})
 	f.kf = informers.NewSharedInformerFactory(f.kube, 0)
 	f.jf = externalversions.NewSharedInformerFactory(f.jc, 0)
 	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Settings: s, Now: func() time.Time { return now }})
@@ -83,6 +91,21 @@ func (f *fixture) settle(tb testing.TB, now time.Time) {
 	}
 }
 
+// applied decodes the server-side apply body sent for name.
+func applied(t *testing.T, actions []k8stesting.Action, resource, sub, name string, into any) {
+	t.Helper()
+	for _, a := range actions {
+		if pa, ok := a.(k8stesting.PatchAction); ok && pa.GetPatchType() == types.ApplyPatchType &&
+			pa.GetResource().Resource == resource && pa.GetSubresource() == sub && pa.GetName() == name {
+			if err := json.Unmarshal(pa.GetPatch(), into); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no apply of %s/%s %s", resource, sub, name)
+}
+
 func writes(actions ...[]k8stesting.Action) []string {
 	var out []string
 	for _, list := range actions {
@@ -114,15 +137,17 @@ func TestSyncWritesProfilesLabelsAndTwinsThenNothing(t *testing.T) {
 	if len(got) != 8 {
 		t.Fatalf("first reconcile wrote %v, want 8 writes", got)
 	}
-	b, err := f.jc.JoulieV1alpha1().NodePowerProfiles().Get(context.Background(), "gpu-b", metav1.GetOptions{})
-	if err != nil || b.Spec.Profile != joulie.ProfileEco || b.Annotations[AnnotationLastTransition] == "" {
-		t.Fatalf("gpu-b profile %+v, %v", b, err)
+	var b joulie.NodePowerProfile
+	applied(t, f.jc.Actions(), "nodepowerprofiles", "", "gpu-b", &b)
+	if b.Spec.Profile != joulie.ProfileEco || b.Annotations[AnnotationLastTransition] == "" || b.Kind != "NodePowerProfile" {
+		t.Fatalf("gpu-b profile applied as %+v", b)
 	}
 	n, _ := f.kube.CoreV1().Nodes().Get(context.Background(), "gpu-b", metav1.GetOptions{})
 	if n.Labels[joulie.LabelPowerProfile] != "eco" || n.Labels[joulie.LabelDraining] != "false" {
 		t.Errorf("gpu-b labels %v", n.Labels)
 	}
-	tw, _ := f.jc.JoulieV1alpha1().NodeTwins().Get(context.Background(), "gpu-b", metav1.GetOptions{})
+	var tw joulie.NodeTwin
+	applied(t, f.jc.Actions(), "nodetwins", "status", "gpu-b", &tw)
 	if tw.Status.SchedulableClass != joulie.ClassEco || tw.Status.LastUpdated.IsZero() {
 		t.Errorf("gpu-b twin %+v", tw.Status)
 	}
@@ -152,7 +177,7 @@ func TestTwinHeartbeatRewritesOnlyLastUpdated(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := writes(f.kube.Actions(), f.jc.Actions())
-	if len(got) != 1 || got[0] != "update nodetwins/status" {
+	if len(got) != 1 || got[0] != "patch nodetwins/status" {
 		t.Fatalf("heartbeat wrote %v, want one twin status update", got)
 	}
 }
