@@ -353,3 +353,27 @@ func TestScoreDoesNotAllocate(t *testing.T) {
 		t.Errorf("Score allocates %v times per call", n)
 	}
 }
+
+// BenchmarkScore5000 is the scoring part of one prioritize request over
+// 5,000 nodes.
+func BenchmarkScore5000(b *testing.B) {
+	p := defaultParams()
+	twins := make([]Twin, 5000)
+	for i := range twins {
+		twins[i] = *measured(joulie.ClassPerformance, 4000, float64(500+i%3000), float64(i%70), float64(i%41-20))
+	}
+	hw := powerest.Node{CPUTotalCores: 192, CPUMaxWatts: 720, GPUCount: 8, GPUMaxWattsPerGPU: 700}
+	pod := Pod{Demand: powerest.Demand{CPUCores: 16, GPUs: 2}}
+	var sink int64
+	for b.Loop() {
+		var s ClusterSum
+		for i := range twins {
+			s.Add(&twins[i], now, p.StalenessThreshold)
+		}
+		batch := p.Batch(pod, s.Cluster(), now)
+		for i := range twins {
+			sink += ExtenderPriority(batch.Score(&twins[i], hw), 10)
+		}
+	}
+	_ = sink
+}
