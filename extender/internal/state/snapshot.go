@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +45,17 @@ type Snapshot struct {
 	Synced bool
 	// Built is when the snapshot was assembled.
 	Built time.Time
+
+	// cluster memoizes Cluster: the aggregates change only when a twin
+	// turns stale, at a moment known in advance, so most requests reuse
+	// them instead of summing every twin again.
+	cluster atomic.Pointer[clusterMemo]
+}
+
+type clusterMemo struct {
+	threshold   time.Duration
+	from, until time.Time // valid for from <= now < until
+	c           scoring.Cluster
 }
 
 var emptySnapshot = &Snapshot{index: map[string]int32{}}
@@ -65,11 +77,24 @@ func (s *Snapshot) Nodes() []Node { return s.nodes }
 // Cluster sums up the aggregates a score depends on over every twin of the
 // snapshot, as they stand at now.
 func (s *Snapshot) Cluster(now time.Time, threshold time.Duration) scoring.Cluster {
-	var sum scoring.ClusterSum
-	for i := range s.twins {
-		sum.Add(&s.twins[i], now, threshold)
+	if m := s.cluster.Load(); m != nil && m.threshold == threshold && !now.Before(m.from) && now.Before(m.until) {
+		return m.c
 	}
-	return sum.Cluster()
+	var sum scoring.ClusterSum
+	// Until the first fresh twin turns stale, the sum stays the same.
+	until := time.Unix(math.MaxInt64/2, 0)
+	for i := range s.twins {
+		t := &s.twins[i]
+		sum.Add(t, now, threshold)
+		if !t.Stale(now, threshold) {
+			if expiry := t.LastUpdated.Add(threshold + time.Nanosecond); expiry.Before(until) {
+				until = expiry
+			}
+		}
+	}
+	c := sum.Cluster()
+	s.cluster.Store(&clusterMemo{threshold: threshold, from: now, until: until, c: c})
+	return c
 }
 
 // Build assembles a snapshot from the informers' objects. Nodes without a
