@@ -23,6 +23,9 @@ type Args struct {
 	// scheduler's nodeCacheCapable mode), even an empty list.
 	HasNodeNames bool
 	NodeNames    [][]byte
+	// rawNames are the names as the request spelled them, escapes and
+	// all: valid JSON string content, which the replies copy back as is.
+	rawNames [][]byte
 	// HasNodes is true when the request carried Nodes, even without
 	// items.
 	HasNodes bool
@@ -43,6 +46,8 @@ type Node struct {
 	Draining string
 	// Raw is the whole Node object as the scheduler sent it.
 	Raw []byte
+	// rawName is Name as the request spelled it.
+	rawName []byte
 }
 
 // Reset empties a, keeping its storage.
@@ -50,6 +55,7 @@ func (a *Args) Reset() {
 	a.Pod = nil
 	a.HasNodeNames = false
 	a.NodeNames = a.NodeNames[:0]
+	a.rawNames = a.rawNames[:0]
 	a.HasNodes = false
 	clear(a.Nodes) // drop references into the previous body
 	a.Nodes = a.Nodes[:0]
@@ -145,9 +151,11 @@ func (a *Args) decodePod(s *scanner) error {
 
 func (a *Args) decodeNodeNames(s *scanner) error {
 	a.NodeNames = a.NodeNames[:0]
+	a.rawNames = a.rawNames[:0]
 	ok, err := s.arrayLoop(func() error {
 		if s.consumeNull() {
 			a.NodeNames = append(a.NodeNames, nil)
+			a.rawNames = append(a.rawNames, nil)
 			return nil
 		}
 		raw, escaped, err := s.readString()
@@ -157,6 +165,7 @@ func (a *Args) decodeNodeNames(s *scanner) error {
 		var name []byte
 		name, a.arena = unquote(raw, escaped, a.arena)
 		a.NodeNames = append(a.NodeNames, name)
+		a.rawNames = append(a.rawNames, raw)
 		return nil
 	})
 	a.HasNodeNames = ok
@@ -227,6 +236,7 @@ func (a *Args) decodeNodeMeta(s *scanner, n *Node) error {
 				return err
 			}
 			n.Name, a.arena = unquote(raw, escaped, a.arena)
+			n.rawName = raw
 			return nil
 		case bytes.EqualFold(key, keyLabels):
 			if err := once(&seenLabels, s, key); err != nil {

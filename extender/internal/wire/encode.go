@@ -17,7 +17,7 @@ func AppendFilterResult(dst []byte, a *Args, reasons []string) []byte {
 	if a.HasNodeNames {
 		dst = append(dst, `{"NodeNames":[`...)
 		first := true
-		for i, name := range a.NodeNames {
+		for i := range a.NodeNames {
 			if reasons[i] != "" {
 				continue
 			}
@@ -25,7 +25,7 @@ func AppendFilterResult(dst []byte, a *Args, reasons []string) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendString(dst, name)
+			dst = appendRaw(dst, a.rawNames[i])
 		}
 		dst = append(dst, "]"...)
 	} else {
@@ -53,7 +53,7 @@ func AppendFilterResult(dst []byte, a *Args, reasons []string) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendString(dst, a.name(i))
+		dst = appendRaw(dst, a.rawName(i))
 		dst = append(dst, ':')
 		dst = appendText(dst, reason)
 	}
@@ -66,6 +66,23 @@ func (a *Args) name(i int) []byte {
 		return a.NodeNames[i]
 	}
 	return a.Nodes[i].Name
+}
+
+// rawName is the i-th name as the request spelled it.
+func (a *Args) rawName(i int) []byte {
+	if a.HasNodeNames {
+		return a.rawNames[i]
+	}
+	return a.Nodes[i].rawName
+}
+
+// appendRaw appends a string whose content is already valid JSON: a name
+// as the request spelled it. Copying it back, rather than escaping the
+// decoded name again, gives the scheduler exactly the string it sent.
+func appendRaw(dst, raw []byte) []byte {
+	dst = append(dst, '"')
+	dst = append(dst, raw...)
+	return append(dst, '"')
 }
 
 // Len is the number of candidate nodes.
@@ -88,7 +105,7 @@ func AppendHostPriorities(dst []byte, a *Args, scores []int64) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"Host":`...)
-		dst = appendString(dst, a.name(i))
+		dst = appendRaw(dst, a.rawName(i))
 		dst = append(dst, `,"Score":`...)
 		dst = strconv.AppendInt(dst, score, 10)
 		dst = append(dst, '}')

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"unicode/utf16"
@@ -101,9 +102,13 @@ func (s *scanner) expect(c byte) error {
 }
 
 // strStop marks the bytes that end the fast run of a string: the quote,
-// the backslash and the control characters JSON forbids unescaped.
+// the backslash, the control characters JSON forbids unescaped, and the
+// bytes of multi-byte UTF-8, which only need noting.
 var strStop = func() (t [256]bool) {
 	for c := range 0x20 {
+		t[c] = true
+	}
+	for c := 0x80; c < 0x100; c++ {
 		t[c] = true
 	}
 	t['"'] = true
@@ -112,8 +117,9 @@ var strStop = func() (t [256]bool) {
 }()
 
 // readString reads a string at pos and returns its raw content between the
-// quotes, validated, and whether it holds escapes (then unquote it).
-func (s *scanner) readString() (raw []byte, escaped bool, err error) {
+// quotes, validated. special is true when the content holds escapes or
+// non-ASCII bytes: only then does unquote have work to do.
+func (s *scanner) readString() (raw []byte, special bool, err error) {
 	if s.peek() != '"' {
 		return nil, false, s.errUnexpected("a string")
 	}
@@ -132,9 +138,12 @@ func (s *scanner) readString() (raw []byte, escaped bool, err error) {
 		switch c := data[i]; {
 		case c == '"':
 			s.pos = i + 1
-			return data[start:i], escaped, nil
+			return data[start:i], special, nil
+		case c >= utf8.RuneSelf:
+			special = true
+			i++
 		case c == '\\':
-			escaped = true
+			special = true
 			if i+1 >= len(data) {
 				s.pos = i + 1
 				return nil, false, s.errorf("unexpected end of input in a string escape")
@@ -180,9 +189,9 @@ func hexVal(c byte) rune {
 // unquote appends the text of a validated raw string to dst, resolving
 // escapes as encoding/json does: invalid UTF-8 and lone surrogates become
 // U+FFFD. Raw strings without escapes that are valid UTF-8 are returned as
-// they are, without copying.
-func unquote(raw []byte, escaped bool, dst []byte) (text, newDst []byte) {
-	if !escaped && utf8.Valid(raw) {
+// they are, without copying; special is readString's hint.
+func unquote(raw []byte, special bool, dst []byte) (text, newDst []byte) {
+	if !special || (bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw)) {
 		return raw, dst
 	}
 	start := len(dst)
