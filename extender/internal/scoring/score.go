@@ -226,18 +226,30 @@ func (p *Params) Batch(pod Pod, c Cluster, now time.Time) Batch {
 
 // Score is the node's score, 0..100.
 func (b *Batch) Score(twin *Twin, hw powerest.Node) float64 {
-	return b.Explain(twin, hw).Total
+	var r Breakdown
+	b.explain(twin, hw, &r)
+	return r.Total
 }
 
 // Explain is the node's score term by term.
 func (b *Batch) Explain(twin *Twin, hw powerest.Node) Breakdown {
+	var r Breakdown
+	b.explain(twin, hw, &r)
+	return r
+}
+
+// explain fills r, which must be zero. Filling the caller's value instead
+// of returning one spares Score, run for every node of every request, a
+// copy of the whole breakdown.
+func (b *Batch) explain(twin *Twin, hw powerest.Node, r *Breakdown) {
 	if twin == nil {
-		return Breakdown{Neutral: true, Total: NeutralScore}
+		r.Neutral, r.Total = true, NeutralScore
+		return
 	}
 	if twin.LastUpdated.IsZero() || twin.LastUpdated.Before(b.cutoff) {
-		return Breakdown{Neutral: true, Stale: true, Total: NeutralScore}
+		r.Neutral, r.Stale, r.Total = true, true, NeutralScore
+		return
 	}
-	var r Breakdown
 	if twin.hasBudget() {
 		pue := 1.0
 		if b.p.FacilityMetrics {
@@ -262,7 +274,6 @@ func (b *Batch) Explain(twin *Twin, hw powerest.Node) Breakdown {
 		}
 	}
 	r.Total = clamp(r.HeadroomTerm+r.CoolingTerm+r.TrendBonus+r.ProfileBonus+r.PressureRelief, 0, 100)
-	return r
 }
 
 // BaseScore is the node's score before anything that depends on the pod:
