@@ -124,7 +124,8 @@ func BenchmarkHTTPFilterByName5000(b *testing.B) {
 	benchHTTP(b, "/filter", byName)
 }
 
-// The filter hands the kept Nodes back: about 16 MB of reply here.
+// The filter hands the kept Nodes back: for the standard pod here, all
+// 24 MB of them.
 func BenchmarkHTTPFilterFullNodes5000(b *testing.B) {
 	_, withNodes := benchBodies()
 	benchHTTP(b, "/filter", withNodes)
