@@ -1,0 +1,65 @@
+package scoring
+
+import (
+	"testing"
+	"time"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// The filter rows of the design's summary table, and the label fallback
+// and unknown-node rule around them.
+func TestFilter(t *testing.T) {
+	twin := func(class joulie.SchedulableClass) *Twin { return &Twin{Class: class, LastUpdated: now} }
+	staleEco := &Twin{Class: joulie.ClassEco, LastUpdated: now.Add(-time.Hour)}
+	eco := Labels{Profile: "eco"}
+	perfLabel := Labels{Profile: "performance"}
+	draining := Labels{Profile: "performance", Draining: "true"}
+
+	tests := []struct {
+		name        string
+		performance bool
+		twin        *Twin
+		labels      Labels
+		want        Verdict
+	}{
+		{"performance pod, eco twin: rejected", true, twin(joulie.ClassEco), Labels{}, RejectTwinEco},
+		{"performance pod, draining twin: rejected", true, twin(joulie.ClassDraining), Labels{}, RejectTwinDraining},
+		{"performance pod, performance twin: admitted", true, twin(joulie.ClassPerformance), Labels{}, Admit},
+		{"twin class wins over an eco label", true, twin(joulie.ClassPerformance), eco, Admit},
+		{"twin class wins over a performance label", true, twin(joulie.ClassEco), perfLabel, RejectTwinEco},
+		{"stale eco twin still rejects", true, staleEco, Labels{}, RejectTwinEco},
+		{"no twin, eco label: rejected by the fallback", true, nil, eco, RejectLabelEco},
+		{"twin without class, eco label: rejected by the fallback", true, &Twin{LastUpdated: now}, eco, RejectLabelEco},
+		{"no twin, draining label: rejected by the fallback", true, nil, draining, RejectLabelDraining},
+		{"no twin, draining=false: admitted", true, nil, Labels{Profile: "performance", Draining: "false"}, Admit},
+		{"no twin, performance label: admitted", true, nil, perfLabel, Admit},
+		{"unknown node, performance pod: admitted", true, nil, Labels{}, Admit},
+		{"unknown node, standard pod: admitted", false, nil, Labels{}, Admit},
+		{"standard pod, eco twin: admitted", false, twin(joulie.ClassEco), Labels{}, Admit},
+		{"standard pod, draining twin: admitted", false, twin(joulie.ClassDraining), Labels{}, Admit},
+		{"standard pod, eco label: admitted", false, nil, eco, Admit},
+		{"label values are case-sensitive", true, nil, Labels{Profile: "Eco", Draining: "True"}, Admit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Filter(tt.performance, tt.twin, tt.labels)
+			if got != tt.want {
+				t.Errorf("Filter = %v, want %v", got, tt.want)
+			}
+			if (got == Admit) != (got.Reason() == "") {
+				t.Errorf("verdict %v has reason %q", got, got.Reason())
+			}
+		})
+	}
+}
+
+func TestEveryRejectionHasAReasonAndName(t *testing.T) {
+	seen := map[string]bool{}
+	for _, v := range Verdicts {
+		if v.Reason() == "" || v.String() == "unknown" || seen[v.String()] {
+			t.Errorf("verdict %d: reason %q, name %q", v, v.Reason(), v.String())
+		}
+		seen[v.String()] = true
+	}
+}

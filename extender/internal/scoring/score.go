@@ -1,0 +1,316 @@
+package scoring
+
+import (
+	"math"
+	"time"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/powerest"
+)
+
+// Weights and limits of the design's formula.
+const (
+	// NeutralScore is what a node without a usable twin scores: it neither
+	// attracts nor repels pods, so stale data cannot steer placement.
+	NeutralScore = 50.0
+
+	headroomWeight = 0.7
+	coolingWeight  = 0.15
+	// trendLimit bounds the trend bonus (SPEC.md: ±25 points).
+	trendLimit = 25.0
+	// burstTrendWPerMin is the summed cluster trend beyond which the
+	// cluster counts as in a burst.
+	burstTrendWPerMin = 500.0
+	burstTrendScale   = 2.0
+	steadyTrendScale  = 6.0
+	// ecoProfileBonus steers standard pods toward eco nodes.
+	ecoProfileBonus = 10.0
+	// pressureWeight turns performance-node congestion (0..100) into a
+	// penalty of up to 30 points for standard pods on performance nodes.
+	pressureWeight = 0.3
+)
+
+// Twin is the part of a NodeTwin's status the extender uses. Scores run
+// from 0 to 100, power is in watts.
+type Twin struct {
+	Class joulie.SchedulableClass
+	// PredictedHeadroom is predictedPowerHeadroomScore, the fallback for
+	// headroom when there is no power measurement.
+	PredictedHeadroom float64
+	// CoolingStress is predictedCoolingStressScore.
+	CoolingStress float64
+	// PUE is estimatedPUE; 0 when the twin has none.
+	PUE float64
+	// Measured is true when the twin carries a powerMeasurement block; the
+	// four fields below are only meaningful then.
+	Measured     bool
+	MeasuredW    float64
+	CappedW      float64
+	TdpW         float64
+	TrendWPerMin float64
+	// LastUpdated is when the controller computed the twin; zero when it
+	// never said.
+	LastUpdated time.Time
+}
+
+// Stale reports whether the twin is too old to score by: older than
+// threshold, or without a timestamp at all. A timestamp in the future
+// (clock skew between controller and extender) counts as fresh.
+func (t *Twin) Stale(now time.Time, threshold time.Duration) bool {
+	return t.LastUpdated.IsZero() || t.LastUpdated.Before(now.Add(-threshold))
+}
+
+// hasBudget reports whether headroom can be projected from measured power:
+// a measurement with a positive budget to divide by.
+func (t *Twin) hasBudget() bool {
+	return t.Measured && t.CappedW > 0 && !math.IsInf(t.CappedW, 1)
+}
+
+// Headroom is the node's headroom before any new pod, 0..100: what is left
+// of its power budget by measurement, or the twin's predicted headroom
+// when nothing is measured. It is what performance-node congestion is
+// measured by, so that a busy performance node counts as busy even though
+// the twin's cap-based prediction for it stays high.
+func (t *Twin) Headroom() float64 {
+	if t.hasBudget() {
+		return clamp((t.CappedW-t.MeasuredW)/t.CappedW*100, 0, 100)
+	}
+	return clamp(t.PredictedHeadroom, 0, 100)
+}
+
+// Params are the operator's settings that shape the score.
+type Params struct {
+	Coefficients powerest.Coefficients
+	// FacilityMetrics turns on PUE weighting of marginal power
+	// (ENABLE_FACILITY_METRICS).
+	FacilityMetrics bool
+	// StalenessThreshold is the age beyond which a twin scores neutral
+	// (TWIN_STALENESS_THRESHOLD).
+	StalenessThreshold time.Duration
+}
+
+// Pod is what the score needs to know about the pod being placed.
+type Pod struct {
+	// Performance is true for performance pods (workload.Classify); every
+	// other pod is standard here.
+	Performance bool
+	Demand      powerest.Demand
+}
+
+// Cluster holds the aggregates over all nodes that each node's score
+// depends on. Compute it once per scheduling request with ClusterSum.
+type Cluster struct {
+	// TrendWPerMin is the sum of the fresh twins' power trends.
+	TrendWPerMin float64
+	// PerfPressure is the mean congestion, 100 − headroom, of the fresh
+	// performance nodes; 0 when there are none.
+	PerfPressure float64
+}
+
+// ClusterSum accumulates Cluster over a set of twins without allocating.
+// Stale twins are left out, as they are from scoring: old trends and old
+// congestion say nothing about the cluster now.
+type ClusterSum struct {
+	trend     float64
+	congested float64
+	perfNodes int
+}
+
+// Add counts one twin.
+func (s *ClusterSum) Add(t *Twin, now time.Time, threshold time.Duration) {
+	if t == nil || t.Stale(now, threshold) {
+		return
+	}
+	if t.Measured && finite(t.TrendWPerMin) {
+		s.trend += t.TrendWPerMin
+	}
+	if t.Class == joulie.ClassPerformance {
+		s.congested += 100 - t.Headroom()
+		s.perfNodes++
+	}
+}
+
+// Cluster returns the aggregates of the twins added so far.
+func (s *ClusterSum) Cluster() Cluster {
+	c := Cluster{TrendWPerMin: s.trend}
+	if s.perfNodes > 0 {
+		c.PerfPressure = s.congested / float64(s.perfNodes)
+	}
+	return c
+}
+
+// TrendScale is the divisor of a node's trend: 2 during a cluster-wide
+// burst (|clusterTrend| > 500 W/min), 6 otherwise.
+func TrendScale(clusterTrendWPerMin float64) float64 {
+	if math.Abs(clusterTrendWPerMin) > burstTrendWPerMin {
+		return burstTrendScale
+	}
+	return steadyTrendScale
+}
+
+// TrendBonus rewards a node whose power is falling and penalizes one whose
+// power is rising, within ±25 points.
+func TrendBonus(nodeTrendWPerMin, clusterTrendWPerMin float64) float64 {
+	return trendBonus(nodeTrendWPerMin, TrendScale(clusterTrendWPerMin))
+}
+
+func trendBonus(nodeTrendWPerMin, scale float64) float64 {
+	if !finite(nodeTrendWPerMin) {
+		return 0
+	}
+	b := -clamp(nodeTrendWPerMin/scale, -trendLimit, trendLimit)
+	if b == 0 {
+		return 0 // not −0, which reports would show as "-0"
+	}
+	return b
+}
+
+// Breakdown is a node's score for a pod, term by term, for tests and for
+// /debug/scoring.
+type Breakdown struct {
+	// Neutral is true when the node scored NeutralScore for lack of a
+	// fresh twin; Stale says whether a twin was there but too old.
+	Neutral bool
+	Stale   bool
+	// MarginalW is the power the pod is expected to add, PUE-weighted.
+	MarginalW float64
+	// Headroom is the projected headroom after placing the pod; it may be
+	// negative.
+	Headroom       float64
+	HeadroomTerm   float64
+	CoolingTerm    float64
+	TrendBonus     float64
+	ProfileBonus   float64
+	PressureRelief float64
+	// Total is the sum of the terms clamped to 0..100.
+	Total float64
+}
+
+// Score returns the node's score for the pod, 0..100. twin is nil when
+// the node has no NodeTwin; hw is the node's hardware, zero when unknown
+// (the pod then adds no marginal power). To score many nodes for one pod,
+// make a Batch once instead.
+func (p *Params) Score(pod Pod, c Cluster, twin *Twin, hw powerest.Node, now time.Time) float64 {
+	b := p.Batch(pod, c, now)
+	return b.Score(twin, hw)
+}
+
+// Explain is Score with every term shown.
+func (p *Params) Explain(pod Pod, c Cluster, twin *Twin, hw powerest.Node, now time.Time) Breakdown {
+	b := p.Batch(pod, c, now)
+	return b.Explain(twin, hw)
+}
+
+// Batch scores nodes for one pod at one moment. What is the same for
+// every node (the staleness cutoff, the trend scale, the pressure relief)
+// is worked out once, since a request may score thousands of nodes.
+type Batch struct {
+	p          *Params
+	pod        Pod
+	cutoff     time.Time // twins last updated before it are stale
+	trendScale float64
+	relief     float64 // for a standard pod on a performance node
+}
+
+// Batch prepares the scoring of nodes for pod, with cluster aggregates c,
+// at now.
+func (p *Params) Batch(pod Pod, c Cluster, now time.Time) Batch {
+	return Batch{
+		p:          p,
+		pod:        pod,
+		cutoff:     now.Add(-p.StalenessThreshold),
+		trendScale: TrendScale(c.TrendWPerMin),
+		relief:     -clamp(c.PerfPressure, 0, 100) * pressureWeight,
+	}
+}
+
+// Score is the node's score, 0..100.
+func (b *Batch) Score(twin *Twin, hw powerest.Node) float64 {
+	var r Breakdown
+	b.explain(twin, hw, &r)
+	return r.Total
+}
+
+// Explain is the node's score term by term.
+func (b *Batch) Explain(twin *Twin, hw powerest.Node) Breakdown {
+	var r Breakdown
+	b.explain(twin, hw, &r)
+	return r
+}
+
+// explain fills r, which must be zero. Filling the caller's value instead
+// of returning one spares Score, run for every node of every request, a
+// copy of the whole breakdown.
+func (b *Batch) explain(twin *Twin, hw powerest.Node, r *Breakdown) {
+	if twin == nil {
+		r.Neutral, r.Total = true, NeutralScore
+		return
+	}
+	if twin.LastUpdated.IsZero() || twin.LastUpdated.Before(b.cutoff) {
+		r.Neutral, r.Stale, r.Total = true, true, NeutralScore
+		return
+	}
+	if twin.hasBudget() {
+		pue := 1.0
+		if b.p.FacilityMetrics {
+			pue = twin.PUE
+		}
+		r.MarginalW = b.p.Coefficients.Estimate(b.pod.Demand, hw, b.pod.Performance, pue).TotalWatts
+		r.Headroom = (twin.CappedW - (twin.MeasuredW + r.MarginalW)) / twin.CappedW * 100
+	} else {
+		r.Headroom = twin.PredictedHeadroom
+	}
+	r.HeadroomTerm = r.Headroom * headroomWeight
+	r.CoolingTerm = (100 - twin.CoolingStress) * coolingWeight
+	if twin.Measured {
+		r.TrendBonus = trendBonus(twin.TrendWPerMin, b.trendScale)
+	}
+	if !b.pod.Performance {
+		switch twin.Class {
+		case joulie.ClassEco:
+			r.ProfileBonus = ecoProfileBonus
+		case joulie.ClassPerformance:
+			r.PressureRelief = b.relief
+		}
+	}
+	r.Total = clamp(r.HeadroomTerm+r.CoolingTerm+r.TrendBonus+r.ProfileBonus+r.PressureRelief, 0, 100)
+}
+
+// BaseScore is the node's score before anything that depends on the pod:
+// headroom with no pod added, cooling and trend; NeutralScore without a
+// fresh twin. /debug/scoring shows it so an operator can rank nodes
+// without a scheduling event.
+func (p *Params) BaseScore(c Cluster, twin *Twin, now time.Time) float64 {
+	// A performance pod that requests nothing gets neither the profile
+	// bonus nor the pressure relief, nor any marginal power: exactly the
+	// node's own part of the formula.
+	return p.Score(Pod{Performance: true}, c, twin, powerest.Node{}, now)
+}
+
+// ExtenderPriority scales a 0..100 score to the extender protocol's
+// 0..MaxExtenderPriority (10), rounding to the nearest step, so that the
+// scheduler's weighting treats Joulie like any extender.
+func ExtenderPriority(score float64, maxPriority int64) int64 {
+	if score != score { // NaN
+		score = NeutralScore
+	}
+	// Non-negative, so adding a half and truncating rounds half up, as
+	// math.Round would, at a fraction of its cost.
+	return int64(clamp(score, 0, 100)*float64(maxPriority)/100 + 0.5)
+}
+
+// clamp bounds x to [lo, hi]; NaN becomes lo so that a broken input can
+// only lower a node's score.
+func clamp(x, lo, hi float64) float64 {
+	if !(x >= lo) { // also true for NaN
+		return lo
+	}
+	if x > hi {
+		return hi
+	}
+	return x
+}
+
+// finite reports whether x is neither NaN nor infinite: x − x is 0 for
+// every finite x and NaN otherwise.
+func finite(x float64) bool { return x-x == 0 }

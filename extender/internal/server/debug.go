@@ -1,0 +1,127 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"joulie.io/joulie/extender/internal/scoring"
+	"joulie.io/joulie/pkg/powerest"
+)
+
+// debugScoring is the body of GET /debug/scoring: the design's shape
+// (coefficients and one entry per node), plus the cluster aggregates every
+// score of the moment shares.
+type debugScoring struct {
+	Coefficients        powerest.Coefficients `json:"coefficients"`
+	FacilityMetrics     bool                  `json:"facilityMetrics"`
+	StalenessThreshold  string                `json:"stalenessThreshold"`
+	Synced              bool                  `json:"synced"`
+	ClusterTrendWPerMin float64               `json:"clusterTrendWPerMin"`
+	TrendScale          float64               `json:"trendScale"`
+	PerfPressure        float64               `json:"perfPressure"`
+	Nodes               []debugNode           `json:"nodes"`
+}
+
+// debugNode is one node. headroom is the node's headroom before any pod
+// (measured when possible, else predicted); baseScore its score before
+// anything pod-specific: headroom, cooling and trend, or 50 without a
+// fresh twin.
+type debugNode struct {
+	NodeName          string   `json:"nodeName"`
+	SchedulableClass  string   `json:"schedulableClass"`
+	Headroom          float64  `json:"headroom"`
+	CoolingStress     float64  `json:"coolingStress"`
+	MeasuredPowerW    float64  `json:"measuredPowerW"`
+	CappedPowerW      float64  `json:"cappedPowerW"`
+	NodeTdpW          float64  `json:"nodeTdpW"`
+	PowerTrendWPerMin float64  `json:"powerTrendWPerMin"`
+	BaseScore         float64  `json:"baseScore"`
+	CPUTotalCores     float64  `json:"cpuTotalCores"`
+	CPUMaxWattsTotal  float64  `json:"cpuMaxWattsTotal"`
+	GPUCount          float64  `json:"gpuCount"`
+	GPUMaxWattsPerGPU float64  `json:"gpuMaxWattsPerGpu"`
+	HasGPU            bool     `json:"hasGpu"`
+	Stale             bool     `json:"stale"`
+	HasTwin           bool     `json:"hasTwin"`
+	EstimatedPUE      *float64 `json:"estimatedPUE,omitempty"`
+	LastUpdated       string   `json:"lastUpdated,omitempty"`
+	PowerProfileLabel string   `json:"powerProfileLabel,omitempty"`
+	DrainingLabel     string   `json:"drainingLabel,omitempty"`
+}
+
+func (s *Server) debugScoring(w http.ResponseWriter, _ *http.Request) {
+	snap := s.snapshot()
+	now := s.now()
+	p := &s.opts.Params
+	c := snap.Cluster(now, p.StalenessThreshold)
+	out := debugScoring{
+		Coefficients:        p.Coefficients,
+		FacilityMetrics:     p.FacilityMetrics,
+		StalenessThreshold:  p.StalenessThreshold.String(),
+		Synced:              snap.Synced,
+		ClusterTrendWPerMin: c.TrendWPerMin,
+		TrendScale:          scoring.TrendScale(c.TrendWPerMin),
+		PerfPressure:        c.PerfPressure,
+		Nodes:               make([]debugNode, 0, len(snap.Nodes())),
+	}
+	for _, n := range snap.Nodes() {
+		d := debugNode{
+			NodeName:          n.Name,
+			BaseScore:         p.BaseScore(c, n.Twin, now),
+			CPUTotalCores:     n.Hardware.CPUTotalCores,
+			CPUMaxWattsTotal:  n.Hardware.CPUMaxWatts,
+			GPUCount:          n.Hardware.GPUCount,
+			GPUMaxWattsPerGPU: n.Hardware.GPUMaxWattsPerGPU,
+			HasGPU:            n.Hardware.GPUCount > 0,
+			PowerProfileLabel: n.Labels.Profile,
+			DrainingLabel:     n.Labels.Draining,
+		}
+		if t := n.Twin; t != nil {
+			d.HasTwin = true
+			d.SchedulableClass = string(t.Class)
+			d.Headroom = t.Headroom()
+			d.CoolingStress = t.CoolingStress
+			d.MeasuredPowerW = t.MeasuredW
+			d.CappedPowerW = t.CappedW
+			d.NodeTdpW = t.TdpW
+			d.PowerTrendWPerMin = t.TrendWPerMin
+			d.Stale = t.Stale(now, p.StalenessThreshold)
+			if t.PUE > 0 {
+				d.EstimatedPUE = &t.PUE
+			}
+			if !t.LastUpdated.IsZero() {
+				d.LastUpdated = t.LastUpdated.UTC().Format(time.RFC3339)
+			}
+		}
+		out.Nodes = append(out.Nodes, d)
+	}
+	body, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, append(body, '\n'))
+}
+
+// healthz answers 200 once the cache has synced and 503 before: until
+// then the extender would score every node a neutral 50 for want of data,
+// which a readiness probe should keep away from the scheduler. The
+// process itself is alive either way.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	snap := s.snapshot()
+	status := struct {
+		Status string `json:"status"`
+		Synced bool   `json:"synced"`
+		Nodes  int    `json:"nodes"`
+	}{Status: "ok", Synced: snap.Synced, Nodes: len(snap.Nodes())}
+	code := http.StatusOK
+	if !snap.Synced {
+		status.Status = "syncing"
+		code = http.StatusServiceUnavailable
+	}
+	body, _ := json.Marshal(status)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(body, '\n'))
+}

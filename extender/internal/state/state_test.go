@@ -1,0 +1,224 @@
+package state
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/utils/ptr"
+
+	"joulie.io/joulie/extender/internal/scoring"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	joulieclient "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
+	"joulie.io/joulie/pkg/powerest"
+)
+
+var updated = metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+
+func twin(name string, class joulie.SchedulableClass, measuredW float64) *joulie.NodeTwin {
+	return &joulie.NodeTwin{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: joulie.NodeTwinStatus{
+			SchedulableClass: class, PredictedPowerHeadroomScore: 70, PredictedCoolingStressScore: 20,
+			EstimatedPUE: ptr.To(1.3),
+			PowerMeasurement: &joulie.PowerMeasurement{
+				Source: joulie.SourceAgent, MeasuredNodePowerW: measuredW, NodeCappedPowerW: 1000, NodeTdpW: 1400, PowerTrendWPerMin: -5,
+			},
+			LastUpdated: updated,
+		},
+	}
+}
+
+func hardware(name string) *joulie.NodeHardware {
+	return &joulie.NodeHardware{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: joulie.NodeHardwareStatus{
+			CPU: joulie.CPUHardware{Sockets: 2, CoresPerSocket: 64, TotalCores: 128, CapRange: &joulie.PowerRange{MaxWatts: 350}},
+			GPU: &joulie.GPUHardware{Count: 8, CapRange: &joulie.PowerRange{MaxWatts: 400}},
+		},
+	}
+}
+
+func nodeMeta(name string, labels map[string]string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+	}
+}
+
+func TestBuild(t *testing.T) {
+	s := Build(
+		[]*joulie.NodeTwin{twin("b", joulie.ClassEco, 300), twin("a", joulie.ClassPerformance, 500)},
+		[]*joulie.NodeHardware{hardware("a"), hardware("c")},
+		[]*metav1.PartialObjectMetadata{
+			nodeMeta("a", map[string]string{joulie.LabelPowerProfile: "performance"}),
+			nodeMeta("d", map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "true"}),
+			nodeMeta("plain", map[string]string{"kubernetes.io/os": "linux"}),
+		},
+		true, updated.Time)
+
+	var names []string
+	for _, n := range s.Nodes() {
+		names = append(names, n.Name)
+	}
+	if got := len(names); got != 4 || names[0] != "a" || names[1] != "b" || names[2] != "c" || names[3] != "d" {
+		t.Fatalf("nodes %v, want a b c d (sorted, without the node Joulie knows nothing of)", names)
+	}
+	if s.Lookup([]byte("plain")) != nil || s.Lookup([]byte("zzz")) != nil {
+		t.Error("lookup of unknown nodes found something")
+	}
+	a := s.Lookup([]byte("a"))
+	if a.Twin == nil || a.Twin.Class != joulie.ClassPerformance || a.Twin.MeasuredW != 500 || !a.HasHardware || a.Labels.Profile != "performance" {
+		t.Errorf("node a: %+v twin %+v", a, a.Twin)
+	}
+	if b := s.Lookup([]byte("b")); b.Twin == nil || b.Twin.Class != joulie.ClassEco || b.HasHardware {
+		t.Errorf("node b: %+v", b)
+	}
+	if c := s.Lookup([]byte("c")); c.Twin != nil || !c.HasHardware {
+		t.Errorf("node c: %+v", c)
+	}
+	if d := s.Lookup([]byte("d")); d.Twin != nil || d.Labels != (scoring.Labels{Profile: "eco", Draining: "true"}) {
+		t.Errorf("node d: %+v", d)
+	}
+	// Performance node a: headroom 50, congestion 50; trends −5 each.
+	c := s.Cluster(updated.Time.Add(time.Minute), 5*time.Minute)
+	if c.PerfPressure != 50 || c.TrendWPerMin != -10 {
+		t.Errorf("cluster %+v, want pressure 50 and trend −10", c)
+	}
+	if c := s.Cluster(updated.Time.Add(time.Hour), 5*time.Minute); c != (scoring.Cluster{}) {
+		t.Errorf("cluster of stale twins %+v, want zero", c)
+	}
+}
+
+func TestTwinOf(t *testing.T) {
+	got := TwinOf(&twin("a", joulie.ClassEco, 420).Status)
+	want := scoring.Twin{
+		Class: joulie.ClassEco, PredictedHeadroom: 70, CoolingStress: 20, PUE: 1.3,
+		Measured: true, MeasuredW: 420, CappedW: 1000, TdpW: 1400, TrendWPerMin: -5, LastUpdated: updated.Time,
+	}
+	if got != want {
+		t.Errorf("TwinOf = %+v\nwant %+v", got, want)
+	}
+	bare := TwinOf(&joulie.NodeTwinStatus{SchedulableClass: joulie.ClassPerformance})
+	if bare.Measured || bare.PUE != 0 || !bare.LastUpdated.IsZero() {
+		t.Errorf("twin without measurement, PUE or time: %+v", bare)
+	}
+}
+
+func TestHardwareOf(t *testing.T) {
+	tests := []struct {
+		name string
+		st   joulie.NodeHardwareStatus
+		want powerest.Node
+	}{
+		{"node-wide range times sockets", hardware("x").Status,
+			powerest.Node{CPUTotalCores: 128, CPUMaxWatts: 700, GPUCount: 8, GPUMaxWattsPerGPU: 400}},
+		{"per-package ranges add up", joulie.NodeHardwareStatus{CPU: joulie.CPUHardware{
+			Sockets: 2, CoresPerSocket: 32, CapRange: &joulie.PowerRange{MaxWatts: 200},
+			Packages: []joulie.CPUPackage{{ID: 0, CapRange: &joulie.PowerRange{MaxWatts: 250}}, {ID: 1, CapRange: &joulie.PowerRange{MaxWatts: 240}}},
+		}}, powerest.Node{CPUTotalCores: 64, CPUMaxWatts: 490}},
+		{"GPU range from the devices", joulie.NodeHardwareStatus{GPU: &joulie.GPUHardware{
+			Count: 2, Devices: []joulie.GPUDevice{{Index: 0, CapRange: &joulie.PowerRange{MaxWatts: 300}}, {Index: 1, CapRange: &joulie.PowerRange{MaxWatts: 350}}},
+		}}, powerest.Node{GPUCount: 2, GPUMaxWattsPerGPU: 350}},
+		{"no sockets reported counts one", joulie.NodeHardwareStatus{CPU: joulie.CPUHardware{TotalCores: 8, CapRange: &joulie.PowerRange{MaxWatts: 65}}},
+			powerest.Node{CPUTotalCores: 8, CPUMaxWatts: 65}},
+		{"nothing discovered", joulie.NodeHardwareStatus{}, powerest.Node{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := HardwareOf(&tt.st); got != tt.want {
+				t.Errorf("HardwareOf = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEmptySnapshotBeforeSync(t *testing.T) {
+	c := New(joulieclient.NewClientset(), metadatafake.NewSimpleMetadataClient(runtime.NewScheme()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := c.Snapshot()
+	if s == nil || s.Synced || len(s.Nodes()) != 0 || s.Lookup([]byte("a")) != nil {
+		t.Errorf("snapshot before Run: %+v", s)
+	}
+}
+
+// The cache follows the watch: a twin created after the first sync shows
+// up in a later snapshot, and a changed Joulie label too, without any
+// list per read.
+func TestCacheFollowsTheWatch(t *testing.T) {
+	jc := joulieclient.NewClientset(twin("a", joulie.ClassPerformance, 100), hardware("a"))
+	scheme := metadatafake.NewTestScheme()
+	metav1.AddMetaToScheme(scheme)
+	mc := metadatafake.NewSimpleMetadataClient(scheme, nodeMeta("a", nil), nodeMeta("b", map[string]string{joulie.LabelPowerProfile: "performance"}))
+	c := New(jc, mc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c.coalesce = 10 * time.Millisecond
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { c.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	waitFor(t, c, "first sync", func(s *Snapshot) bool { return s.Synced && s.Lookup([]byte("a")) != nil })
+	if b := c.Snapshot().Lookup([]byte("b")); b == nil || b.Labels.Profile != "performance" {
+		t.Fatalf("node b after sync: %+v", b)
+	}
+
+	if _, err := jc.JoulieV1alpha1().NodeTwins().Create(ctx, twin("b", joulie.ClassEco, 50), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "twin b", func(s *Snapshot) bool {
+		n := s.Lookup([]byte("b"))
+		return n != nil && n.Twin != nil && n.Twin.Class == joulie.ClassEco
+	})
+
+	if err := mc.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), nodeMeta("b", map[string]string{joulie.LabelPowerProfile: "eco"}), ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "label change on b", func(s *Snapshot) bool { return s.Lookup([]byte("b")).Labels.Profile == "eco" })
+
+	if err := jc.JoulieV1alpha1().NodeTwins().Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "twin a gone", func(s *Snapshot) bool { n := s.Lookup([]byte("a")); return n != nil && n.Twin == nil && n.HasHardware })
+}
+
+func waitFor(t *testing.T, c *Cache, what string, cond func(*Snapshot) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond(c.Snapshot()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The memoized aggregates change exactly when a twin turns stale.
+func TestClusterMemoExpiresWithTheFirstStaleTwin(t *testing.T) {
+	young := twin("young", joulie.ClassPerformance, 900) // headroom 10: congestion 90
+	young.Status.LastUpdated = metav1.NewTime(updated.Add(2 * time.Minute))
+	s := Build([]*joulie.NodeTwin{twin("old", joulie.ClassPerformance, 500), young}, nil, nil, true, updated.Time)
+	const threshold = 5 * time.Minute
+	for _, tc := range []struct {
+		at       time.Duration // after the old twin's update
+		pressure float64
+	}{
+		{time.Minute, 70},                 // both fresh: (50 + 90) / 2
+		{4 * time.Minute, 70},             // memoized
+		{5 * time.Minute, 70},             // old twin exactly at the threshold: still fresh
+		{5*time.Minute + time.Second, 90}, // old twin stale
+		{7 * time.Minute, 90},
+		{8 * time.Minute, 0}, // both stale
+		{time.Minute, 70},    // the clock went back: recomputed
+	} {
+		if c := s.Cluster(updated.Add(tc.at), threshold); c.PerfPressure != tc.pressure {
+			t.Errorf("at +%s: pressure %v, want %v", tc.at, c.PerfPressure, tc.pressure)
+		}
+	}
+}
