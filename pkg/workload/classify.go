@@ -104,9 +104,9 @@ func Classify(pod *corev1.Pod) Class {
 // joulie.io/workload-class annotation alone: v1alpha1.WorkloadClassPerformance
 // when the value is exactly "performance", v1alpha1.WorkloadClassStandard
 // otherwise (absent, "standard", or a value the contract does not define).
-// The extender's filter, profile bonus and pressure relief follow this
-// annotation, as the scheduler-extender seed specifies; Classify is the
-// wider view that also reads scheduling constraints.
+// It is one input of Classify, which also reads scheduling constraints and
+// is what the controller and the extender both decide by (SPEC.md: one
+// shared classification).
 func WorkloadClass(pod *corev1.Pod) string {
 	if pod == nil {
 		return v1alpha1.WorkloadClassStandard

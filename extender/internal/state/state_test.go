@@ -141,7 +141,7 @@ func TestHardwareOf(t *testing.T) {
 }
 
 func TestEmptySnapshotBeforeSync(t *testing.T) {
-	c := New(joulieclient.NewClientset(), metadatafake.NewSimpleMetadataClient(runtime.NewScheme()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(joulieclient.NewSimpleClientset(), metadatafake.NewSimpleMetadataClient(runtime.NewScheme()), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	s := c.Snapshot()
 	if s == nil || s.Synced || len(s.Nodes()) != 0 || s.Lookup([]byte("a")) != nil {
 		t.Errorf("snapshot before Run: %+v", s)
@@ -152,7 +152,7 @@ func TestEmptySnapshotBeforeSync(t *testing.T) {
 // up in a later snapshot, and a changed Joulie label too, without any
 // list per read.
 func TestCacheFollowsTheWatch(t *testing.T) {
-	jc := joulieclient.NewClientset(twin("a", joulie.ClassPerformance, 100), hardware("a"))
+	jc := joulieclient.NewSimpleClientset(twin("a", joulie.ClassPerformance, 100), hardware("a"))
 	scheme := metadatafake.NewTestScheme()
 	metav1.AddMetaToScheme(scheme)
 	mc := metadatafake.NewSimpleMetadataClient(scheme, nodeMeta("a", nil), nodeMeta("b", map[string]string{joulie.LabelPowerProfile: "performance"}))
