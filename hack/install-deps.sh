@@ -2,7 +2,8 @@
 # Installs what the build and the tests need on a Debian machine, and only
 # what is missing, so a warm machine pays nothing. Go tools are pinned in the
 # Makefile and installed with `go install`; this script covers the system
-# packages (gcc and the C library headers for cgo and the race detector).
+# packages (gcc and the C library headers for cgo and the race detector, and
+# the Prometheus server the controller's facility poller is tested against).
 set -euo pipefail
 
 need=()
@@ -10,6 +11,7 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc)
 [ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v diff >/dev/null 2>&1 || need+=(diffutils)
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 
 if [ "${#need[@]}" -eq 0 ]; then
 	exit 0
