@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"joulie.io/joulie/controller/internal/config"
+	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/controller/internal/reconcile"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
@@ -134,6 +135,37 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg.MustRegister(leader)
 	st := &state{interval: cfg.Settings.Interval}
 
+	// The facility and Kepler pollers run on every replica, so a standby
+	// that takes over already has current values.
+	facilityReading := func() reconcile.Facility { return reconcile.Facility{} }
+	if cfg.Facility.Enabled {
+		poller, err := facility.New(cfg.Facility, reg, log)
+		if err != nil {
+			return err
+		}
+		go poller.Run(ctx)
+		facilityReading = func() reconcile.Facility {
+			r := poller.Latest()
+			return reconcile.Facility{AmbientTempC: r.AmbientTempC, ITPowerW: r.ITPowerW, PUE: r.PUE}
+		}
+	}
+	var keplerPower func() map[string]reconcile.NodeReading
+	if cfg.Kepler {
+		kp, err := facility.NewNodePower(cfg.Facility, cfg.KeplerQuery, cfg.KeplerNodeLabel, log)
+		if err != nil {
+			return err
+		}
+		go kp.Run(ctx)
+		keplerPower = func() map[string]reconcile.NodeReading {
+			latest := kp.Latest()
+			out := make(map[string]reconcile.NodeReading, len(latest))
+			for node, r := range latest {
+				out[node] = reconcile.NodeReading{Watts: r.Watts, Time: r.Time}
+			}
+			return out
+		}
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", st.healthz)
@@ -163,6 +195,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ctrl, err := reconcile.New(kube, jc, kf, jf, reconcile.Options{
 			Settings: cfg.Settings, TwinRefresh: cfg.TwinRefresh, Debounce: cfg.Debounce,
 			Trends: reconcile.NewTrends(cfg.TrendWindow), Recorder: recorder, Metrics: metrics, Logger: log,
+			Facility: facilityReading, KeplerPower: keplerPower,
 			OnSync: func(error) {
 				st.synced.Store(true)
 				st.lastSync.Store(time.Now().UnixNano())

@@ -24,6 +24,8 @@ func TestBadConfigurationExitsTwoNamingTheSetting(t *testing.T) {
 		{[2]string{"GPU_MODEL_CAPS_JSON", "{"}, nil, "GPU_MODEL_CAPS_JSON"},
 		{[2]string{"RENEW_DEADLINE", "30s"}, nil, "LEASE_DURATION/RENEW_DEADLINE/RETRY_PERIOD"},
 		{[2]string{"RECONCILE_INTERVAL", "soon"}, nil, "soon"},
+		{[2]string{"FACILITY_POLL_INTERVAL", "often"}, nil, "FACILITY_POLL_INTERVAL"},
+		{[2]string{"FACILITY_PROMETHEUS_URL", "::not a url"}, []string{"--enable-kepler-power"}, "FACILITY_PROMETHEUS_URL"},
 		{[2]string{"LOG_LEVEL", "loud"}, []string{"--kubeconfig", "/nonexistent"}, "LOG_LEVEL"},
 	} {
 		t.Run(tc.env[0], func(t *testing.T) {

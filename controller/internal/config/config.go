@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/controller/internal/intent"
 	"joulie.io/joulie/controller/internal/policy"
 	"joulie.io/joulie/controller/internal/reconcile"
@@ -30,19 +31,26 @@ type Config struct {
 	QPS         float64
 	Burst       int
 
-	Settings        reconcile.Settings
-	TwinRefresh     time.Duration
-	TrendWindow     time.Duration
-	Debounce        time.Duration
-	LeaderElect     bool
-	LeaseNamespace  string
-	LeaseName       string
-	Identity        string
-	LeaseDuration   time.Duration
-	RenewDeadline   time.Duration
-	RetryPeriod     time.Duration
-	LogLevel        string
-	FacilityEnabled bool
+	Settings       reconcile.Settings
+	TwinRefresh    time.Duration
+	TrendWindow    time.Duration
+	Debounce       time.Duration
+	LeaderElect    bool
+	LeaseNamespace string
+	LeaseName      string
+	Identity       string
+	LeaseDuration  time.Duration
+	RenewDeadline  time.Duration
+	RetryPeriod    time.Duration
+	LogLevel       string
+	// Facility is the facility poller's configuration (ENABLE_FACILITY_METRICS
+	// and FACILITY_*); its Prometheus also serves the Kepler query.
+	Facility facility.Config
+	// Kepler enables node power from Kepler (ENABLE_KEPLER_POWER) with
+	// KEPLER_NODE_POWER_QUERY and KEPLER_NODE_LABEL.
+	Kepler          bool
+	KeplerQuery     string
+	KeplerNodeLabel string
 }
 
 // Flags are the controller's flags, each with its environment variable.
@@ -75,6 +83,9 @@ func Flags() []cli.Flag {
 		&cli.DurationFlag{Name: "renew-deadline", EnvVars: []string{"RENEW_DEADLINE"}, Value: 10 * time.Second, Usage: "leader gives up after failing to renew this long"},
 		&cli.DurationFlag{Name: "retry-period", EnvVars: []string{"RETRY_PERIOD"}, Value: 2 * time.Second, Usage: "Lease retry period"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"LOG_LEVEL"}, Value: "info", Usage: "debug, info, warn or error"},
+		&cli.BoolFlag{Name: "enable-kepler-power", EnvVars: []string{"ENABLE_KEPLER_POWER"}, Usage: "read node power from Kepler through the facility Prometheus (FACILITY_PROMETHEUS_URL)"},
+		&cli.StringFlag{Name: "kepler-node-power-query", EnvVars: []string{facility.EnvKeplerQuery}, Value: facility.DefaultKeplerQuery, Usage: "PromQL giving watts per node"},
+		&cli.StringFlag{Name: "kepler-node-label", EnvVars: []string{facility.EnvKeplerNodeLabel}, Value: facility.DefaultKeplerNodeLabel, Usage: "label of the query's series that names the node"},
 	}
 }
 
@@ -135,6 +146,18 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 	}
 	if s.Intent, err = intent.FromEnv(lookup); err != nil {
 		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if cfg.Facility, err = facility.ConfigFromEnv(lookup); err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	cfg.Kepler, cfg.KeplerQuery, cfg.KeplerNodeLabel = c.Bool("enable-kepler-power"), c.String("kepler-node-power-query"), c.String("kepler-node-label")
+	if cfg.Kepler {
+		if err := cfg.Facility.Validate(); err != nil {
+			return cfg, fmt.Errorf("%w: ENABLE_KEPLER_POWER needs the facility Prometheus: %v", ErrUsage, err)
+		}
+		if cfg.KeplerQuery == "" || cfg.KeplerNodeLabel == "" {
+			return bad(facility.EnvKeplerQuery+"/"+facility.EnvKeplerNodeLabel, fmt.Sprintf("%q/%q", cfg.KeplerQuery, cfg.KeplerNodeLabel), "must not be empty")
+		}
 	}
 	cfg.Settings = s
 	return cfg, nil

@@ -49,6 +49,12 @@ func newFixtureExporter(t *testing.T) *fixtureExporter {
 		} {
 			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %g\n", m.name, m.help, m.name, m.name, m.v)
 		}
+		// Two nodes' power, per component, as a Kepler-like exporter
+		// would label it.
+		fmt.Fprintf(w, "# HELP test_node_power_watts Node power by component.\n# TYPE test_node_power_watts gauge\n")
+		for _, s := range []string{`node_name="gpu-1",component="cpu"} 400`, `node_name="gpu-1",component="gpu"} 2400`, `node_name="cpu-1",component="cpu"} 350`} {
+			fmt.Fprintf(w, "test_node_power_watts{%s\n", s)
+		}
 	}))
 	t.Cleanup(e.srv.Close)
 	return e
@@ -204,6 +210,18 @@ func TestAgainstARealPrometheus(t *testing.T) {
 	wantReading(t, r, 24.5, 100000, 30000, 1.3)
 	if !r.Healthy {
 		t.Errorf("unhealthy after a good poll: %s", r.Err)
+	}
+
+	// Per-node power through a real PromQL aggregation.
+	np, err := NewNodePower(p.cfg, "sum by (node_name) (test_node_power_watts)", "node_name", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := np.Poll(ctx); err != nil {
+		t.Fatalf("node power: %v", err)
+	}
+	if got := np.Latest(); got["gpu-1"].Watts != 2800 || got["cpu-1"].Watts != 350 || len(got) != 2 || got["gpu-1"].Time.IsZero() {
+		t.Errorf("node power %+v, want gpu-1 2800 W and cpu-1 350 W", got)
 	}
 
 	exp.set(26, 120000, 30000)

@@ -47,11 +47,13 @@ type Options struct {
 	// Debounce delays a reconcile after a change so a burst is one pass.
 	Debounce time.Duration
 	Facility func() Facility
-	Trends   *Trends
-	Recorder record.EventRecorder
-	Metrics  *Metrics
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// KeplerPower, when set, gives the nodes' power as Kepler measured it.
+	KeplerPower func() map[string]NodeReading
+	Trends      *Trends
+	Recorder    record.EventRecorder
+	Metrics     *Metrics
+	Logger      *slog.Logger
+	Now         func() time.Time
 	// OnSync, when set, is told the outcome of every reconcile (health).
 	OnSync func(error)
 }
@@ -189,6 +191,9 @@ func (c *Controller) Run(ctx context.Context) error {
 // Snapshot reads the inputs of one reconcile from the informer caches.
 func (c *Controller) Snapshot() (Inputs, error) {
 	in := Inputs{Now: c.opts.Now(), Facility: c.opts.Facility()}
+	if c.opts.KeplerPower != nil {
+		in.KeplerPower = c.opts.KeplerPower()
+	}
 	var err error
 	if in.Nodes, err = c.nodes.List(labels.Everything()); err != nil {
 		return in, err
@@ -218,6 +223,12 @@ func (c *Controller) Snapshot() (Inputs, error) {
 		in.Profiles[p.Name] = p
 		if m := p.Status.MeasuredPower; m != nil {
 			c.opts.Trends.Observe(p.Name, m.Time.Time, m.NodePowerWatts)
+		}
+	}
+	// Kepler's readings feed the trend of nodes whose agent reports none.
+	for name, k := range in.KeplerPower {
+		if p := in.Profiles[name]; p == nil || p.Status.MeasuredPower == nil {
+			c.opts.Trends.Observe(name, k.Time, k.Watts)
 		}
 	}
 	in.Trends = c.opts.Trends.Slopes(in.Now)

@@ -63,6 +63,12 @@ type Facility struct {
 	PUE          *float64
 }
 
+// NodeReading is a node's measured power and when it was measured.
+type NodeReading struct {
+	Watts float64
+	Time  time.Time
+}
+
 // Inputs is one snapshot of the cluster.
 type Inputs struct {
 	Nodes    []*corev1.Node
@@ -72,6 +78,9 @@ type Inputs struct {
 	// yet scheduled count under "". CountPerformancePods builds it.
 	PerfPods map[string]int
 	Facility Facility
+	// KeplerPower is each node's power as Kepler measured it, when the
+	// controller is configured to read it.
+	KeplerPower map[string]NodeReading
 	// Trends is each node's power trend in W/min.
 	Trends map[string]float64
 	Now    time.Time
@@ -195,7 +204,8 @@ func Compute(in Inputs, s Settings) Result {
 	type power struct {
 		out      twin.Output
 		cpu, gpu float64
-		measured *joulie.MeasuredPower
+		source   joulie.MeasurementSource
+		measured float64
 	}
 	powers := make([]power, len(res.Nodes))
 	var clusterW float64
@@ -207,12 +217,13 @@ func Compute(in Inputs, s Settings) Result {
 		cpuPct, gpuPct := intent.CapPcts(p.Spec, node)
 		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
 			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: cpuPct, GPUCapPct: gpuPct}, nil)
-		powers[i] = power{out: out, cpu: cpuPct, gpu: gpuPct, measured: freshMeasurement(in.Profiles[p.Name], in.Now, s.MeasurementMaxAge)}
-		if m := powers[i].measured; m != nil {
-			clusterW += m.NodePowerWatts
-		} else {
-			clusterW += out.NodeCappedPowerW
+		powers[i] = power{out: out, cpu: cpuPct, gpu: gpuPct, source: joulie.SourceStatic, measured: out.NodeCappedPowerW}
+		if m := freshMeasurement(in.Profiles[p.Name], in.Now, s.MeasurementMaxAge); m != nil {
+			powers[i].source, powers[i].measured = joulie.SourceAgent, m.NodePowerWatts
+		} else if k, ok := in.KeplerPower[p.Name]; ok && (s.MeasurementMaxAge <= 0 || in.Now.Sub(k.Time) <= s.MeasurementMaxAge) {
+			powers[i].source, powers[i].measured = joulie.SourceKepler, k.Watts
 		}
+		clusterW += powers[i].measured
 	}
 	if in.Facility.ITPowerW != nil {
 		clusterW = *in.Facility.ITPowerW
@@ -226,12 +237,11 @@ func Compute(in Inputs, s Settings) Result {
 		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
 			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: pw.cpu, GPUCapPct: pw.gpu,
 			AmbientTempC: ambient, ClusterTotalPowerW: clusterW, ReferenceRackCapacityW: s.RackCapacityW}, s.Cooling)
-		pm := &joulie.PowerMeasurement{Source: joulie.SourceStatic, MeasuredNodePowerW: round1(out.NodeCappedPowerW),
+		// Measured power comes from the node's agent, else Kepler, else the
+		// cap-based budget (SPEC.md).
+		pm := &joulie.PowerMeasurement{Source: pw.source, MeasuredNodePowerW: round1(pw.measured),
 			CPUCappedPowerW: round1(out.CPUCappedPowerW), GPUCappedPowerW: round1(out.GPUCappedPowerW), NodeCappedPowerW: round1(out.NodeCappedPowerW),
 			CPUTdpW: round1(out.CPUTdpW), GPUTdpW: round1(out.GPUTdpW), NodeTdpW: round1(out.NodeTdpW), PowerTrendWPerMin: round1(in.Trends[p.Name])}
-		if m := pw.measured; m != nil {
-			pm.Source, pm.MeasuredNodePowerW = joulie.SourceAgent, round1(m.NodePowerWatts)
-		}
 		p.Twin = joulie.NodeTwinStatus{
 			SchedulableClass:            p.Decision.Class,
 			PredictedPowerHeadroomScore: round1(out.Headroom),

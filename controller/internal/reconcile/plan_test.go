@@ -199,10 +199,16 @@ func TestTwinUsesAgentPowerFacilityAndTrend(t *testing.T) {
 	if d := g.Twin.PredictedCoolingStressScore - cool.Twin.PredictedCoolingStressScore; d < 4.95 || d > 5.05 {
 		t.Errorf("10 °C warmer adds %v cooling stress points, want 5", d)
 	}
-	// A stale reading falls back to the static estimate.
+	// Kepler stands in when the agent's reading is too old, and a stale
+	// Kepler reading falls back to the static estimate.
 	in.Now = t0.Add(10 * time.Minute)
-	if pm := byName(Compute(in, settings(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceStatic {
-		t.Errorf("a 10-minute-old reading is still used: %+v", pm)
+	in.KeplerPower = map[string]NodeReading{"g": {Watts: 999, Time: in.Now.Add(-time.Minute)}}
+	if pm := byName(Compute(in, settings(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceKepler || pm.MeasuredNodePowerW != 999 {
+		t.Errorf("with a fresh Kepler reading: %+v", pm)
+	}
+	in.KeplerPower["g"] = NodeReading{Watts: 999, Time: t0}
+	if pm := byName(Compute(in, settings(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceStatic || pm.MeasuredNodePowerW != pm.NodeCappedPowerW {
+		t.Errorf("with only 10-minute-old readings: %+v", pm)
 	}
 }
 
