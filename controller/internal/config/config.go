@@ -152,7 +152,9 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 	}
 	cfg.Kepler, cfg.KeplerQuery, cfg.KeplerNodeLabel = c.Bool("enable-kepler-power"), c.String("kepler-node-power-query"), c.String("kepler-node-label")
 	if cfg.Kepler {
-		if err := cfg.Facility.Validate(); err != nil {
+		withURL := cfg.Facility
+		withURL.Enabled = true // Kepler needs the Prometheus URL even without facility metrics
+		if err := withURL.Validate(); err != nil {
 			return cfg, fmt.Errorf("%w: ENABLE_KEPLER_POWER needs the facility Prometheus: %v", ErrUsage, err)
 		}
 		if cfg.KeplerQuery == "" || cfg.KeplerNodeLabel == "" {
