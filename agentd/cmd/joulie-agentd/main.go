@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -20,7 +19,7 @@ import (
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/daemon"
 	"joulie.io/joulie/agentd/internal/kubesync"
-	"joulie.io/joulie/pkg/version"
+	"joulie.io/joulie/pkg/cliapp"
 )
 
 func main() {
@@ -28,22 +27,8 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := &cli.App{
-		Name:            "joulie-agentd",
-		Usage:           "enforce Joulie power caps on this host",
-		Version:         version.Version,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		Flags:           config.Flags(),
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return cli.Exit(err.Error(), 2)
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return cli.Exit(fmt.Sprintf("unexpected argument %q; every setting is a flag (see --help)", c.Args().First()), 2)
-			}
+	app := cliapp.Daemon("joulie-agentd", "enforce Joulie power caps on this host", config.Flags(), stdout, stderr,
+		func(c *cli.Context) error {
 			cfg, err := config.FromCLI(c)
 			if err != nil {
 				code := 1
@@ -68,17 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return cli.Exit(err.Error(), 1)
 			}
 			return nil
-		},
-	}
-	if err := app.Run(args); err != nil {
-		fmt.Fprintf(stderr, "joulie-agentd: %v\n", err)
-		var coder cli.ExitCoder
-		if errors.As(err, &coder) {
-			return coder.ExitCode()
-		}
-		return 1
-	}
-	return 0
+		})
+	return cliapp.Run(app, args, stderr)
 }
 
 // newSyncer builds the cluster sync; a nil *Syncer must not become a

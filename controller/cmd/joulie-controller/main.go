@@ -39,6 +39,7 @@ import (
 	"joulie.io/joulie/controller/internal/config"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/controller/internal/reconcile"
+	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/version"
@@ -49,15 +50,8 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := &cli.App{
-		Name: "joulie-controller", Usage: "plan performance and eco nodes and compute their digital twins",
-		Version: version.Version, Writer: stdout, ErrWriter: stderr, Flags: config.Flags(), HideHelpCommand: true,
-		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return cli.Exit(err.Error(), 2) },
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return cli.Exit(fmt.Sprintf("unexpected argument %q; every setting is a flag (see --help)", c.Args().First()), 2)
-			}
+	app := cliapp.Daemon("joulie-controller", "plan performance and eco nodes and compute their digital twins", config.Flags(), stdout, stderr,
+		func(c *cli.Context) error {
 			cfg, err := config.FromCLI(c, os.LookupEnv)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
@@ -73,17 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return cli.Exit(err.Error(), 1)
 			}
 			return nil
-		},
-	}
-	if err := app.Run(args); err != nil {
-		fmt.Fprintf(stderr, "joulie-controller: %v\n", err)
-		var coder cli.ExitCoder
-		if errors.As(err, &coder) {
-			return coder.ExitCode()
-		}
-		return 1
-	}
-	return 0
+		})
+	return cliapp.Run(app, args, stderr)
 }
 
 // state is what /healthz and /readyz report.

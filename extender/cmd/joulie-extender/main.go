@@ -27,6 +27,7 @@ import (
 	"joulie.io/joulie/extender/internal/config"
 	"joulie.io/joulie/extender/internal/server"
 	"joulie.io/joulie/extender/internal/state"
+	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -39,40 +40,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := &cli.App{
-		Name:            "joulie-extender",
-		Usage:           "energy-aware kube-scheduler extender",
-		Version:         version.Version,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		Flags:           config.Flags(),
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return cli.Exit(err.Error(), 2)
-		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return cli.Exit(fmt.Sprintf("unexpected argument %q; every setting is a flag (see --help)", c.Args().First()), 2)
-			}
+	app := cliapp.Daemon("joulie-extender", "energy-aware kube-scheduler extender", config.Flags(), stdout, stderr,
+		func(c *cli.Context) error {
 			cfg, err := config.FromCLI(c)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
 			return serve(cfg, stderr)
-		},
-	}
-	if err := app.Run(args); err != nil {
-		fmt.Fprintf(stderr, "joulie-extender: %v\n", err)
-		var coder cli.ExitCoder
-		if errors.As(err, &coder) {
-			return coder.ExitCode()
-		}
-		// Action always returns a cli.Exit; anything else is cli refusing
-		// a flag or a variable, such as ENABLE_FACILITY_METRICS=maybe.
-		return 2
-	}
-	return 0
+		})
+	return cliapp.Run(app, args, stderr)
 }
 
 func serve(cfg *config.Config, stderr io.Writer) error {

@@ -1,0 +1,42 @@
+package cliapp
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    string
+		action cli.ActionFunc
+		code   int
+		stderr string
+	}{
+		{"success", nil, "", func(*cli.Context) error { return nil }, 0, ""},
+		{"runtime failure", nil, "", func(*cli.Context) error { return cli.Exit("disk on fire", 1) }, 1, "prog: disk on fire"},
+		{"bad config", nil, "", func(*cli.Context) error { return cli.Exit("X=1: bad", 2) }, 2, "X=1: bad"},
+		{"unknown flag", []string{"--nope"}, "", nil, 2, "nope"},
+		{"argument", []string{"extra"}, "", nil, 2, `unexpected argument "extra"`},
+		{"bad env value", nil, "maybe", nil, 2, "maybe"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("CLIAPP_TEST_FLAG", tc.env)
+			}
+			var out, errb bytes.Buffer
+			action := tc.action
+			if action == nil {
+				action = func(*cli.Context) error { t.Error("action ran"); return nil }
+			}
+			app := Daemon("prog", "test", []cli.Flag{&cli.BoolFlag{Name: "flag", EnvVars: []string{"CLIAPP_TEST_FLAG"}}}, &out, &errb, action)
+			if code := Run(app, append([]string{"prog"}, tc.args...), &errb); code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errb.String(), tc.code, tc.stderr)
+			}
+		})
+	}
+}
