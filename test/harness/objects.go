@@ -120,7 +120,7 @@ func (cp *ControlPlane) ApplyFile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	return cp.apply(ctx, docs)
+	return cp.apply(ctx, docs, false)
 }
 
 // Apply applies the objects of a multi-document YAML text as joulie:admin,
@@ -130,10 +130,27 @@ func (cp *ControlPlane) Apply(ctx context.Context, manifests []byte) error {
 	if err != nil {
 		return err
 	}
-	return cp.apply(ctx, docs)
+	return cp.apply(ctx, docs, false)
 }
 
-func (cp *ControlPlane) apply(ctx context.Context, docs []manifest) error {
+// ApplyDryRun sends the same server-side apply as Apply with dryRun=All:
+// the API server decodes, defaults, validates and admits every object and
+// stores none, so a manifest that would fail half-way through a real
+// install fails here first. The namespaces the objects live in are created
+// for real, as `helm install --create-namespace` does before anything else.
+func (cp *ControlPlane) ApplyDryRun(ctx context.Context, manifests []byte) error {
+	docs, err := splitManifests("inline manifest", manifests)
+	if err != nil {
+		return err
+	}
+	return cp.apply(ctx, docs, true)
+}
+
+func (cp *ControlPlane) apply(ctx context.Context, docs []manifest, dryRun bool) error {
+	opts := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.admin)
 	if err != nil {
 		return err
@@ -169,8 +186,12 @@ func (cp *ControlPlane) apply(ctx context.Context, docs []manifest) error {
 			}
 			ri = dyn.Resource(mapping.Resource).Namespace(ns)
 		}
-		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
-			return fmt.Errorf("apply %s %s from %s: %w", gvk.Kind, obj.GetName(), doc.source, err)
+		if _, err := ri.Apply(ctx, obj.GetName(), obj, opts); err != nil {
+			what := "apply"
+			if dryRun {
+				what = "dry-run apply"
+			}
+			return fmt.Errorf("%s %s %s from %s: %w", what, gvk.Kind, obj.GetName(), doc.source, err)
 		}
 	}
 	return nil

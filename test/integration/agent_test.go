@@ -22,7 +22,7 @@ import (
 
 // The agent's cluster sync is tested through the real joulie-agentd
 // binary, authenticated as its node's own identity, against the real API
-// server with the agent RBAC and admission policy installed.
+// server with the chart's agent RBAC and admission policy installed.
 
 // buildAgent builds joulie-agentd in the product module, where its go.sum
 // lives, once per suite.

@@ -30,10 +30,15 @@ type controllerProcess struct {
 
 // runController starts joulie-controller as ServiceAccount
 // joulie-system/<sa>, managing the nodes labelled selector=true, until the
-// test ends. Its log is printed if the test fails.
+// test ends. The chart's RBAC is all it may do: the chart binds its own
+// ServiceAccount, and any other sa gets the same roles. Its log is printed
+// if the test fails.
 func runController(t *testing.T, sa, selector string, env ...string) *controllerProcess {
 	t.Helper()
 	bin := cp.BuildProgram(t, "joulie.io/joulie/controller/cmd/joulie-controller")
+	if sa != harness.ControllerServiceAccount {
+		bindChartControllerRoles(t, sa)
+	}
 	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, sa))
 	logPath := filepath.Join(t.TempDir(), sa+".log")
 	logf, err := os.Create(logPath)

@@ -24,36 +24,8 @@ import (
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/test/harness"
 )
-
-// extenderAccess is all joulie-extender needs: to watch Nodes (their
-// metadata), NodeTwins and NodeHardware.
-const extenderAccess = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: joulie-extender-test
-rules:
-- apiGroups: [""]
-  resources: ["nodes"]
-  verbs: ["list", "watch"]
-- apiGroups: ["joulie.io"]
-  resources: ["nodetwins", "nodehardwares"]
-  verbs: ["list", "watch"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: joulie-extender-test
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: joulie-extender-test
-subjects:
-- kind: ServiceAccount
-  name: joulie-extender
-  namespace: joulie-system
-`
 
 // extenderNode is a test node and the twin the controller would write
 // for it (nil: no twin, the node is known by its labels only).
@@ -99,16 +71,22 @@ var extenderCluster = []extenderNode{
 	{"eco-label", "eco", false, nil},
 }
 
+// The extender runs as the chart's ServiceAccount, with only the chart's
+// RBAC, and the scheduler follows the extender block the chart ships: its
+// verbs, ignorable and managed resources as rendered. The test sets only
+// where the extender listens, a weight that lets its scores dominate the
+// scheduler's own on these equal nodes, a longer timeout for the race
+// detector, and nodeCacheCapable both ways.
 func TestExtenderWithTheRealScheduler(t *testing.T) {
-	ctx := t.Context()
-	if err := cp.Apply(ctx, []byte(extenderAccess)); err != nil {
-		t.Fatal(err)
-	}
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, "joulie-system", "joulie-extender"))
+	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartExtenderAccount))
+	chartExtender := chartSchedulerExtender(t)
+	if !chartExtender.Ignorable {
+		t.Fatal("the chart's scheduler configuration must make the extender ignorable")
+	}
 
 	for _, nodeCacheCapable := range []bool{true, false} {
 		t.Run(fmt.Sprintf("nodeCacheCapable=%v", nodeCacheCapable), func(t *testing.T) {
@@ -135,16 +113,13 @@ func TestExtenderWithTheRealScheduler(t *testing.T) {
 			ext := startExtender(t, kubeconfig)
 			ext.waitForTwins(t, perfNodes[0], ecoNodes[0], name("drain-1"))
 
+			extender := *chartExtender.DeepCopy()
+			extender.URLPrefix = ext.url
+			extender.Weight = 5
+			extender.NodeCacheCapable = nodeCacheCapable
+			extender.HTTPTimeout = metav1.Duration{Duration: 10 * time.Second}
 			cp.StartScheduler(t, &schedulerconfigv1.KubeSchedulerConfiguration{
-				Extenders: []schedulerconfigv1.Extender{{
-					URLPrefix:        ext.url,
-					FilterVerb:       "filter",
-					PrioritizeVerb:   "prioritize",
-					Weight:           5,
-					NodeCacheCapable: nodeCacheCapable,
-					Ignorable:        true,
-					HTTPTimeout:      metav1.Duration{Duration: 10 * time.Second},
-				}},
+				Extenders: []schedulerconfigv1.Extender{extender},
 			})
 
 			// Performance pods land only on performance nodes.

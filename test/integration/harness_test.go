@@ -17,30 +17,11 @@ import (
 
 // The write counter must count what a component sends, reads excluded,
 // refusals included, under the identity the component authenticated as.
+// The controller's ServiceAccount has the chart's RBAC: it may label nodes
+// but not delete them.
 func TestWriteCounterCountsTheControllersWrites(t *testing.T) {
 	node := "writes-node"
 	cp.CreateReadyNode(t, node, nil, nil)
-	err := cp.Apply(t.Context(), []byte(`
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: writes-test-node-labeler
-rules:
-- apiGroups: [""]
-  resources: ["nodes"]
-  verbs: ["get", "list", "patch"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: writes-test-node-labeler
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: writes-test-node-labeler}
-subjects:
-- {kind: ServiceAccount, namespace: joulie-system, name: joulie-controller}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctrl := kubernetes.NewForConfigOrDie(cp.ControllerConfig(t)).CoreV1().Nodes()
 	user := harness.ServiceAccountUser(harness.ControllerNamespace, harness.ControllerServiceAccount)
 	before := cp.WriteCount(t, user)

@@ -10,10 +10,6 @@ import (
 	"joulie.io/joulie/test/harness"
 )
 
-// crdDir holds the CRDs the Helm chart installs; the tests check those,
-// not copies.
-const crdDir = "../../packaging/helm/joulie/crds"
-
 // cp is the control plane every test of the package shares. Tests that
 // create cluster-scoped objects name them after the test so they do not
 // collide.
@@ -24,14 +20,8 @@ func TestMain(m *testing.M) {
 		cp = c
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := c.ApplyCRDs(ctx, crdDir); err != nil {
-			return fmt.Errorf("install Joulie CRDs: %w", err)
-		}
-		if err := c.ApplyFile(ctx, "testdata/agent-access.yaml"); err != nil {
-			return fmt.Errorf("install agent RBAC and admission policy: %w", err)
-		}
-		if err := c.ApplyFile(ctx, "testdata/controller-access.yaml"); err != nil {
-			return fmt.Errorf("install controller RBAC: %w", err)
+		if err := installChart(ctx, c); err != nil {
+			return fmt.Errorf("install the Helm chart: %w", err)
 		}
 		return nil
 	}))
