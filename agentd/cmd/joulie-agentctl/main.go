@@ -6,6 +6,9 @@
 // change the host and need root. `catalog` needs no daemon: it resolves
 // this host's CPU, or given model names, against Joulie's hardware
 // catalog, so an operator can see which figures Joulie will plan with.
+// `restore --offline` needs no daemon either: it restores from the state
+// directory's journal, for systemd's ExecStopPost= and the packages'
+// removal scripts, and refuses while a daemon holds that directory.
 //
 // Every verb takes --output table|json; JSON uses the field names of the
 // joulie.io/v1alpha1 API types.
