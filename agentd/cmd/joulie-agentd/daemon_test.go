@@ -310,6 +310,23 @@ func TestOfflineRestoreAfterKill9(t *testing.T) {
 	}
 }
 
+// TestManPage is what the packages ship as joulie-agentd.8: every flag,
+// nothing hidden.
+func TestManPage(t *testing.T) {
+	out, err := exec.Command(bin.agentd, "--man-page").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".TH joulie-agentd 8", "--host-root", "--keep-caps-on-stop", "JOULIE_STATE_DIR", "SIGHUP"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("manual page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(out), "man-page") {
+		t.Error("the manual page shows the hidden --man-page flag")
+	}
+}
+
 func TestDaemonRefusesAgentctlFromAnUnprivilegedUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("this test runs agentctl as nobody and needs root to do so")

@@ -29,18 +29,32 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	app := &cli.App{
-		Name:            "joulie-agentd",
-		Usage:           "enforce Joulie power caps on this host",
+		Name:      "joulie-agentd",
+		Usage:     "enforce Joulie power caps on this host",
+		UsageText: "joulie-agentd [--config FILE] [OPTIONS]",
+		Description: "joulie-agentd discovers the host's CPU and GPU power controls (RAPL, cpufreq, NVML, amd-smi, " +
+			"amdgpu hwmon), enforces the node's power target and reports what it applied. With a kubeconfig the " +
+			"target is the node's NodePowerProfile; without one, the standalone profile of the configuration.\n\n" +
+			"Every setting is a key of the YAML file (default " + config.DefaultPath + "), a flag and a JOULIE_* " +
+			"environment variable; flags win over variables, variables over the file.\n\n" +
+			"The original value of every control is journaled under the state directory before the first write " +
+			"and restored on SIGTERM or SIGINT, unless keepCapsOnStop is set; after a crash, the next start (or " +
+			"joulie-agentctl restore --offline) restores it. SIGHUP reloads the configuration. Under systemd it " +
+			"reports readiness and status, pings the watchdog and serves the socket systemd passes.\n\n" +
+			"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad configuration.",
 		Version:         version.Version,
 		Writer:          stdout,
 		ErrWriter:       stderr,
-		Flags:           config.Flags(),
+		Flags:           append(config.Flags(), manPageFlag),
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return cli.Exit(err.Error(), 2)
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool(manPageFlag.Name) {
+				return writeManPage(c.App, stdout)
+			}
 			if c.NArg() > 0 {
 				return cli.Exit(fmt.Sprintf("unexpected argument %q; every setting is a flag (see --help)", c.Args().First()), 2)
 			}
@@ -79,6 +93,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// manPageFlag prints the manual page (section 8) instead of running; the
+// packages build joulie-agentd.8 with it, so the page always matches the
+// flags. Hidden: it is for the build, not for operators.
+var manPageFlag = &cli.BoolFlag{Name: "man-page", Hidden: true}
+
+func writeManPage(app *cli.App, w io.Writer) error {
+	page, err := app.ToManWithSection(8)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("render the manual page: %v", err), 1)
+	}
+	_, err = io.WriteString(w, page)
+	return err
 }
 
 // newSyncer builds the cluster sync; a nil *Syncer must not become a
