@@ -2,8 +2,9 @@
 # Installs what the build and the tests need on a Debian machine, and only
 # what is missing, so a warm machine pays nothing. Go tools are pinned in the
 # Makefile and installed with `go install`; this script covers the system
-# packages (gcc and the C library headers for cgo and the race detector, and
-# the Prometheus server the controller's facility poller is tested against).
+# packages: gcc and the C library headers for cgo and the race detector,
+# the Prometheus server the controller's facility poller is tested against,
+# and what `make test-package` checks the .deb and .rpm with.
 set -euo pipefail
 
 need=()
@@ -12,6 +13,19 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v diff >/dev/null 2>&1 || need+=(diffutils)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+# make package: objdump and objcopy (binutils comes with gcc, but say so).
+command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+# make test-package: the linters, rpmlint's unpacker, systemd-analyze
+# (verify and security --offline need no running systemd) and man, which
+# verify uses to find the pages of Documentation=.
+command -v lintian >/dev/null 2>&1 || need+=(lintian)
+command -v rpmlint >/dev/null 2>&1 || need+=(rpmlint)
+command -v rpm2cpio >/dev/null 2>&1 || need+=(rpm)
+command -v cpio >/dev/null 2>&1 || need+=(cpio)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v man >/dev/null 2>&1 || need+=(man-db)
+# The state lock's test holds a lock with flock(1).
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
 
 if [ "${#need[@]}" -eq 0 ]; then
 	exit 0

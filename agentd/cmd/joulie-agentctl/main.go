@@ -6,6 +6,9 @@
 // change the host and need root. `catalog` needs no daemon: it resolves
 // this host's CPU, or given model names, against Joulie's hardware
 // catalog, so an operator can see which figures Joulie will plan with.
+// `restore --offline` needs no daemon either: it restores from the state
+// directory's journal, for systemd's ExecStopPost= and the packages'
+// removal scripts, and refuses while a daemon holds that directory.
 //
 // Every verb takes --output table|json; JSON uses the field names of the
 // joulie.io/v1alpha1 API types.
@@ -79,8 +82,13 @@ func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 	}
 	setHandler(commands)
 	return &cli.App{
-		Name:            "joulie-agentctl",
-		Usage:           "inspect and steer joulie-agentd on this host",
+		Name:      "joulie-agentctl",
+		Usage:     "inspect and steer joulie-agentd on this host",
+		UsageText: "joulie-agentctl [--socket PATH] COMMAND [--output table|json] [OPTIONS]",
+		Description: "status, hardware, profile and restore ask the running joulie-agentd over its local socket. " +
+			"Members of group joulie may read; profile set and restore need root. catalog and " +
+			"restore --offline need no daemon. --output json uses the field names of the joulie.io/v1alpha1 API types.\n\n" +
+			"Exit status: 0 success, 1 runtime failure (including a daemon that is not running or refuses the caller), 2 bad usage.",
 		Version:         version.Version,
 		Writer:          stdout,
 		ErrWriter:       stderr,
@@ -92,10 +100,32 @@ func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Value: localapi.DefaultSocketPath, EnvVars: []string{"JOULIE_SOCKET"},
 				Usage: "joulie-agentd's local socket", TakesFile: true},
+			manPageFlag,
 		},
 		Commands: commands,
+		// Without a command: the manual page for the package build, else
+		// help. An unknown command lands here too, and is bad usage.
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError("unknown command %q (see --help)", c.Args().First())
+			}
+			if !c.Bool(manPageFlag.Name) {
+				return cli.ShowAppHelp(c)
+			}
+			page, err := c.App.ToManWithSection(1)
+			if err != nil {
+				return fmt.Errorf("render the manual page: %w", err)
+			}
+			_, err = io.WriteString(c.App.Writer, page)
+			return err
+		},
 	}
 }
+
+// manPageFlag prints the manual page (section 1); the packages build
+// joulie-agentctl.1 with it, so the page always matches the commands.
+// Hidden: it is for the build, not for operators.
+var manPageFlag = &cli.BoolFlag{Name: "man-page", Hidden: true}
 
 // usageError is a bad command line: exit code 2.
 func usageError(format string, a ...any) error {

@@ -98,3 +98,25 @@ func TestCatalogExitCodes(t *testing.T) {
 		})
 	}
 }
+
+func TestManPageCoversEveryVisibleCommand(t *testing.T) {
+	out, errOut, code := runCtl("--man-page")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{".TH joulie-agentctl 1", ".SH status", ".SH restore", "--offline", ".SH catalog", "Exit status"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("manual page lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "man-page") {
+		t.Error("the manual page shows the hidden --man-page flag")
+	}
+}
+
+func TestUnknownCommandIsBadUsage(t *testing.T) {
+	_, errOut, code := runCtl("stauts")
+	if code != exitUsage || !strings.Contains(errOut, `unknown command "stauts"`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

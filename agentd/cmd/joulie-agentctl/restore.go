@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/localapi"
 )
 
@@ -20,9 +21,32 @@ func restoreCommand() *cli.Command {
 			"before its first change to each control (RAPL limits, cpufreq\n" +
 			"ceilings, GPU power limits) and prints what it did. The daemon keeps\n" +
 			"running and says when it enforces a target again (joulie-agentd\n" +
-			"pauses enforcement until the target changes).",
-		Flags: []cli.Flag{outputFlag()},
+			"pauses enforcement until the target changes).\n\n" +
+			"With --offline, the daemon must be stopped: the originals are read\n" +
+			"from the journal in the state directory its configuration names and\n" +
+			"written back directly. Nothing recorded is success. keepCapsOnStop\n" +
+			"is honoured as on the daemon's own stop. joulie-agentd.service runs\n" +
+			"this after every stop, so a killed or crashed daemon leaves no caps.",
+		Flags: []cli.Flag{
+			outputFlag(),
+			&cli.BoolFlag{Name: "offline", Usage: "restore from the state directory's journal, without the daemon (which must not run)"},
+			&cli.StringFlag{Name: config.FlagConfig, Usage: "with --offline: joulie-agentd's configuration file (env " + config.EnvConfig + ")",
+				DefaultText: config.DefaultPath, TakesFile: true},
+		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("offline") {
+				if c.NArg() > 0 {
+					return usageError("%s takes no arguments (got %q)", c.Command.FullName(), c.Args().First())
+				}
+				output, err := outputFormat(c)
+				if err != nil {
+					return err
+				}
+				return restoreOffline(c, output)
+			}
+			if c.IsSet(config.FlagConfig) {
+				return usageError("--config is only used with --offline; the running daemon has its own")
+			}
 			client, output, err := daemonCommand(c)
 			if err != nil {
 				return err

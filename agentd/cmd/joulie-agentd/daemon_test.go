@@ -271,6 +271,62 @@ func TestDaemonRestoresOriginalsAfterKill9(t *testing.T) {
 	}
 }
 
+// TestOfflineRestoreAfterKill9 is what joulie-agentd.service's
+// ExecStopPost= does after a SIGKILL: joulie-agentctl restore --offline
+// puts RAPL and GPU limits back from the journal. While the daemon runs,
+// neither a second daemon nor an offline restore may touch the journal.
+func TestOfflineRestoreAfterKill9(t *testing.T) {
+	f := newFixture(t)
+	d := f.start(t)
+	waitFor(t, "caps in force", func() bool { return raplLimitW(t, f, "intel-rapl:0") == 210 && gpuLimitW(t, f, 5) == 420 })
+
+	second := exec.Command(bin.agentd, "--config", f.config)
+	second.Env = append(os.Environ(), "FAKE_NVML_DIR="+f.gpus)
+	if out, err := second.CombinedOutput(); second.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "another joulie-agentd running") {
+		t.Fatalf("a second daemon on the same state directory: %v: %s", err, out)
+	}
+	offline := func() (string, int) {
+		cmd := exec.Command(bin.agentctl, "restore", "--offline", "--config", f.config)
+		cmd.Env = append(os.Environ(), "FAKE_NVML_DIR="+f.gpus)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	if out, code := offline(); code != 1 || !strings.Contains(out, "joulie-agentd is running") {
+		t.Fatalf("offline restore beside the daemon: exit %d: %s", code, out)
+	}
+
+	d.signal(t, syscall.SIGKILL)
+	d.wait(t)
+	if out, code := offline(); code != 0 || !strings.Contains(out, "Restored 10 controls") {
+		t.Fatalf("offline restore after SIGKILL: exit %d: %s", code, out)
+	}
+	if got := raplLimitW(t, f, "intel-rapl:1"); got != 350 {
+		t.Errorf("RAPL after the offline restore: %d W, want the original 350", got)
+	}
+	for i := range 8 {
+		if got := gpuLimitW(t, f, i); got != 700 {
+			t.Errorf("GPU %d after the offline restore: %d W, want 700", i, got)
+		}
+	}
+}
+
+// TestManPage is what the packages ship as joulie-agentd.8: every flag,
+// nothing hidden.
+func TestManPage(t *testing.T) {
+	out, err := exec.Command(bin.agentd, "--man-page").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".TH joulie-agentd 8", "--host-root", "--keep-caps-on-stop", "JOULIE_STATE_DIR", "SIGHUP"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("manual page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(out), "man-page") {
+		t.Error("the manual page shows the hidden --man-page flag")
+	}
+}
+
 func TestDaemonRefusesAgentctlFromAnUnprivilegedUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("this test runs agentctl as nobody and needs root to do so")

@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -27,8 +28,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := cliapp.Daemon("joulie-agentd", "enforce Joulie power caps on this host", config.Flags(), stdout, stderr,
+	app := cliapp.Daemon("joulie-agentd", "enforce Joulie power caps on this host", append(config.Flags(), manPageFlag), stdout, stderr,
 		func(c *cli.Context) error {
+			if c.Bool(manPageFlag.Name) {
+				return writeManPage(c.App, stdout)
+			}
 			cfg, err := config.FromCLI(c)
 			if err != nil {
 				code := 1
@@ -54,7 +58,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			return nil
 		})
+	app.UsageText = "joulie-agentd [--config FILE] [OPTIONS]"
+	app.Description = "joulie-agentd discovers the host's CPU and GPU power controls (RAPL, cpufreq, NVML, amd-smi, " +
+		"amdgpu hwmon), enforces the node's power target and reports what it applied. With a kubeconfig the " +
+		"target is the node's NodePowerProfile; without one, the standalone profile of the configuration.\n\n" +
+		"Every setting is a key of the YAML file (default " + config.DefaultPath + "), a flag and a JOULIE_* " +
+		"environment variable; flags win over variables, variables over the file.\n\n" +
+		"The original value of every control is journaled under the state directory before the first write " +
+		"and restored on SIGTERM or SIGINT, unless keepCapsOnStop is set; after a crash, the next start (or " +
+		"joulie-agentctl restore --offline) restores it. SIGHUP reloads the configuration. Under systemd it " +
+		"reports readiness and status, pings the watchdog and serves the socket systemd passes.\n\n" +
+		"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad configuration."
 	return cliapp.Run(app, args, stderr)
+}
+
+// manPageFlag prints the manual page (section 8) instead of running; the
+// packages build joulie-agentd.8 with it, so the page always matches the
+// flags. Hidden: it is for the build, not for operators.
+var manPageFlag = &cli.BoolFlag{Name: "man-page", Hidden: true}
+
+func writeManPage(app *cli.App, w io.Writer) error {
+	page, err := app.ToManWithSection(8)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("render the manual page: %v", err), 1)
+	}
+	_, err = io.WriteString(w, page)
+	return err
 }
 
 // newSyncer builds the cluster sync; a nil *Syncer must not become a

@@ -29,6 +29,7 @@ import (
 	"joulie.io/joulie/agentd/internal/httphost"
 	"joulie.io/joulie/agentd/internal/localapi"
 	"joulie.io/joulie/agentd/internal/metrics"
+	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/pkg/version"
 )
@@ -122,15 +123,36 @@ func openHardware(cfg config.Config) (agent.Hardware, error) {
 		}
 		return httphost.New(c, httphost.Options{DVFS: cfg.DVFS.Config(), Version: version.Version})
 	}
+	// One writer per journal: a second daemon, or an offline restore by
+	// joulie-agentctl, must not write the same controls at the same time.
+	unlock, err := state.Lock(cfg.StateDir)
+	if errors.Is(err, state.ErrLocked) {
+		return nil, fmt.Errorf("%w: is another joulie-agentd running on this host?", err)
+	} else if err != nil {
+		return nil, err
+	}
 	h, err := host.Open(host.Config{
 		Root: cfg.HostRoot, StateDir: cfg.StateDir,
 		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
 		DVFS: cfg.DVFS.Config(), AgentVersion: version.Version,
 	})
 	if err != nil {
+		_ = unlock()
 		return nil, err
 	}
-	return h, nil
+	return lockedHost{h, unlock}, nil
+}
+
+// lockedHost is the host backend holding the state directory's lock,
+// which Close releases after the host's own Close (the daemon closes the
+// hardware only after its stop-time restore).
+type lockedHost struct {
+	*host.Host
+	unlock func() error
+}
+
+func (l lockedHost) Close() error {
+	return errors.Join(l.Host.Close(), l.unlock())
 }
 
 func agentOptions(cfg config.Config, log *slog.Logger) agent.Options {

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"joulie.io/joulie/agentd/internal/config"
+	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/localapi"
+	"joulie.io/joulie/agentd/internal/state"
+	"joulie.io/joulie/pkg/version"
+)
+
+// restoreOffline puts the journaled originals back without the daemon,
+// from the state directory the daemon's configuration names. It is what
+// joulie-agentd.service runs as ExecStopPost=, so that a daemon killed by
+// SIGKILL, the watchdog or a panic still leaves the host as it found it,
+// and what the packages' removal scripts run on a host without systemd.
+//
+// It takes the state directory's lock first, so it refuses to run beside
+// a live daemon. Nothing recorded is success, and it creates nothing; with
+// keepCapsOnStop it leaves the caps in force, as the daemon's own stop
+// would.
+func restoreOffline(c *cli.Context, output string) error {
+	cfg, err := offlineConfig(c)
+	if err != nil {
+		return err
+	}
+	report := localapi.RestoreReport{}
+	write := func() error {
+		if output == "json" {
+			return writeJSON(c.App.Writer, report)
+		}
+		return writeRestore(c.App.Writer, report)
+	}
+	journal := filepath.Join(cfg.StateDir, state.FileName)
+	if _, err := os.Stat(journal); errors.Is(err, os.ErrNotExist) {
+		return write()
+	} else if err != nil {
+		return cli.Exit(fmt.Sprintf("journal of original power settings %s: %v", journal, err), exitFailure)
+	}
+
+	unlock, err := state.Lock(cfg.StateDir)
+	if errors.Is(err, state.ErrLocked) {
+		return cli.Exit(fmt.Sprintf("%v: joulie-agentd is running; use joulie-agentctl restore without --offline", err), exitFailure)
+	} else if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	defer unlock()
+
+	before, err := recorded(cfg.StateDir)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	if len(before) == 0 {
+		return write()
+	}
+	if cfg.KeepCapsOnStop {
+		report.Kept = len(before)
+		report.Message = fmt.Sprintf("keepCapsOnStop is set: the caps stay in force and the originals stay recorded in %s.\n"+
+			"To restore them anyway, run with JOULIE_KEEP_CAPS_ON_STOP=false.", journal)
+		return write()
+	}
+
+	h, err := host.Open(host.Config{
+		Root: cfg.HostRoot, StateDir: cfg.StateDir,
+		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
+		DVFS: cfg.DVFS.Config(), AgentVersion: version.Version,
+	})
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	restoreErr := h.Restore()
+	closeErr := h.Close()
+	after, err := recorded(cfg.StateDir)
+	if err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	left := map[[2]string]bool{}
+	for _, e := range after {
+		left[[2]string{e.Backend, e.ID}] = true
+	}
+	for _, e := range before {
+		rc := localapi.RecordedControl{Backend: e.Backend, ID: e.ID, Original: e.Original}
+		if left[[2]string{e.Backend, e.ID}] {
+			rc.Error = entryError(restoreErr, e)
+			report.Kept++
+		} else {
+			report.Restored++
+		}
+		report.Controls = append(report.Controls, rc)
+	}
+	if restoreErr != nil {
+		report.Error = restoreErr.Error()
+	}
+	if werr := write(); werr != nil {
+		return werr
+	}
+	if err := errors.Join(restoreErr, closeErr); err != nil {
+		return cli.Exit(err.Error(), exitFailure)
+	}
+	return nil
+}
+
+// offlineConfig reads the daemon's configuration as joulie-agentd does:
+// --config, else JOULIE_CONFIG, else the default path, which may be
+// missing (all defaults). JOULIE_* variables apply, so a unit's
+// Environment= reaches both. A bad configuration is bad usage (exit 2).
+func offlineConfig(c *cli.Context) (config.Config, error) {
+	path := c.String("config")
+	if !c.IsSet("config") {
+		if v, ok := os.LookupEnv(config.EnvConfig); ok && v != "" {
+			path = v
+		} else if _, err := os.Stat(config.DefaultPath); err != nil {
+			path = ""
+		}
+	}
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		return config.Config{}, usageError("%v", err)
+	}
+	return cfg, nil
+}
+
+// recorded lists the journal's entries. Only called once the journal
+// file is known to exist, so the state directory is never created here.
+func recorded(dir string) ([]state.Entry, error) {
+	j, err := state.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return j.Entries(), nil
+}
+
+// entryError picks the line of a joined restore error that names e; the
+// journal's errors begin "restore <backend> <id> to <original>".
+func entryError(err error, e state.Entry) string {
+	if err != nil {
+		prefix := fmt.Sprintf("restore %s %s to %s: ", e.Backend, e.ID, e.Original)
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				return rest
+			}
+		}
+	}
+	return "not restored"
+}
