@@ -160,13 +160,15 @@ step "boot $suite with systemd-nspawn -b"
 systemd-nspawn --register=no --keep-unit -b -D "$root" -M joulie-install \
 	--private-network --console=passive >"$work/nspawn.log" 2>&1 &
 nspawn_pid=$!
-for _ in $(seq 100); do
-	leader=$(ps -o pid= --ppid "$nspawn_pid" | tr -d ' ' | head -n1 || true)
-	[ -n "$leader" ] && [ -e "/proc/$leader/ns/pid" ] && break
+# The container's init is the child of nspawn that has become systemd
+# (nspawn's own short-lived helpers are children too, before that).
+for _ in $(seq 300); do
+	leader=$(ps -o pid=,comm= --ppid "$nspawn_pid" | awk '$2 == "systemd" { print $1; exit }' || true)
+	[ -n "$leader" ] && break
 	kill -0 "$nspawn_pid" 2>/dev/null || { cat "$work/nspawn.log" >&2; fail "systemd-nspawn exited"; }
 	sleep 0.1
 done
-[ -n "$leader" ] || fail "no init process under systemd-nspawn"
+[ -n "$leader" ] || { cat "$work/nspawn.log" >&2; fail "no systemd under systemd-nspawn"; }
 # Until init has its bus, is-system-running answers "offline" at once.
 state=""
 for _ in $(seq 300); do
