@@ -28,7 +28,10 @@ fail() {
 	exit 1
 }
 
-[ "$(id -u)" -eq 0 ] || fail "needs root (debootstrap and systemd-nspawn)"
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || fail "needs root (debootstrap and systemd-nspawn), and there is no sudo"
+	exec sudo --preserve-env=JOULIE_CACHE_DIR,JOULIE_DEBIAN_MIRROR,JOULIE_SKIP_ANSIBLE,JOULIE_KEEP,XDG_CACHE_HOME "$0" "$@"
+fi
 
 deb=${1:-$(ls -t dist/joulie-agent_*_amd64.deb 2>/dev/null | head -n1 || true)}
 [ -n "$deb" ] && [ -f "$deb" ] || fail "no .deb given and none in dist/ (run make package)"
