@@ -330,11 +330,13 @@ rm -rf "$root/etc/systemd/system/joulie-agentd.service.d" "$root$deb_in"
 inside systemctl daemon-reload
 left=""
 while read -r f; do
-	[ -d "$root$f" ] && continue # shared directories like /usr/bin, /lib (a link)
-	[ -e "$root$f" ] || [ -L "$root$f" ] && left="$left $f"
+	# Shared directories (/usr/bin, /lib as a link) stay.
+	if [ ! -d "$root$f" ] && { [ -e "$root$f" ] || [ -L "$root$f" ]; }; then
+		left="$left $f"
+	fi
 done <"$work/dpkg-L"
 for d in /etc/joulie /var/lib/joulie /run/joulie /usr/share/doc/joulie-agent; do
-	[ -e "$root$d" ] && left="$left $d"
+	if [ -e "$root$d" ]; then left="$left $d"; fi
 done
 [ -z "$left" ] || fail "left behind by apt purge:$left"
 # Anything else named after joulie: unit symlinks, deb-systemd-helper
