@@ -67,7 +67,7 @@ CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
 
-.PHONY: all help deps tools print-helm build run test test-unit test-integration test-tooling test-helm test-package package lint verify generate fuzz check clean
+.PHONY: all help deps tools print-helm build run test test-unit test-integration test-tooling test-helm test-package test-install package lint verify generate fuzz check clean
 
 all: build
 
@@ -84,7 +84,7 @@ build: ## build every binary into bin/
 run: build ## run joulie-agentd on this host (standalone, changes nothing) and show what it sees
 	hack/run.sh
 
-test: test-unit test-tooling test-helm test-package test-integration ## run all tests
+test: test-unit test-tooling test-helm test-package test-install test-integration ## run all tests
 
 test-unit: deps ## unit tests of the product module, with the race detector
 	$(GO) test -race -count=1 ./...
@@ -138,6 +138,14 @@ package: $(NFPM) ## build the agent's .deb and .rpm into dist/
 # most 3.0, and a second packaging run giving the same bytes.
 test-package: deps package ## check the packages: lintian, rpmlint, systemd-analyze, reproducibility
 	hack/test-package.sh $(NFPM)
+
+# Boots a Debian bookworm container with systemd-nspawn (root only), installs
+# the .deb with apt, checks the service, the socket's permissions, the
+# restores and apt purge, then rolls the agent out into it with Ansible
+# twice. The rootfs is cached in ~/.cache/joulie after the first run.
+test-install: deps package ## install the .deb in a booted container, roll it out with Ansible
+	cd ansible && ansible-lint --profile production
+	hack/test-install.sh
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

@@ -4,7 +4,8 @@
 # Makefile and installed with `go install`; this script covers the system
 # packages: gcc and the C library headers for cgo and the race detector,
 # the Prometheus server the controller's facility poller is tested against,
-# and what `make test-package` checks the .deb and .rpm with.
+# what `make test-package` checks the .deb and .rpm with, and what
+# `make test-install` boots a Debian container and runs Ansible with.
 set -euo pipefail
 
 need=()
@@ -24,8 +25,18 @@ command -v rpm2cpio >/dev/null 2>&1 || need+=(rpm)
 command -v cpio >/dev/null 2>&1 || need+=(cpio)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v man >/dev/null 2>&1 || need+=(man-db)
-# The state lock's test holds a lock with flock(1).
+# The state lock's test holds a lock with flock(1); make test-install
+# enters its container with nsenter(1).
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# make test-install: a Debian rootfs booted in a container, and the
+# Ansible rollout into it (ansible brings community.docker, whose nsenter
+# connection the test uses).
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
+command -v ps >/dev/null 2>&1 || need+=(procps)
+command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible)
+command -v ansible-lint >/dev/null 2>&1 || need+=(ansible-lint)
 
 if [ "${#need[@]}" -eq 0 ]; then
 	exit 0
