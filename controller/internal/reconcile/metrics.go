@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -17,6 +19,7 @@ type Metrics struct {
 	EligibleNodes     prometheus.Gauge
 	PerformanceTarget prometheus.Gauge
 	PerformancePods   prometheus.Gauge
+	twins             *twinCollector
 }
 
 // NewMetrics registers the metrics with reg (none when reg is nil).
@@ -40,10 +43,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Performance node count the policy asks for."}),
 		PerformancePods: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_performance_pods",
 			Help: "Active performance-sensitive pods in the cluster."}),
+		twins: newTwinCollector(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ReconcileDuration, m.ReconcileErrors, m.Transitions, m.Writes, m.WriteErrors,
-			m.Nodes, m.EligibleNodes, m.PerformanceTarget, m.PerformancePods)
+			m.Nodes, m.EligibleNodes, m.PerformanceTarget, m.PerformancePods, m.twins)
 	}
 	return m
 }
@@ -66,7 +70,71 @@ func (m *Metrics) observePlan(r Result) {
 	for class, n := range counts {
 		m.Nodes.WithLabelValues(string(class)).Set(float64(n))
 	}
+	m.twins.observe(r)
 	m.EligibleNodes.Set(float64(r.Eligible))
 	m.PerformanceTarget.Set(float64(r.HPCount))
 	m.PerformancePods.Set(float64(r.PerfPods))
+}
+
+// twinCollector exports the last plan's per-node twin scores and profile,
+// built from one snapshot at scrape time, so a scrape never sees half a
+// plan and a deleted node's series disappear with it.
+type twinCollector struct {
+	last                                   atomic.Pointer[[]nodeMetric]
+	headroom, cooling, psu, density, power *prometheus.Desc
+	profile                                *prometheus.Desc
+}
+
+type nodeMetric struct {
+	node, profile, class            string
+	headroom, cooling, psu, density float64
+	measuredW                       float64
+	source                          string
+}
+
+func newTwinCollector() *twinCollector {
+	node := []string{"node"}
+	return &twinCollector{
+		headroom: prometheus.NewDesc("joulie_twin_power_headroom_score", "NodeTwin predictedPowerHeadroomScore (0..100).", node, nil),
+		cooling:  prometheus.NewDesc("joulie_twin_cooling_stress_score", "NodeTwin predictedCoolingStressScore (0..100).", node, nil),
+		psu:      prometheus.NewDesc("joulie_twin_psu_stress_score", "NodeTwin predictedPsuStressScore (0..100).", node, nil),
+		density:  prometheus.NewDesc("joulie_twin_hardware_density_score", "NodeTwin hardwareDensityScore (0..100).", node, nil),
+		power:    prometheus.NewDesc("joulie_twin_node_power_watts", "NodeTwin powerMeasurement.measuredNodePowerW, by source (agent, kepler, static).", []string{"node", "source"}, nil),
+		profile:  prometheus.NewDesc("joulie_controller_node_profile", "1 for each planned node's profile and schedulable class.", []string{"node", "profile", "class"}, nil),
+	}
+}
+
+func (c *twinCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.headroom, c.cooling, c.psu, c.density, c.power, c.profile} {
+		ch <- d
+	}
+}
+
+func (c *twinCollector) Collect(ch chan<- prometheus.Metric) {
+	last := c.last.Load()
+	if last == nil {
+		return
+	}
+	for _, n := range *last {
+		ch <- prometheus.MustNewConstMetric(c.headroom, prometheus.GaugeValue, n.headroom, n.node)
+		ch <- prometheus.MustNewConstMetric(c.cooling, prometheus.GaugeValue, n.cooling, n.node)
+		ch <- prometheus.MustNewConstMetric(c.psu, prometheus.GaugeValue, n.psu, n.node)
+		ch <- prometheus.MustNewConstMetric(c.density, prometheus.GaugeValue, n.density, n.node)
+		ch <- prometheus.MustNewConstMetric(c.power, prometheus.GaugeValue, n.measuredW, n.node, n.source)
+		ch <- prometheus.MustNewConstMetric(c.profile, prometheus.GaugeValue, 1, n.node, n.profile, n.class)
+	}
+}
+
+func (c *twinCollector) observe(r Result) {
+	out := make([]nodeMetric, 0, len(r.Nodes))
+	for _, n := range r.Nodes {
+		m := nodeMetric{node: n.Name, profile: string(n.Decision.Profile), class: string(n.Twin.SchedulableClass),
+			headroom: n.Twin.PredictedPowerHeadroomScore, cooling: n.Twin.PredictedCoolingStressScore,
+			psu: n.Twin.PredictedPsuStressScore, density: n.Twin.HardwareDensityScore}
+		if pm := n.Twin.PowerMeasurement; pm != nil {
+			m.measuredW, m.source = pm.MeasuredNodePowerW, string(pm.Source)
+		}
+		out = append(out, m)
+	}
+	c.last.Store(&out)
 }
