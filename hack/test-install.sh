@@ -274,6 +274,13 @@ echo "ok: non-member refused (exit 1): $(cat "$work/other.out")"
 step "systemctl stop restores the original limit"
 inside systemctl stop joulie-agentd.service
 wait_limit "$original" "after systemctl stop"
+# The socket went down with the service, so a status call cannot
+# start the agent again behind the operator's back.
+if inside joulie-agentctl status >/dev/null 2>&1; then
+	fail "joulie-agentctl status answered after systemctl stop: the socket started the agent again"
+fi
+sleep 1
+wait_limit "$original" "after a status call on the stopped agent"
 
 step "kill -9, then systemd restarts the agent"
 inside systemctl start joulie-agentd.service
