@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -97,8 +96,8 @@ func (c *Capper) GPUs() ([]power.GPU, error) {
 // power1_cap, or a GPU without one, is blocked (power.ErrBlocked); a failed
 // write or a GPU that has disappeared is an error.
 func (c *Capper) SetCap(index int, watts float64) (float64, error) {
-	if math.IsNaN(watts) || math.IsInf(watts, 0) || watts <= 0 {
-		return 0, fmt.Errorf("set power cap of AMD GPU %d: %v W is not a usable limit", index, watts)
+	if err := power.CheckTarget(fmt.Sprintf("AMD GPU %d", index), watts); err != nil {
+		return 0, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

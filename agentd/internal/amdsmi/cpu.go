@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
@@ -70,8 +71,8 @@ func (c *SocketCapper) Sockets() ([]Socket, error) {
 // and skipping the write when the limit is in force. It returns the limit
 // read back, which the SMU may have raised to its own floor.
 func (c *SocketCapper) SetSocketCap(id int, watts float64) (float64, error) {
-	if math.IsNaN(watts) || math.IsInf(watts, 0) || watts <= 0 {
-		return 0, fmt.Errorf("set power cap of CPU socket %d: %v W is not a usable limit", id, watts)
+	if err := power.CheckTarget(fmt.Sprintf("CPU socket %d", id), watts); err != nil {
+		return 0, err
 	}
 	c.lib.mu.Lock()
 	defer c.lib.mu.Unlock()

@@ -3,7 +3,6 @@ package amdsmi
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,8 +89,8 @@ func (c *GPUCapper) GPUs() ([]power.GPU, error) {
 // records the original cap before the first write, skips the write when
 // the cap is already in place and returns the cap read back.
 func (c *GPUCapper) SetCap(index int, watts float64) (float64, error) {
-	if math.IsNaN(watts) || math.IsInf(watts, 0) || watts <= 0 {
-		return 0, fmt.Errorf("set power cap of AMD GPU %d: %v W is not a usable limit", index, watts)
+	if err := power.CheckTarget(fmt.Sprintf("AMD GPU %d", index), watts); err != nil {
+		return 0, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,6 +1,9 @@
 package power
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // MicrowattsPerWatt converts the units GPU drivers and RAPL use.
 const MicrowattsPerWatt = 1_000_000
@@ -33,4 +36,13 @@ func WholeWattRange[T Microwatts](lo, hi T) (T, T) {
 		return lo, hi
 	}
 	return wlo, whi
+}
+
+// CheckTarget refuses a cap request no device could hold (NaN, infinite,
+// zero or negative watts), naming what was to be capped.
+func CheckTarget(what string, watts float64) error {
+	if math.IsNaN(watts) || math.IsInf(watts, 0) || watts <= 0 {
+		return fmt.Errorf("set power cap of %s: %v W is not a usable limit", what, watts)
+	}
+	return nil
 }
