@@ -62,16 +62,7 @@ func NewNodePower(cfg Config, query, label string, log *slog.Logger) (*NodePower
 
 // Run polls at once and then every interval until ctx ends.
 func (p *NodePowerPoller) Run(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Interval)
-	defer t.Stop()
-	for {
-		_ = p.Poll(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	pollEvery(ctx, p.cfg.Interval, p.Poll)
 }
 
 // Poll runs the query once. A failed poll keeps the previous readings,

@@ -82,16 +82,7 @@ func New(cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Poller, erro
 // Run polls at once and then every Interval until ctx ends. The outcome
 // of each poll is in Latest, the metrics and the log.
 func (p *Poller) Run(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Interval)
-	defer t.Stop()
-	for {
-		_ = p.Poll(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	pollEvery(ctx, p.cfg.Interval, p.Poll)
 }
 
 // Latest returns the current reading. Its pointers are never written
@@ -243,4 +234,19 @@ func (e *pollError) Unwrap() []error {
 		out[i] = f
 	}
 	return out
+}
+
+// pollEvery calls poll at once and then every interval until ctx ends;
+// poll reports its own failures (state, metrics, log).
+func pollEvery(ctx context.Context, interval time.Duration, poll func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_ = poll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -155,19 +156,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("informer caches did not sync: %w", ctx.Err())
 	}
 	c.log.Info("caches synced; reconciling", "interval", c.opts.Settings.Interval, "policy", c.opts.Settings.Policy)
-	go func() {
-		t := time.NewTicker(c.opts.Settings.Interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				c.queue.Add(clusterKey)
-			}
-		}
-	}()
-	c.queue.Add(clusterKey)
+	// A pass at once, then at least every interval.
+	go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(clusterKey) }, c.opts.Settings.Interval)
 	go func() { <-ctx.Done(); c.queue.ShutDown() }()
 	for {
 		key, quit := c.queue.Get()

@@ -199,11 +199,14 @@ func Compute(in Inputs, s Settings) Result {
 			Decision: d, LastTransition: last, PerfPods: perfOnNode[n.Name]})
 	}
 
-	// Specs and the twin's power budget first: PSU stress needs the
-	// cluster's total.
+	// One twin per node; PSU stress waits for the cluster's total, which
+	// is known only once every node's power is.
+	ambient := twin.DefaultTempBaselineC
+	if in.Facility.AmbientTempC != nil {
+		ambient = *in.Facility.AmbientTempC
+	}
 	type power struct {
 		out      twin.Output
-		cpu, gpu float64
 		source   joulie.MeasurementSource
 		measured float64
 	}
@@ -216,8 +219,9 @@ func Compute(in Inputs, s Settings) Result {
 		p.Spec = s.Intent.Spec(p.Decision.Profile, node)
 		cpuPct, gpuPct := intent.CapPcts(p.Spec, node)
 		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
-			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: cpuPct, GPUCapPct: gpuPct}, nil)
-		powers[i] = power{out: out, cpu: cpuPct, gpu: gpuPct, source: joulie.SourceStatic, measured: out.NodeCappedPowerW}
+			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: cpuPct, GPUCapPct: gpuPct,
+			AmbientTempC: ambient}, s.Cooling)
+		powers[i] = power{out: out, source: joulie.SourceStatic, measured: out.NodeCappedPowerW}
 		if m := freshMeasurement(in.Profiles[p.Name], in.Now, s.MeasurementMaxAge); m != nil {
 			powers[i].source, powers[i].measured = joulie.SourceAgent, m.NodePowerWatts
 		} else if k, ok := in.KeplerPower[p.Name]; ok && (s.MeasurementMaxAge <= 0 || in.Now.Sub(k.Time) <= s.MeasurementMaxAge) {
@@ -228,15 +232,11 @@ func Compute(in Inputs, s Settings) Result {
 	if in.Facility.ITPowerW != nil {
 		clusterW = *in.Facility.ITPowerW
 	}
-	ambient := twin.DefaultTempBaselineC
-	if in.Facility.AmbientTempC != nil {
-		ambient = *in.Facility.AmbientTempC
-	}
+	psu := twin.PSUStress(clusterW, s.RackCapacityW)
 	for i := range res.Nodes {
 		p, pw := &res.Nodes[i], powers[i]
-		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
-			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: pw.cpu, GPUCapPct: pw.gpu,
-			AmbientTempC: ambient, ClusterTotalPowerW: clusterW, ReferenceRackCapacityW: s.RackCapacityW}, s.Cooling)
+		out := pw.out
+		out.PSUStress = psu
 		// Measured power comes from the node's agent, else Kepler, else the
 		// cap-based budget (SPEC.md).
 		pm := &joulie.PowerMeasurement{Source: pw.source, MeasuredNodePowerW: round1(pw.measured),

@@ -146,11 +146,7 @@ func Compute(in Input, m CoolingModel) Output {
 	}
 	out.CoolingStress = clampScore(cs)
 
-	rack := in.ReferenceRackCapacityW
-	if !finite(rack) || rack <= 0 {
-		rack = DefaultReferenceRackCapacityW
-	}
-	out.PSUStress = clampScore(nonNegWatts(in.ClusterTotalPowerW) / rack * 100)
+	out.PSUStress = PSUStress(in.ClusterTotalPowerW, in.ReferenceRackCapacityW)
 
 	hasCPU, hasGPU := out.CPUTdpW > 0, out.GPUTdpW > 0
 	var capFactor float64
@@ -165,6 +161,17 @@ func Compute(in Input, m CoolingModel) Output {
 	coolingFactor := 1 - out.CoolingStress/100
 	out.Headroom = clampScore(capFactor * coolingFactor * 100)
 	return out
+}
+
+// PSUStress is the cluster's power draw against the rack capacity, in
+// 0..100; a rack capacity that is 0, negative or not finite means
+// DefaultReferenceRackCapacityW. Callers that learn the cluster total only
+// after computing every node can set Output.PSUStress with it.
+func PSUStress(clusterTotalPowerW, rackCapacityW float64) float64 {
+	if !finite(rackCapacityW) || rackCapacityW <= 0 {
+		rackCapacityW = DefaultReferenceRackCapacityW
+	}
+	return clampScore(nonNegWatts(clusterTotalPowerW) / rackCapacityW * 100)
 }
 
 // PUE returns the power usage effectiveness (IT+cooling)/IT. ok is false
