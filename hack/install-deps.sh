@@ -37,6 +37,12 @@ command -v systemd-nspawn >/dev/null 2>&1 || need+=(systemd-container)
 command -v ps >/dev/null 2>&1 || need+=(procps)
 command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible)
 command -v ansible-lint >/dev/null 2>&1 || need+=(ansible-lint)
+# The role's cluster identity step, run against the harness's API server:
+# kubectl approves the CSR, kubernetes.core needs the Python client, and
+# the test reads the issued certificate with openssl.
+command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+python3 -c 'import kubernetes' >/dev/null 2>&1 || need+=(python3-kubernetes)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 
 if [ "${#need[@]}" -eq 0 ]; then
 	exit 0

@@ -41,8 +41,12 @@ suite=bookworm
 # python3 and python3-apt are for Ansible's modules; everything else is what a
 # booted, apt-managed host needs.
 include=systemd,systemd-sysv,dbus,apt,ca-certificates,python3,python3-apt
+# Installed with apt after debootstrap (whose --include does not resolve
+# their dependencies): python3-cryptography for the role's key and CSR. The
+# role installs it itself; having it here saves a download on every run.
+extra=python3-cryptography
 cache=${JOULIE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/joulie}
-key=$(printf '%s %s minbase %s' "$suite" "$(dpkg --print-architecture)" "$include" | sha256sum | cut -c1-12)
+key=$(printf '%s %s minbase %s %s' "$suite" "$(dpkg --print-architecture)" "$include" "$extra" | sha256sum | cut -c1-12)
 tarball="$cache/rootfs-$suite-$key.tar"
 
 # The mirror this host's apt already uses for Debian itself.
@@ -63,6 +67,8 @@ if [ ! -f "$tarball" ]; then
 	trap 'rm -rf "$build"' EXIT
 	debootstrap --variant=minbase --include="$include" "$suite" "$build/rootfs" "$mirror" >"$build/debootstrap.log" 2>&1 ||
 		{ tail -n 30 "$build/debootstrap.log" >&2; fail "debootstrap"; }
+	DEBIAN_FRONTEND=noninteractive chroot "$build/rootfs" apt-get install -y -q --no-install-recommends $extra \
+		>>"$build/debootstrap.log" 2>&1 || { tail -n 30 "$build/debootstrap.log" >&2; fail "apt-get install $extra in the rootfs"; }
 	rm -rf "$build/rootfs/var/cache/apt/archives/"*.deb "$build/rootfs/var/lib/apt/lists/"*_Packages
 	# An empty machine-id: systemd makes one at each boot.
 	: >"$build/rootfs/etc/machine-id"

@@ -33,10 +33,13 @@ func newAuthority() (*authority, error) {
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "joulie-harness-client-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(7 * 24 * time.Hour),
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "joulie-harness-client-ca"},
+		NotBefore:    now.Add(-time.Hour),
+		// Longer than the year-long certificates the CSR signer issues
+		// (it cuts them at the CA's end), so that a client renewing at
+		// 30 days before expiry, like the Ansible role, sees them as fresh.
+		NotAfter:              now.Add(2 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,

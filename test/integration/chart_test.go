@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,7 +39,7 @@ const (
 	// chartRelease installed in harness.ControllerNamespace gives the
 	// object names below; the controller's ServiceAccount is then
 	// harness.ControllerServiceAccount.
-	chartRelease = "joulie"
+	chartRelease = harness.ChartRelease
 
 	chartControllerRole     = "joulie-controller"                 // ClusterRole
 	chartLeaderElectionRole = "joulie-controller-leader-election" // Role in the release namespace
@@ -55,15 +54,15 @@ const (
 // ServiceMonitor stays off: the harness has no Prometheus Operator CRDs
 // (make test-helm lints and renders it).
 func installChart(ctx context.Context, c *harness.ControlPlane) error {
-	helm, err := pinnedHelm()
+	helm, err := harness.PinnedHelm("../..")
 	if err != nil {
 		return err
 	}
-	installed, err := renderChart(ctx, helm, "--set", "grafanaDashboard.enabled=true")
+	installed, err := harness.RenderChart(ctx, helm, chartDir, chartRelease, "--set", "grafanaDashboard.enabled=true")
 	if err != nil {
 		return err
 	}
-	withTLS, err := renderChart(ctx, helm, "--set", "extender.tls.secretName=joulie-extender-tls")
+	withTLS, err := harness.RenderChart(ctx, helm, chartDir, chartRelease, "--set", "extender.tls.secretName=joulie-extender-tls")
 	if err != nil {
 		return err
 	}
@@ -80,44 +79,6 @@ func installChart(ctx context.Context, c *harness.ControlPlane) error {
 		return fmt.Errorf("install the chart: %w", err)
 	}
 	return nil
-}
-
-// renderChart runs helm template on the chart for release chartRelease in
-// the controller's namespace, without the CRDs.
-func renderChart(ctx context.Context, helm string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, helm, append([]string{"template", chartRelease, chartDir,
-		"--namespace", harness.ControllerNamespace}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
-	}
-	return out, nil
-}
-
-// pinnedHelm is the helm the Makefile builds: $JOULIE_HELM when make runs
-// the tests, else the path `make print-helm` gives. The suite cannot run
-// without it, so a missing helm fails the suite with what to do.
-func pinnedHelm() (string, error) {
-	path := os.Getenv("JOULIE_HELM")
-	if path == "" {
-		cmd := exec.Command("make", "-s", "--no-print-directory", "-C", "../..", "print-helm")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return "", fmt.Errorf("ask the Makefile where helm is (make print-helm): %w\n%s", err, stderr.String())
-		}
-		path = strings.TrimSpace(string(out))
-	}
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("helm is not built at %s: run `make tools` in the repository's root (it builds the pinned helm once)", path)
-		}
-		return "", err
-	}
-	return path, nil
 }
 
 // chartSchedulerExtender is the extender block of the
@@ -202,7 +163,7 @@ subjects:
 // release joulie in joulie-system, so this one is joulie-readme in a
 // namespace of its own; helm finds the CRDs installed and leaves them.
 func TestHelmInstallAndUninstall(t *testing.T) {
-	helm, err := pinnedHelm()
+	helm, err := harness.PinnedHelm("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
