@@ -143,9 +143,9 @@ test-package: deps package ## check the packages: lintian, rpmlint, systemd-anal
 # the .deb with apt, checks the service, the socket's permissions, the
 # restores and apt purge, then rolls the agent out into it with Ansible
 # twice. The rootfs is cached in ~/.cache/joulie after the first run.
-test-install: deps package ## install the .deb in a booted container, roll it out with Ansible
+test-install: deps package $(HELM) ## install the .deb in a booted container, roll it out with Ansible
 	cd ansible && ansible-lint --profile production
-	hack/test-install.sh
+	JOULIE_HELM=$(HELM) GO=$(GO) hack/test-install.sh
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
