@@ -142,7 +142,9 @@ test-package: deps package ## check the packages: lintian, rpmlint, systemd-anal
 # Boots a Debian bookworm container with systemd-nspawn (root only), installs
 # the .deb with apt, checks the service, the socket's permissions, the
 # restores and apt purge, then rolls the agent out into it with Ansible
-# twice. The rootfs is cached in ~/.cache/joulie after the first run.
+# twice, the node's identity issued by the CSR API of a control plane from
+# test/ (which installs the chart, hence helm). The rootfs is cached in
+# ~/.cache/joulie after the first run.
 test-install: deps package $(HELM) ## install the .deb in a booted container, roll it out with Ansible
 	cd ansible && ansible-lint --profile production
 	JOULIE_HELM=$(HELM) GO=$(GO) hack/test-install.sh
