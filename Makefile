@@ -147,7 +147,7 @@ test-package: deps package ## check the packages: lintian, rpmlint, systemd-anal
 # ~/.cache/joulie after the first run.
 test-install: deps package $(HELM) ## install the .deb in a booted container, roll it out with Ansible
 	cd ansible && ansible-lint --profile production
-	JOULIE_HELM=$(HELM) GO=$(GO) hack/test-install.sh
+	JOULIE_HELM=$(HELM) GO=$(GO) NFPM=$(NFPM) hack/test-install.sh
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The Ansible rollout test: ansible/site.yml installs, configures, starts
 # and verifies the agent in a booted container (hack/test-install.sh boots
-# it and calls this), through the community.docker.nsenter connection. It
-# runs twice; the second run must change nothing.
+# it and calls this), through the community.docker.nsenter connection,
+# with the node's identity from the CSR API of a real control plane. Runs 1
+# and 2 install a package file, runs 3 and 4 upgrade from an apt
+# repository; the second run of each pair must change nothing.
 #
-# Usage: hack/test-ansible.sh INIT_PID PACKAGE WORKDIR
+# Usage: hack/test-ansible.sh INIT_PID PACKAGE WORKDIR [UPGRADE]
 #   INIT_PID  the container's init as seen from this host
 #   PACKAGE   the .deb on this host (the control node)
 #   WORKDIR   where the inventory and the logs go
+#   UPGRADE   optional: a newer .deb, installed from an apt repository
 # The container must have the fixture host of hack/test-install.sh in
 # /var/lib/joulie-fixture, and no joulie-agent installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-leader=$1 deb=$2 work=$3
+leader=$1 deb=$2 work=$3 upgrade_deb=${4:-}
 fixture=/var/lib/joulie-fixture
 limit_file="/proc/$leader/root$fixture/sys/class/powercap/intel-rapl:0/constraint_0_power_limit_uw"
 
@@ -28,6 +31,9 @@ inside() {
 
 command -v ansible-playbook >/dev/null || fail "ansible-playbook is missing (make deps)"
 netns() { nsenter --target "$leader" --net -- "$@"; }
+# netns_bg: the same in the background, with $! the program's own pid
+# (nsenter execs it), so that the exit trap can stop it.
+netns_bg() { (exec nsenter --target "$leader" --net -- "$@") & }
 
 # The package's unit may write only real sysfs; the test lets it write the
 # fixture, before the role starts the agent.
@@ -51,7 +57,7 @@ mkdir -p "$work/bin"
 	${GO:-go} build -o "$work/bin/kubectl" k8s.io/kubernetes/cmd/kubectl) || fail "build the test cluster"
 cluster=$work/cluster
 rm -rf "$cluster"
-netns "$work/bin/joulie-testcluster" -dir "$cluster" -chart packaging/helm/joulie >"$work/testcluster.log" 2>&1 &
+netns_bg "$work/bin/joulie-testcluster" -dir "$cluster" -chart packaging/helm/joulie >"$work/testcluster.log" 2>&1
 cluster_pid=$!
 trap 'kill "$cluster_pid" 2>/dev/null; wait "$cluster_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 180); do
@@ -112,15 +118,19 @@ export ANSIBLE_CONFIG="$PWD/ansible/ansible.cfg" ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY
 recap() { grep -E '^install-test +:' "$1" | tr -s ' '; }
 changed() { recap "$1" | sed -n 's/.*changed=\([0-9]*\).*/\1/p'; }
 
-for run in 1 2; do
-	echo "-- ansible-playbook ansible/site.yml, run $run"
-	if ! netns ansible-playbook -i "$work/inventory.yml" ansible/site.yml >"$work/ansible-$run.log" 2>&1; then
-		cat "$work/ansible-$run.log" >&2
-		fail "playbook run $run"
+# playbook N INVENTORY: run N of site.yml, its log in ansible-N.log.
+playbook() {
+	echo "-- ansible-playbook ansible/site.yml, run $1"
+	if ! netns ansible-playbook -i "$2" ansible/site.yml >"$work/ansible-$1.log" 2>&1; then
+		cat "$work/ansible-$1.log" >&2
+		fail "playbook run $1"
 	fi
-	grep -E 'msg": ".*install-test' "$work/ansible-$run.log" | sed 's/^ *"msg": /agent: /' || true
-	echo "recap $run: $(recap "$work/ansible-$run.log")"
-done
+	grep -E 'msg": ".*install-test' "$work/ansible-$1.log" | sed 's/^ *"msg": /agent: /' || true
+	echo "recap $1: $(recap "$work/ansible-$1.log")"
+}
+
+playbook 1 "$work/inventory.yml"
+playbook 2 "$work/inventory.yml"
 [ "$(changed "$work/ansible-2.log")" = 0 ] || { cat "$work/ansible-2.log" >&2; fail "the second run changed something"; }
 echo "ok: the second run changed nothing"
 
@@ -148,3 +158,65 @@ audit() { grep -F '"stage":"ResponseComplete"' "$cluster/audit.log" | grep -F '"
 observed=$(kubectl get nodepowerprofiles.joulie.io install-test -o jsonpath='{.status.observedGeneration} {.status.cpu.result}')
 [ "$observed" = "1 applied" ] || fail "NodePowerProfile status: $observed"
 echo "ok: NodeHardware and NodePowerProfile status written as joulie:agent:install-test; status: generation 1 applied"
+
+# --- from a repository -------------------------------------------------------
+
+# Runs 3 and 4 install from a signed apt repository served over HTTP on the
+# container's loopback, which holds a newer package (the same binaries,
+# a higher version): run 3 adds the key and the source and upgrades,
+# run 4 changes nothing. The container's Debian source is unreachable (it
+# has no network), so it is set aside for these runs.
+[ -n "$upgrade_deb" ] || exit 0
+upgrade_version=$(dpkg-deb -f "$upgrade_deb" Version)
+repo=$work/repo
+mkdir -p "$repo"
+cp "$upgrade_deb" "$repo/"
+export GNUPGHOME="$work/gnupg"
+mkdir -m 0700 -p "$GNUPGHOME"
+gpg --batch --quiet --passphrase '' --quick-gen-key 'Joulie install test repository' ed25519 sign never 2>/dev/null ||
+	fail "make the repository's signing key"
+gpg --batch --armor --export >"$repo/joulie.asc"
+(
+	cd "$repo"
+	dpkg-scanpackages --multiversion . /dev/null >Packages 2>/dev/null
+	{
+		echo "Origin: Joulie install test"
+		echo "Label: Joulie install test"
+		echo "Date: $(LC_ALL=C date -Ru)"
+		echo "SHA256:"
+		printf ' %s %s Packages\n' "$(sha256sum <Packages | cut -d' ' -f1)" "$(stat -c %s Packages)"
+	} >Release
+	gpg --batch --yes --clearsign -o InRelease Release
+) || fail "build the apt repository"
+repo_port=8765
+netns_bg python3 -m http.server --bind 127.0.0.1 --directory "$repo" "$repo_port" >"$work/repo-http.log" 2>&1
+http_pid=$!
+trap 'kill "$http_pid" "$cluster_pid" 2>/dev/null; gpgconf --kill gpg-agent 2>/dev/null; wait "$http_pid" "$cluster_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do
+	netns python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$repo_port/InRelease')" 2>/dev/null && break
+	sleep 0.1
+done
+sources="/proc/$leader/root/etc/apt/sources.list"
+mv "$sources" "$sources.test-aside"
+
+sed -e '/joulie_agent_package_file:/d' "$work/inventory.yml" >"$work/inventory-repo.yml"
+cat >>"$work/inventory-repo.yml" <<INV
+          joulie_agent_package_state: latest
+          joulie_agent_apt_repo: "deb [signed-by=/etc/apt/keyrings/joulie.asc] http://127.0.0.1:$repo_port/ ./"
+          joulie_agent_apt_key_url: http://127.0.0.1:$repo_port/joulie.asc
+INV
+playbook 3 "$work/inventory-repo.yml"
+installed=$(inside dpkg-query -W -f '${Version}' joulie-agent)
+[ "$installed" = "$upgrade_version" ] || fail "run 3 did not upgrade from the repository: $installed installed, want $upgrade_version"
+[ "$(inside systemctl is-active joulie-agentd.service)" = active ] || fail "joulie-agentd is not active after the upgrade"
+echo "ok: run 3 upgraded to $upgrade_version from the repository"
+playbook 4 "$work/inventory-repo.yml"
+[ "$(changed "$work/ansible-4.log")" = 0 ] || { cat "$work/ansible-4.log" >&2; fail "the fourth run changed something"; }
+echo "ok: the fourth run changed nothing"
+mv "$sources.test-aside" "$sources"
+for _ in $(seq 100); do
+	[ "$(cat "$limit_file")" = 120000000 ] && break
+	sleep 0.1
+done
+[ "$(cat "$limit_file")" = 120000000 ] || fail "not capped after the upgrade: $(cat "$limit_file")"
+echo "ok: capped at 120 W on the upgraded agent"

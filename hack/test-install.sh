@@ -19,6 +19,8 @@
 #   JOULIE_DEBIAN_MIRROR    debootstrap mirror (default: this host's apt mirror)
 #   JOULIE_SKIP_ANSIBLE=1   stop after the package checks
 #   JOULIE_KEEP=1           keep the container's directory on exit
+#   NFPM                    the pinned nfpm, to package a newer version for the upgrade
+#   JOULIE_HELM, GO         the pinned helm and go, for hack/test-ansible.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -335,6 +337,28 @@ inside journalctl --no-pager -u joulie-agentd.service --since "$since" -o cat | 
 	fail "the start after a crash did not restore the journal's originals"
 wait_limit "$capped" "capped again after the crash recovery"
 
+step "apt upgrade: the edited agentd.yaml stays, the agent restarts on the new package"
+# The same binaries packaged as a newer version: what an upgrade does to
+# the configuration and the running agent does not depend on the code.
+[ -x "${NFPM:-}" ] || fail "NFPM must name the pinned nfpm (make test-install sets it)"
+version=$(dpkg-deb -f "$deb" Version)
+upgrade_version="${version%-*}+upgradetest"
+PKG_VERSION=$upgrade_version hack/package.sh "$NFPM" "$work/upgrade" >/dev/null || fail "package $upgrade_version"
+upgrade_deb=$(ls "$work/upgrade/"joulie-agent_*_amd64.deb)
+cp "$upgrade_deb" "$root/root/"
+conf_sum=$(sha256sum <"$root/etc/joulie/agentd.yaml")
+pid=$(unit_prop MainPID)
+inside apt-get install -y --no-install-recommends "/root/$(basename "$upgrade_deb")" >"$work/apt-upgrade.log" 2>&1 ||
+	{ cat "$work/apt-upgrade.log" >&2; fail "apt install of the newer package"; }
+rm "$root/root/$(basename "$upgrade_deb")"
+[ "$(inside dpkg-query -W -f '${Version}' joulie-agent)" = "$upgrade_version-1" ] || fail "not upgraded: $(inside dpkg-query -W -f '${Version}' joulie-agent)"
+[ "$(sha256sum <"$root/etc/joulie/agentd.yaml")" = "$conf_sum" ] || fail "the upgrade changed /etc/joulie/agentd.yaml"
+! ls "$root"/etc/joulie/*.dpkg-* >/dev/null 2>&1 || fail "the upgrade left $(ls "$root"/etc/joulie/*.dpkg-*)"
+echo "ok: upgraded to $upgrade_version-1; /etc/joulie/agentd.yaml kept as edited, no .dpkg-* file"
+wait_active "after the upgrade"
+[ "$(unit_prop MainPID)" != "$pid" ] || fail "the upgrade did not restart the running agent"
+wait_limit "$capped" "capped after the upgrade"
+
 step "apt purge joulie-agent leaves nothing behind"
 inside apt-get purge -y joulie-agent >"$work/apt-purge.log" 2>&1 || { cat "$work/apt-purge.log" >&2; fail "apt purge"; }
 tail -n 1 "$work/apt-purge.log"
@@ -366,4 +390,4 @@ fi
 
 step "Ansible: roll out into the container (hack/test-ansible.sh)"
 cp "$deb" "$work/"
-hack/test-ansible.sh "$leader" "$work/$(basename "$deb")" "$work"
+hack/test-ansible.sh "$leader" "$work/$(basename "$deb")" "$work" "$upgrade_deb"
