@@ -146,7 +146,7 @@ test-package: deps package ## check the packages: lintian, rpmlint, systemd-anal
 # test/ (which installs the chart, hence helm). The rootfs is cached in
 # ~/.cache/joulie after the first run.
 test-install: deps package $(HELM) ## install the .deb in a booted container, roll it out with Ansible
-	cd ansible && ansible-lint --profile production
+	cd ansible && ansible-lint --strict --profile production
 	JOULIE_HELM=$(HELM) GO=$(GO) NFPM=$(NFPM) hack/test-install.sh
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck

@@ -38,10 +38,13 @@ command -v ps >/dev/null 2>&1 || need+=(procps)
 command -v ansible-playbook >/dev/null 2>&1 || need+=(ansible)
 command -v ansible-lint >/dev/null 2>&1 || need+=(ansible-lint)
 # The role's cluster identity step, run against the harness's API server:
-# kubectl approves the CSR, kubernetes.core needs the Python client, and
-# the test reads the issued certificate with openssl.
-command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
-python3 -c 'import kubernetes' >/dev/null 2>&1 || need+=(python3-kubernetes)
+# kubernetes.core and the role's approval module need the Python client in
+# the Python Debian's Ansible runs on; the test signs its apt repository
+# with gpg, indexes it with dpkg-scanpackages and reads the issued
+# certificate with openssl.
+/usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1 || need+=(python3-kubernetes)
+command -v gpg >/dev/null 2>&1 || need+=(gpg)
+command -v dpkg-scanpackages >/dev/null 2>&1 || need+=(dpkg-dev)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 
 if [ "${#need[@]}" -eq 0 ]; then

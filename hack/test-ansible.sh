@@ -45,16 +45,14 @@ inside systemctl daemon-reload
 # The cluster: the harness's control plane as a process, with the Helm
 # chart's CRDs, RBAC and admission policy, and kube-controller-manager's
 # CSR signer, so the role's identity step runs for real. The container has
-# a private network, so the control plane, kubectl and Ansible's control
+# a private network, so the control plane, the checks below and Ansible's control
 # node run in the container's network namespace (and this host's mount
 # namespace): all of them, the agent included, meet on its loopback.
-# kubectl, which the role approves requests with, is built from the
-# harness's module: the same Kubernetes version as the server.
-echo "-- build joulie-testcluster and kubectl (test/ module)"
+echo "-- build joulie-testcluster (test/ module)"
 mkdir -p "$work/bin"
 # -race like the integration tests, which then reuse these packages.
-(cd test && ${GO:-go} build -race -o "$work/bin/joulie-testcluster" ./cmd/joulie-testcluster &&
-	${GO:-go} build -o "$work/bin/kubectl" k8s.io/kubernetes/cmd/kubectl) || fail "build the test cluster"
+(cd test && ${GO:-go} build -race -o "$work/bin/joulie-testcluster" ./cmd/joulie-testcluster) ||
+	fail "build joulie-testcluster"
 cluster=$work/cluster
 rm -rf "$cluster"
 netns_bg "$work/bin/joulie-testcluster" -dir "$cluster" -chart packaging/helm/joulie >"$work/testcluster.log" 2>&1
@@ -67,28 +65,28 @@ for _ in $(seq 180); do
 done
 [ -e "$cluster/ready" ] || { cat "$work/testcluster.log" >&2; fail "joulie-testcluster not ready after 180 s"; }
 cat "$work/testcluster.log"
-export PATH="$work/bin:$PATH" KUBECONFIG="$cluster/admin.kubeconfig"
-kubectl() { netns "$work/bin/kubectl" "$@"; }
+# kube PYTHON: runs PYTHON as the cluster's admin with the Python client
+# that kubernetes.core and the role's approval module use, as core, certs
+# and custom.
+kube() {
+	netns /usr/bin/python3 -c '
+import sys
+from kubernetes import client, config
+config.load_kube_config(sys.argv[1])
+core, certs, custom = client.CoreV1Api(), client.CertificatesV1Api(), client.CustomObjectsApi()
+exec(sys.argv[2])
+' "$cluster/admin.kubeconfig" "$1"
+}
 
 # The node and its target, as the controller would leave them: eco, the
 # CPU capped at 60% of its maximum.
-kubectl create -f - <<'YAML' >/dev/null || fail "create the node and its NodePowerProfile"
-apiVersion: v1
-kind: Node
-metadata:
-  name: install-test
-  labels:
-    joulie.io/managed: "true"
----
-apiVersion: joulie.io/v1alpha1
-kind: NodePowerProfile
-metadata:
-  name: install-test
-spec:
-  profile: eco
-  cpu:
-    packagePowerCapPctOfMax: 60
-YAML
+kube '
+core.create_node({"metadata": {"name": "install-test", "labels": {"joulie.io/managed": "true"}}})
+custom.create_cluster_custom_object("joulie.io", "v1alpha1", "nodepowerprofiles", {
+    "apiVersion": "joulie.io/v1alpha1", "kind": "NodePowerProfile",
+    "metadata": {"name": "install-test"},
+    "spec": {"profile": "eco", "cpu": {"packagePowerCapPctOfMax": 60}}})
+' >/dev/null || fail "create the node and its NodePowerProfile"
 
 cat >"$work/inventory.yml" <<INV
 all:
@@ -146,7 +144,8 @@ subject=$(openssl x509 -in "$cert" -noout -subject -nameopt RFC2253) || fail "re
 [ "$subject" = "subject=CN=joulie:agent:install-test,O=joulie:agents" ] || fail "agent certificate: $subject"
 openssl verify -CAfile "$cluster/client-ca.crt" "$cert" >/dev/null || fail "the agent certificate is not from the cluster's CA"
 [ "$(stat -c '%a %U' "/proc/$leader/root/etc/joulie/agent.key")" = "600 root" ] || fail "agent key permissions"
-[ -z "$(kubectl get certificatesigningrequests -o name)" ] || fail "CSRs left behind: $(kubectl get certificatesigningrequests -o name)"
+csrs=$(kube 'print(" ".join(c.metadata.name for c in certs.list_certificate_signing_request().items))')
+[ -z "$csrs" ] || fail "CSRs left behind: $csrs"
 echo "ok: $subject, issued by the cluster's signer, no CSR left"
 
 # The agent used it: the API server's audit log has the NodeHardware and
@@ -155,9 +154,39 @@ echo "ok: $subject, issued by the cluster's signer, no CSR left"
 audit() { grep -F '"stage":"ResponseComplete"' "$cluster/audit.log" | grep -F '"username":"joulie:agent:install-test"' | grep -F "\"resource\":\"$1\"" | grep -cE '"code":20[01]' || true; }
 [ "$(audit nodehardwares)" -gt 0 ] || fail "no NodeHardware write by joulie:agent:install-test in the audit log"
 [ "$(audit nodepowerprofiles)" -gt 0 ] || fail "no NodePowerProfile status write by joulie:agent:install-test in the audit log"
-observed=$(kubectl get nodepowerprofiles.joulie.io install-test -o jsonpath='{.status.observedGeneration} {.status.cpu.result}')
+observed=$(kube '
+p = custom.get_cluster_custom_object("joulie.io", "v1alpha1", "nodepowerprofiles", "install-test")
+print(p["status"]["observedGeneration"], p["status"]["cpu"]["result"])')
 [ "$observed" = "1 applied" ] || fail "NodePowerProfile status: $observed"
 echo "ok: NodeHardware and NodePowerProfile status written as joulie:agent:install-test; status: generation 1 applied"
+
+# The role's approval module on its own: an approved request is left
+# alone, a denied one is an error that says so.
+approve() {
+	ANSIBLE_LIBRARY=ansible/roles/joulie_agent/library netns ansible localhost -o -m joulie_csr_approve \
+		-a "name=$1 kubeconfig=$cluster/admin.kubeconfig" 2>&1
+}
+request=$(openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout /dev/null \
+	-subj "/O=joulie:agents/CN=joulie:agent:approve-test" 2>/dev/null | base64 -w0)
+for name in approve-test deny-test; do
+	kube "
+certs.create_certificate_signing_request({'metadata': {'name': '$name'}, 'spec': {
+    'request': '$request', 'signerName': 'kubernetes.io/kube-apiserver-client',
+    'usages': ['digital signature', 'client auth']}})" >/dev/null || fail "create CSR $name"
+done
+kube '
+c = certs.read_certificate_signing_request("deny-test")
+c.status.conditions = [client.V1CertificateSigningRequestCondition(type="Denied", status="True", reason="Test", message="denied by the test")]
+certs.replace_certificate_signing_request_approval("deny-test", c)' >/dev/null || fail "deny CSR deny-test"
+out=$(approve approve-test) || fail "approve a pending CSR: $out"
+grep -q 'CHANGED' <<<"$out" || fail "approving a pending CSR reported no change: $out"
+out=$(approve approve-test) || fail "approve an approved CSR: $out"
+grep -q 'SUCCESS' <<<"$out" || fail "approving an approved CSR changed it: $out"
+rc=0
+out=$(approve deny-test) || rc=$?
+[ "$rc" -ne 0 ] && grep -q 'is denied (Test: denied by the test)' <<<"$out" || fail "approving a denied CSR: exit $rc: $out"
+kube 'certs.delete_certificate_signing_request("approve-test"); certs.delete_certificate_signing_request("deny-test")' >/dev/null
+echo "ok: joulie_csr_approve approves a pending request once and refuses a denied one"
 
 # --- from a repository -------------------------------------------------------
 
