@@ -249,3 +249,11 @@ for _ in $(seq 100); do
 done
 [ "$(cat "$limit_file")" = 120000000 ] || fail "not capped after the upgrade: $(cat "$limit_file")"
 echo "ok: capped at 120 W on the upgraded agent"
+
+# Purge after a rollout with an identity: the key, certificate, CA and
+# kubeconfig the role wrote go with /etc/joulie, and the limit is restored.
+inside apt-get purge -y joulie-agent >"$work/apt-purge-ansible.log" 2>&1 ||
+	{ cat "$work/apt-purge-ansible.log" >&2; fail "apt purge after the rollout"; }
+[ ! -e "/proc/$leader/root/etc/joulie" ] || fail "apt purge left /etc/joulie: $(ls "/proc/$leader/root/etc/joulie")"
+[ "$(cat "$limit_file")" = 200000000 ] || fail "apt purge after the rollout did not restore the limit: $(cat "$limit_file")"
+echo "ok: apt purge after the rollout removed the key, certificate and kubeconfig and restored 200 W"
