@@ -114,7 +114,7 @@ $(STATICCHECK):
 $(HELM):
 	@mkdir -p $(GOBIN)
 	@tmp=$$(mktemp -d "$(GOBIN)/.helm-build.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
-	echo "building helm $(HELM_VERSION) from source (once; 4 to 7 minutes on 2 cores)" && \
+	echo "building helm $(HELM_VERSION) from source (once; 2.5 to 7 minutes on 2 cores)" && \
 	CGO_ENABLED=0 GOBIN="$$tmp" $(GO) install -trimpath -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) && \
 	mv "$$tmp/helm" $@
 
