@@ -6,17 +6,18 @@
 # and 2 install a package file, runs 3 and 4 upgrade from an apt
 # repository; the second run of each pair must change nothing.
 #
-# Usage: hack/test-ansible.sh INIT_PID PACKAGE WORKDIR [UPGRADE]
+# Usage: hack/test-ansible.sh INIT_PID PACKAGE WORKDIR UPGRADE
 #   INIT_PID  the container's init as seen from this host
 #   PACKAGE   the .deb on this host (the control node)
 #   WORKDIR   where the inventory and the logs go
-#   UPGRADE   optional: a newer .deb, installed from an apt repository
+#   UPGRADE   a newer .deb, installed from an apt repository
 # The container must have the fixture host of hack/test-install.sh in
 # /var/lib/joulie-fixture, and no joulie-agent installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-leader=$1 deb=$2 work=$3 upgrade_deb=${4:-}
+[ "$#" -eq 4 ] || { echo "usage: $0 INIT_PID PACKAGE WORKDIR UPGRADE" >&2; exit 2; }
+leader=$1 deb=$2 work=$3 upgrade_deb=$4
 fixture=/var/lib/joulie-fixture
 limit_file="/proc/$leader/root$fixture/sys/class/powercap/intel-rapl:0/constraint_0_power_limit_uw"
 
@@ -34,6 +35,19 @@ netns() { nsenter --target "$leader" --net -- "$@"; }
 # netns_bg: the same in the background, with $! the program's own pid
 # (nsenter execs it), so that the exit trap can stop it.
 netns_bg() { (exec nsenter --target "$leader" --net -- "$@") & }
+# The helpers started in the background (the control plane, the apt
+# repository's web server), stopped on exit, and the repository's gpg-agent.
+helpers=()
+stop_helpers() {
+	if [ "${#helpers[@]}" -gt 0 ]; then
+		kill "${helpers[@]}" 2>/dev/null || true
+		wait "${helpers[@]}" 2>/dev/null || true
+	fi
+	if [ -n "${repo_gnupg:-}" ]; then
+		GNUPGHOME=$repo_gnupg gpgconf --kill gpg-agent 2>/dev/null || true
+	fi
+}
+trap stop_helpers EXIT
 
 # The package's unit may write only real sysfs; the test lets it write the
 # fixture, before the role starts the agent.
@@ -57,7 +71,7 @@ cluster=$work/cluster
 rm -rf "$cluster"
 netns_bg "$work/bin/joulie-testcluster" -dir "$cluster" -chart packaging/helm/joulie >"$work/testcluster.log" 2>&1
 cluster_pid=$!
-trap 'kill "$cluster_pid" 2>/dev/null; wait "$cluster_pid" 2>/dev/null || true' EXIT
+helpers+=("$cluster_pid")
 for _ in $(seq 180); do
 	[ -e "$cluster/ready" ] && break
 	kill -0 "$cluster_pid" 2>/dev/null || { cat "$work/testcluster.log" >&2; fail "joulie-testcluster exited"; }
@@ -195,12 +209,12 @@ echo "ok: joulie_csr_approve approves a pending request once and refuses a denie
 # a higher version): run 3 adds the key and the source and upgrades,
 # run 4 changes nothing. The container's Debian source is unreachable (it
 # has no network), so it is set aside for these runs.
-[ -n "$upgrade_deb" ] || exit 0
 upgrade_version=$(dpkg-deb -f "$upgrade_deb" Version)
 repo=$work/repo
 mkdir -p "$repo"
 cp "$upgrade_deb" "$repo/"
-export GNUPGHOME="$work/gnupg"
+repo_gnupg=$work/gnupg
+export GNUPGHOME=$repo_gnupg
 mkdir -m 0700 -p "$GNUPGHOME"
 gpg --batch --quiet --passphrase '' --quick-gen-key 'Joulie install test repository' ed25519 sign never 2>/dev/null ||
 	fail "make the repository's signing key"
@@ -219,8 +233,7 @@ gpg --batch --armor --export >"$repo/joulie.asc"
 ) || fail "build the apt repository"
 repo_port=8765
 netns_bg python3 -m http.server --bind 127.0.0.1 --directory "$repo" "$repo_port" >"$work/repo-http.log" 2>&1
-http_pid=$!
-trap 'kill "$http_pid" "$cluster_pid" 2>/dev/null; gpgconf --kill gpg-agent 2>/dev/null; wait "$http_pid" "$cluster_pid" 2>/dev/null || true' EXIT
+helpers+=("$!")
 for _ in $(seq 50); do
 	netns python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$repo_port/InRelease')" 2>/dev/null && break
 	sleep 0.1

@@ -144,23 +144,19 @@ func (cp *ControlPlane) serviceAccountConfig(ctx context.Context, namespace, nam
 func (cp *ControlPlane) WriteKubeconfig(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(path, cfg); err != nil {
+	if err := WriteKubeconfigFile(path, cfg); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// WriteKubeconfigFile writes cfg as a kubeconfig file at path, readable
-// by its owner only.
-func (cp *ControlPlane) WriteKubeconfigFile(path string, cfg *rest.Config) error {
-	return writeKubeconfig(path, cfg)
 }
 
 // ServerCA is the PEM certificate that the API server's serving
 // certificate verifies against, for clients configured by hand.
 func (cp *ControlPlane) ServerCA() []byte { return append([]byte(nil), cp.serverCA...) }
 
-func writeKubeconfig(path string, cfg *rest.Config) error {
+// WriteKubeconfigFile writes cfg as a kubeconfig file at path, readable
+// by its owner only.
+func WriteKubeconfigFile(path string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["harness"] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host,

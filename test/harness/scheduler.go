@@ -45,7 +45,7 @@ func (cp *ControlPlane) StartScheduler(t *testing.T, cfg *schedulerconfigv1.Kube
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeKubeconfig(kubeconfig, restCfg); err != nil {
+	if err := WriteKubeconfigFile(kubeconfig, restCfg); err != nil {
 		t.Fatal(err)
 	}
 	cfg.ClientConnection.Kubeconfig = kubeconfig

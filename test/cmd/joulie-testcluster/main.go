@@ -71,20 +71,14 @@ func run() error {
 	if err := cp.StartCSRSigner(ctx, *certTTL); err != nil {
 		return err
 	}
-	files := []struct {
-		name string
-		data []byte
-	}{
-		{"ca.crt", cp.ServerCA()},
-		{"server", []byte(cp.Host() + "\n")},
-	}
-	if err := cp.WriteKubeconfigFile(filepath.Join(*dir, "admin.kubeconfig"), cp.AdminConfig()); err != nil {
+	if err := harness.WriteKubeconfigFile(filepath.Join(*dir, "admin.kubeconfig"), cp.AdminConfig()); err != nil {
 		return err
 	}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(*dir, f.name), f.data, 0o644); err != nil {
-			return err
-		}
+	if err := os.WriteFile(filepath.Join(*dir, "ca.crt"), cp.ServerCA(), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*dir, "server"), []byte(cp.Host()+"\n"), 0o644); err != nil {
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(*dir, "ready"), nil, 0o644); err != nil {
 		return err
