@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,4 +132,32 @@ func TestReloadSignalDuringStartUpIsHandledOnceReady(t *testing.T) {
 		}
 		f.checkOriginals(t, when)
 	}
+}
+
+// A server that cannot start after the first caps are written (here the
+// metrics port is taken) is a runtime failure, but not one that may leave
+// the host capped.
+func TestFailedStartUpAfterTheFirstWriteRestoresTheOriginals(t *testing.T) {
+	f := newFixture(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	b, err := os.ReadFile(f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(b), `metricsAddress: ""`, "metricsAddress: "+taken.Addr().String(), 1)
+	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := f.launch(t)
+	if code := d.wait(t); code != 1 {
+		t.Fatalf("%s with the metrics port taken, want exit status 1", d.cmd.ProcessState)
+	}
+	if log, _ := os.ReadFile(d.log); !strings.Contains(string(log), "metrics endpoint") {
+		t.Fatalf("the log does not say why start-up failed:\n%s", log)
+	}
+	f.checkOriginals(t, "after a failed start-up")
 }
