@@ -3,7 +3,8 @@
 // cluster's NodePowerProfile, or from its config file in standalone mode)
 // and reports what it applied. See agentd/README.md.
 //
-// Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad config.
+// Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad config,
+// 3 needs an operator (a journal of original settings it cannot read).
 package main
 
 import (
@@ -20,6 +21,8 @@ import (
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/daemon"
 	"joulie.io/joulie/agentd/internal/kubesync"
+	"joulie.io/joulie/agentd/internal/state"
+	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/pkg/cliapp"
 )
 
@@ -54,7 +57,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return nil
 			}
 			d, err := daemon.New(ctx, cfg, log, newSyncer, kubesync.Route)
-			if err != nil {
+			if errors.Is(err, state.ErrUnreadable) {
+				// `systemctl status` shows it; the unit's
+				// RestartPreventExitStatus= stops the restarts.
+				_ = systemd.NewNotifier().Status(err.Error())
+				return cli.Exit(err.Error(), cliapp.ExitNeedsOperator)
+			} else if err != nil {
 				return cli.Exit(err.Error(), 1)
 			}
 			if err := d.Run(ctx, reload); err != nil {
@@ -73,7 +81,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"start-up; after a crash, the next start (or joulie-agentctl restore --offline) restores it. SIGHUP " +
 		"reloads the configuration; during start-up it waits until the daemon is ready. Under systemd it " +
 		"reports readiness and status, pings the watchdog and serves the socket systemd passes.\n\n" +
-		"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad configuration."
+		"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad configuration, 3 needs an operator: " +
+		"the journal of original settings cannot be read (the message says which file and what to do); " +
+		"joulie-agentd.service does not restart it."
 	return cliapp.Run(app, args, stderr)
 }
 
