@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"joulie.io/joulie/agentd/internal/rapl/rapltest"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/pkg/cliapp"
 )
@@ -85,5 +88,40 @@ func TestUnitDoesNotRestartADaemonThatNeedsAnOperator(t *testing.T) {
 	}
 	if !slices.Contains(statuses, strconv.Itoa(cliapp.ExitNeedsOperator)) {
 		t.Fatalf("RestartPreventExitStatus= lists %v, not %d", statuses, cliapp.ExitNeedsOperator)
+	}
+}
+
+// A RAPL zone that disappears for good keeps its original in the journal,
+// and every stop fails on it; joulie-agentctl restore --forget is the way
+// out, after which the daemon stops cleanly again.
+func TestVanishedZoneIsForgottenAndStopsSucceedAgain(t *testing.T) {
+	f := newFixture(t)
+	d := f.start(t)
+	waitFor(t, "caps in force", func() bool { return raplLimitW(t, f, "intel-rapl:1") == 210 })
+	rapltest.Remove(t, f.root, "intel-rapl:1")
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t); code != 1 {
+		t.Fatalf("stop with a zone gone: %s, want exit status 1", d.cmd.ProcessState)
+	}
+	log, _ := os.ReadFile(d.log)
+	if !strings.Contains(string(log), "restore --forget") {
+		t.Fatalf("the failed stop does not point to restore --forget:\n%s", log)
+	}
+
+	id := "intel-rapl:1/constraint_0_power_limit_uw"
+	forget := exec.Command(bin.agentctl, "restore", "--forget", id, "--config", f.config)
+	forget.Env = append(os.Environ(), "FAKE_NVML_DIR="+f.gpus)
+	if out, err := forget.CombinedOutput(); err != nil || !strings.Contains(string(out), "Forgot rapl control "+id) {
+		t.Fatalf("restore --forget: %v: %s", err, out)
+	}
+
+	d = f.start(t)
+	waitFor(t, "caps in force again", func() bool { return raplLimitW(t, f, "intel-rapl:0") == 210 })
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t); code != 0 {
+		t.Fatalf("stop after --forget: %s, want exit status 0", d.cmd.ProcessState)
+	}
+	if got := raplLimitW(t, f, "intel-rapl:0"); got != 350 {
+		t.Fatalf("intel-rapl:0 at %d W after the stop, want the original 350", got)
 	}
 }
