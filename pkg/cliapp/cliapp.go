@@ -1,6 +1,7 @@
 // Package cliapp gives Joulie's daemons one command-line shape and the exit
 // codes SPEC.md promises operators and tests: 0 success, 1 runtime
-// failure, 2 bad usage or bad configuration.
+// failure, 2 bad usage or bad configuration, and 3 (ExitNeedsOperator)
+// where the agent must not be retried.
 package cliapp
 
 import (
@@ -12,6 +13,13 @@ import (
 
 	"joulie.io/joulie/pkg/version"
 )
+
+// ExitNeedsOperator is the exit status of joulie-agentd and joulie-agentctl
+// when retrying cannot help until an operator acts, such as a corrupt
+// journal of original power settings. joulie-agentd.service lists it in
+// RestartPreventExitStatus=, so systemd leaves the unit failed instead of
+// restarting it every few seconds for ever.
+const ExitNeedsOperator = 3
 
 // Daemon returns an app that takes every setting as a flag (or its
 // environment variable) and no arguments, and reports usage errors with

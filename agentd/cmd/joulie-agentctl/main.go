@@ -14,7 +14,8 @@
 // joulie.io/v1alpha1 API types.
 //
 // Exit codes: 0 success, 1 runtime failure (including a daemon that is
-// not running or refuses the caller), 2 bad usage.
+// not running or refuses the caller), 2 bad usage, 3 needs an operator
+// (an offline restore finds a journal it cannot read).
 package main
 
 import (
@@ -88,7 +89,8 @@ func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 		Description: "status, hardware, profile and restore ask the running joulie-agentd over its local socket. " +
 			"Members of group joulie may read; profile set and restore need root. catalog and " +
 			"restore --offline need no daemon. --output json uses the field names of the joulie.io/v1alpha1 API types.\n\n" +
-			"Exit status: 0 success, 1 runtime failure (including a daemon that is not running or refuses the caller), 2 bad usage.",
+			"Exit status: 0 success, 1 runtime failure (including a daemon that is not running or refuses the caller), 2 bad usage, " +
+			"3 needs an operator (restore --offline or --forget finds a journal it cannot read; the message says what to do).",
 		Version:         version.Version,
 		Writer:          stdout,
 		ErrWriter:       stderr,

@@ -104,7 +104,7 @@ func TestManPageCoversEveryVisibleCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{".TH joulie-agentctl 1", ".SH status", ".SH restore", "--offline", ".SH catalog", "Exit status"} {
+	for _, want := range []string{".TH joulie-agentctl 1", ".SH status", ".SH restore", "--offline", "--forget", ".SH catalog", "Exit status", "3 needs an operator"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("manual page lacks %q", want)
 		}

@@ -26,14 +26,35 @@ func restoreCommand() *cli.Command {
 			"from the journal in the state directory its configuration names and\n" +
 			"written back directly. Nothing recorded is success. keepCapsOnStop\n" +
 			"is honoured as on the daemon's own stop. joulie-agentd.service runs\n" +
-			"this after every stop, so a killed or crashed daemon leaves no caps.",
+			"this after every stop, so a killed or crashed daemon leaves no caps.\n\n" +
+			"With --forget ID, also with the daemon stopped, the original of one\n" +
+			"control that is gone from the host for good (a RAPL zone, a GPU\n" +
+			"taken out) is dropped from the journal without writing anything;\n" +
+			"until then every restore, and every stop, fails on it. ID is the\n" +
+			"CONTROL column of a failed restore (e.g.\n" +
+			"intel-rapl:1/constraint_0_power_limit_uw). It refuses while the\n" +
+			"control is still on the host, or its backend cannot tell.",
 		Flags: []cli.Flag{
 			outputFlag(),
 			&cli.BoolFlag{Name: "offline", Usage: "restore from the state directory's journal, without the daemon (which must not run)"},
-			&cli.StringFlag{Name: config.FlagConfig, Usage: "with --offline: joulie-agentd's configuration file (env " + config.EnvConfig + ")",
+			&cli.StringFlag{Name: "forget", Usage: "drop the journaled original of control `ID`, gone from this host for good, without restoring it (the daemon must not run)"},
+			&cli.StringFlag{Name: config.FlagConfig, Usage: "with --offline or --forget: joulie-agentd's configuration file (env " + config.EnvConfig + ")",
 				DefaultText: config.DefaultPath, TakesFile: true},
 		},
 		Action: func(c *cli.Context) error {
+			if c.IsSet("forget") {
+				if c.NArg() > 0 {
+					return usageError("%s takes no arguments (got %q)", c.Command.FullName(), c.Args().First())
+				}
+				if c.String("forget") == "" {
+					return usageError("--forget needs the ID of a recorded control (the CONTROL column of restore)")
+				}
+				output, err := outputFormat(c)
+				if err != nil {
+					return err
+				}
+				return forgetOffline(c, c.String("forget"), output)
+			}
 			if c.Bool("offline") {
 				if c.NArg() > 0 {
 					return usageError("%s takes no arguments (got %q)", c.Command.FullName(), c.Args().First())
@@ -45,7 +66,7 @@ func restoreCommand() *cli.Command {
 				return restoreOffline(c, output)
 			}
 			if c.IsSet(config.FlagConfig) {
-				return usageError("--config is only used with --offline; the running daemon has its own")
+				return usageError("--config is only used with --offline or --forget; the running daemon has its own")
 			}
 			client, output, err := daemonCommand(c)
 			if err != nil {
@@ -92,6 +113,10 @@ func writeRestore(w io.Writer, r localapi.RestoreReport) error {
 		fmt.Fprintf(w, "Could not restore %s; the originals stay recorded for the next attempt", plural(r.Kept, "control", "controls"))
 		if err := writeControls(w, kept, true); err != nil {
 			return err
+		}
+		if len(kept) > 0 {
+			fmt.Fprintln(w, "If a control is gone from this host for good, stop joulie-agentd and drop its original with:\n"+
+				"  joulie-agentctl restore --forget CONTROL")
 		}
 	}
 	if r.Message != "" {

@@ -13,6 +13,7 @@ import (
 	"joulie.io/joulie/agentd/internal/host"
 	"joulie.io/joulie/agentd/internal/localapi"
 	"joulie.io/joulie/agentd/internal/state"
+	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -55,7 +56,7 @@ func restoreOffline(c *cli.Context, output string) error {
 
 	before, err := recorded(cfg.StateDir)
 	if err != nil {
-		return cli.Exit(err.Error(), exitFailure)
+		return journalError(err)
 	}
 	if len(before) == 0 {
 		return write()
@@ -125,6 +126,15 @@ func offlineConfig(c *cli.Context) (config.Config, error) {
 		return config.Config{}, usageError("%v", err)
 	}
 	return cfg, nil
+}
+
+// journalError is the exit for a journal that cannot be opened: one that
+// needs an operator has its own status (cliapp.ExitNeedsOperator).
+func journalError(err error) error {
+	if errors.Is(err, state.ErrUnreadable) {
+		return cli.Exit(err.Error(), cliapp.ExitNeedsOperator)
+	}
+	return cli.Exit(err.Error(), exitFailure)
 }
 
 // recorded lists the journal's entries. Only called once the journal

@@ -18,6 +18,7 @@ import (
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/cliapp"
 )
 
 // killedHost is a fixture host (2-socket Xeon, 350 W RAPL packages,
@@ -201,4 +202,17 @@ func TestOfflineRestoreUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestOfflineRestoreOfACorruptJournalNeedsAnOperator(t *testing.T) {
+	k := newKilledHost(t, "")
+	journal := filepath.Join(k.stateDir, state.FileName)
+	if err := os.WriteFile(journal, []byte(`{"version":1,"entries":[`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCtl("restore", "--offline", "--config", k.config)
+	if code != cliapp.ExitNeedsOperator || !strings.Contains(errOut, "mv "+journal+" "+journal+".bad") {
+		t.Fatalf("exit %d, stderr %q; want %d and what to do with %s", code, errOut, cliapp.ExitNeedsOperator, journal)
+	}
+	k.check(t, 210, 2000000)
 }

@@ -108,13 +108,24 @@ standalone:
 }
 
 type proc struct {
-	cmd *exec.Cmd
-	log string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed once the process has exited
 }
 
+// start launches the daemon and waits for its socket.
 func (f *fixture) start(t *testing.T, env ...string) *proc {
 	t.Helper()
-	d := &proc{log: filepath.Join(t.TempDir(), "agentd.log")}
+	d := f.launch(t, env...)
+	waitFor(t, "the daemon's socket", func() bool { _, err := os.Stat(f.socket); return err == nil })
+	return d
+}
+
+// launch starts the daemon and returns at once, while it is still
+// starting up.
+func (f *fixture) launch(t *testing.T, env ...string) *proc {
+	t.Helper()
+	d := &proc{log: filepath.Join(t.TempDir(), "agentd.log"), done: make(chan struct{})}
 	logf, err := os.Create(d.log)
 	if err != nil {
 		t.Fatal(err)
@@ -126,18 +137,30 @@ func (f *fixture) start(t *testing.T, env ...string) *proc {
 		t.Fatal(err)
 	}
 	logf.Close()
+	go func() {
+		_ = d.cmd.Wait()
+		close(d.done)
+	}()
 	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
+		if !d.exited() {
 			_ = d.cmd.Process.Kill()
-			_, _ = d.cmd.Process.Wait()
+			<-d.done
 		}
 		if t.Failed() {
 			b, _ := os.ReadFile(d.log)
 			t.Logf("joulie-agentd log:\n%s", b)
 		}
 	})
-	waitFor(t, "the daemon's socket", func() bool { _, err := os.Stat(f.socket); return err == nil })
 	return d
+}
+
+func (d *proc) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (d *proc) signal(t *testing.T, sig syscall.Signal) {
@@ -149,10 +172,8 @@ func (d *proc) signal(t *testing.T, sig syscall.Signal) {
 
 func (d *proc) wait(t *testing.T) int {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- d.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-d.done:
 		return d.cmd.ProcessState.ExitCode()
 	case <-time.After(20 * time.Second):
 		t.Fatal("joulie-agentd did not exit")

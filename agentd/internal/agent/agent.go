@@ -149,18 +149,29 @@ func New(hw Hardware, opts Options) *Agent {
 // Start prepares the host before the first tick: originals left by a run
 // that did not stop cleanly are restored (unless caps are to be kept),
 // then the first reconcile runs, so that readiness means "enforcing".
-func (a *Agent) Start() error {
+// When ctx ends first (a stop signal during start-up), the first
+// reconcile is skipped, and Start returns ctx's cause whenever ctx ended
+// before it returns: the caller starts nothing more, and its Stop puts
+// back whatever has been written.
+func (a *Agent) Start(ctx context.Context) error {
 	if n := a.hw.PendingOriginals(); n > 0 {
 		if a.opts.KeepCapsOnStop {
 			a.log.Warn("the previous run left controls changed; keeping them (keepCapsOnStop)", "controls", n)
 		} else {
 			a.log.Warn("the previous run did not stop cleanly; restoring the original power settings first", "controls", n)
 			if err := a.hw.Restore(); err != nil {
-				a.log.Error("restoring originals after an unclean stop failed; they stay recorded for the next attempt", "err", err)
+				a.log.Error("restoring originals after an unclean stop failed; they stay recorded for the next attempt. "+
+					"A control that is gone for good can be dropped from the journal, once the daemon is stopped, with joulie-agentctl restore --forget ID", "err", err)
 			}
 		}
 	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	a.Reconcile()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	return nil
 }
 
@@ -187,7 +198,9 @@ func (a *Agent) Stop() error {
 		return nil
 	}
 	if err := a.hw.Restore(); err != nil {
-		return fmt.Errorf("restore original power settings on stop: %w", err)
+		return fmt.Errorf("restore original power settings on stop: %w\n"+
+			"The originals that could not be restored stay recorded; a control that is gone for good "+
+			"(a RAPL zone or GPU removed) can be dropped with joulie-agentctl restore --forget ID", err)
 	}
 	a.log.Info("original power settings restored")
 	return nil

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -67,7 +68,7 @@ func TestStandaloneEnforcesTheConfigProfileAndOverrides(t *testing.T) {
 	hw, c := &fakeHW{}, &clock{t0}
 	profile := eco(60)
 	a := newAgent(hw, c, func(o *Options) { o.Standalone = &profile })
-	a.Start()
+	a.Start(context.Background())
 	if s := a.Snapshot(); s.Source != SourceStandalone || *hw.last().CPU.PackagePowerCapPctOfMax != 60 {
 		t.Fatalf("source %s, enforced %+v", s.Source, hw.last())
 	}
@@ -95,7 +96,7 @@ func TestOverrideIsRefusedInClusterMode(t *testing.T) {
 func TestClusterTargetAndGeneration(t *testing.T) {
 	hw, c := &fakeHW{}, &clock{t0}
 	a := newAgent(hw, c, nil)
-	a.Start()
+	a.Start(context.Background())
 	if s := a.Snapshot(); s.Source != SourceNone || hw.last().CPU != nil {
 		t.Fatalf("before any profile nothing is enforced: %s %+v", s.Source, hw.last())
 	}
@@ -129,7 +130,7 @@ func TestFailsafeModes(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			hw, c := &fakeHW{}, &clock{t0}
 			a := newAgent(hw, c, func(o *Options) { o.Failsafe = tc.mode })
-			a.Start()
+			a.Start(context.Background())
 			a.SetDesired(eco(60), 1)
 			a.Reconcile()
 			a.SyncFailed(errors.New("dial tcp 10.0.0.1:6443: connection refused"))
@@ -166,14 +167,34 @@ func TestFailsafeModes(t *testing.T) {
 
 func TestStartRestoresAfterAnUncleanStopUnlessKeepingCaps(t *testing.T) {
 	hw := &fakeHW{pending: 3}
-	newAgent(hw, &clock{t0}, nil).Start()
+	newAgent(hw, &clock{t0}, nil).Start(context.Background())
 	if hw.restores != 1 {
 		t.Fatalf("restores %d", hw.restores)
 	}
 	hw = &fakeHW{pending: 3}
-	newAgent(hw, &clock{t0}, func(o *Options) { o.KeepCapsOnStop = true }).Start()
+	newAgent(hw, &clock{t0}, func(o *Options) { o.KeepCapsOnStop = true }).Start(context.Background())
 	if hw.restores != 0 {
 		t.Fatalf("keepCapsOnStop restored: %d", hw.restores)
+	}
+}
+
+func TestStartStopsBeforeTheFirstWriteWhenAStopIsAsked(t *testing.T) {
+	hw := &fakeHW{pending: 2}
+	profile := eco(60)
+	a := newAgent(hw, &clock{t0}, func(o *Options) { o.Standalone = &profile })
+	stop := errors.New("signal: terminated")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(stop)
+	if err := a.Start(ctx); !errors.Is(err, stop) {
+		t.Fatalf("Start after a stop request: %v, want the stop's cause", err)
+	}
+	if len(hw.enforced) != 0 {
+		t.Fatalf("Start enforced %+v although a stop was asked for", hw.enforced)
+	}
+	// The previous run's originals are still put back: stopping would
+	// restore them anyway.
+	if hw.restores != 1 {
+		t.Fatalf("restores %d, want the unclean stop's originals restored", hw.restores)
 	}
 }
 
@@ -261,7 +282,7 @@ func TestReconfigureChangesTheStandaloneProfileAndFailsafe(t *testing.T) {
 	hw, c := &fakeHW{}, &clock{t0}
 	p := eco(60)
 	a := newAgent(hw, c, func(o *Options) { o.Standalone = &p })
-	a.Start()
+	a.Start(context.Background())
 	np := eco(30)
 	a.Reconfigure(Options{Standalone: &np, Failsafe: FailsafeRestore, FailsafeTimeout: time.Minute})
 	a.Reconcile()

@@ -122,6 +122,24 @@ func (c *Capper) SetCap(index int, watts float64) (float64, error) {
 	return float64(uw) / microPerWatt, err
 }
 
+// Present reports, without writing, whether the GPU that id names is
+// still on the PCI bus with amdgpu. An ID of another form is nothing this
+// backend could reach.
+func (c *Capper) Present(id string) (bool, error) {
+	addr, attr, _ := strings.Cut(id, "/")
+	if attr != capAttr || !pciAddress(addr) {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	present, err := c.refresh()
+	if err != nil {
+		return false, err
+	}
+	_, ok := present[addr]
+	return ok, nil
+}
+
 // Restore writes a journaled original back. id is "<pci address>/power1_cap"
 // and original is in microwatts, as SetCap records them. The value is
 // clamped to the range the driver reports now.

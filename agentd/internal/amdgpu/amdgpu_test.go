@@ -360,3 +360,19 @@ func TestMissingMinimumNeverLeadsToAZeroLimit(t *testing.T) {
 		t.Errorf("power1_cap = %s", got)
 	}
 }
+
+func TestPresentFollowsTheGPUsOnThePCIBus(t *testing.T) {
+	root := buildHost(t, mi210(), mi300x())
+	c, _, _ := newCapper(t, root, nil)
+	removeGPU(t, root, mi210())
+	for id, want := range map[string]bool{
+		"0001:41:00.0/power1_cap": true,
+		"0000:03:00.0/power1_cap": false,
+		"0001:41:00.0/power2_cap": false,
+		"GPU-1234":                false,
+	} {
+		if got, err := c.Present(id); got != want || err != nil {
+			t.Errorf("Present(%q) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+}

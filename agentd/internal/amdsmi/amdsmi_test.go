@@ -499,3 +499,22 @@ func TestConcurrentUseIsSerialised(t *testing.T) {
 		}
 	}
 }
+
+func TestPresentNamesWhatAmdSmiLists(t *testing.T) {
+	l := openFake(t, "full")
+	for id, want := range map[string]bool{
+		"gpu/0000:c1:00.0": true,
+		"gpu/0000:99:00.0": false,
+		"cpu-socket/1":     true,
+		"cpu-socket/2":     false,
+		"cpu-socket/-1":    false,
+		"power1_cap":       false,
+	} {
+		if got, err := l.Present(id); got != want || err != nil {
+			t.Errorf("Present(%q) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	if n := *fakeVar[uint32](t, l, "fake_set_power_cap_calls") + *fakeVar[uint32](t, l, "fake_set_cpu_socket_power_cap_calls"); n != 0 {
+		t.Errorf("Present made %d set calls", n)
+	}
+}

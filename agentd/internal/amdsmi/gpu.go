@@ -246,6 +246,35 @@ func (l *Library) restoreGPU(addr, original string) error {
 	return err
 }
 
+// Present reports, without writing, whether amd-smi still lists the
+// control id names: "gpu/<pci address>" or "cpu-socket/<n>". When amd-smi
+// cannot enumerate it cannot tell, and says why. An ID of another form is
+// nothing this backend could reach.
+func (l *Library) Present(id string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kind, rest, _ := strings.Cut(id, "/")
+	switch kind {
+	case "gpu":
+		found, err := l.gpus()
+		if slices.ContainsFunc(found, func(g gpu) bool { return g.addr == rest }) {
+			return true, nil
+		}
+		return false, err
+	case "cpu-socket":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 0 {
+			return false, nil
+		}
+		sockets, err := l.cpuSockets()
+		if err != nil {
+			return false, err
+		}
+		return n < len(sockets), nil
+	}
+	return false, nil
+}
+
 // Restore puts back an original journaled by either capper: id
 // "gpu/<pci address>" (microwatts) or "cpu-socket/<n>" (milliwatts).
 // Register the Library, or either capper, as the journal's "amdsmi"

@@ -256,6 +256,25 @@ func (s *Setter) dirOf(cpu int) (string, error) {
 	return "", fmt.Errorf("cpu%d has no cpufreq under %s (offline?): %w", cpu, s.fs.Path(cpuRoot), os.ErrNotExist)
 }
 
+// Present reports, without writing, whether the CPU that id names still
+// has a frequency ceiling (an offline or removed CPU has none). An ID that
+// names no cpufreq control is nothing this backend could reach.
+func (s *Setter) Present(id string) (bool, error) {
+	cpu, err := ParseID(id)
+	if err != nil {
+		return false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir, err := s.dirOf(cpu)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return s.fs.Exists(dir + "/scaling_max_freq"), nil
+}
+
 // remember keeps the setter's view of a ceiling current. s.mu is held.
 func (s *Setter) remember(cpu int, khz int64) {
 	if c, ok := s.cpus[cpu]; ok {

@@ -379,3 +379,25 @@ func TestIDRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+func TestPresentFollowsACPUGoingOffline(t *testing.T) {
+	r := newRig(t, xeon)
+	if _, err := r.setter.SetMaxFreq(targets(2000000, 5)); err != nil {
+		t.Fatal(err)
+	}
+	// Offline, the kernel takes away the CPU's policy and its link.
+	for _, p := range []string{"cpu/cpu5/cpufreq", "cpu/cpufreq/policy5"} {
+		if err := os.RemoveAll(r.fs.Path("sys/devices/system", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := r.w.total()
+	for id, want := range map[string]bool{ID(4): true, ID(5): false, ID(99): false, "cpu4/scaling_min_freq": false} {
+		if got, err := r.setter.Present(id); got != want || err != nil {
+			t.Errorf("Present(%q) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	if r.w.total() != writes {
+		t.Error("Present wrote")
+	}
+}

@@ -2,7 +2,9 @@
 // agent from the configuration, serves the local socket and /metrics,
 // talks to systemd, syncs with the cluster when a kubeconfig is set, and
 // handles signals: SIGTERM and SIGINT stop (restoring the original power
-// settings unless keepCapsOnStop), SIGHUP reloads the configuration.
+// settings unless keepCapsOnStop), SIGHUP reloads the configuration. The
+// signals are caught (CatchSignals) before the first write, so a stop at
+// any moment of start-up still ends with the originals restored.
 package daemon
 
 import (
@@ -13,9 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,12 +59,13 @@ type Router func(ctx context.Context, cfg config.Config, log *slog.Logger) (hc h
 
 // New builds the daemon from cfg: the hardware layer and the agent. In
 // cluster mode with the host backend, a TelemetryProfile selecting the
-// node may route it to a simulator instead.
-func New(cfg config.Config, log *slog.Logger, newSyncer NewSyncer, route Router) (*Daemon, error) {
+// node may route it to a simulator instead; ctx ending cuts that lookup
+// short. New writes no power control.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, newSyncer NewSyncer, route Router) (*Daemon, error) {
 	var hw agent.Hardware
 	var err error
 	if !cfg.Standalone() && cfg.Backend != "http" && route != nil {
-		hw = routed(cfg, log, route)
+		hw = routed(ctx, cfg, log, route)
 	}
 	if hw == nil {
 		if hw, err = openHardware(cfg); err != nil {
@@ -90,8 +91,8 @@ func New(cfg config.Config, log *slog.Logger, newSyncer NewSyncer, route Router)
 // returns nil to stay on the host. Routing is optional: an API server that
 // cannot be asked, or a simulator that does not answer, leaves the node on
 // its own hardware, and the log says why.
-func routed(cfg config.Config, log *slog.Logger, route Router) agent.Hardware {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+func routed(ctx context.Context, cfg config.Config, log *slog.Logger, route Router) agent.Hardware {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	hc, profile, ok, err := route(ctx, cfg, log)
 	switch {
@@ -170,19 +171,49 @@ func agentOptions(cfg config.Config, log *slog.Logger) agent.Options {
 // Agent is the daemon's reconcile loop, for tests.
 func (d *Daemon) Agent() *agent.Agent { return d.agent }
 
-// Run serves until ctx ends or SIGTERM/SIGINT arrives, then stops:
-// originals are restored unless keepCapsOnStop. It returns an error only
-// for failures that should make systemd restart the service.
-func (d *Daemon) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// Run enforces and serves until ctx ends (CatchSignals ends it on SIGTERM
+// or SIGINT), then stops: originals are restored unless keepCapsOnStop.
+// Once enforcement may have begun, every way out goes through that stop,
+// a failure to start a server included. A SIGHUP waiting on reload is
+// taken once the daemon is ready. Run returns an error only for failures
+// that should make systemd restart the service.
+func (d *Daemon) Run(ctx context.Context, reload <-chan os.Signal) error {
 	defer d.hw.Close()
-
 	listener, sock, err := d.listen()
 	if err != nil {
 		return err
 	}
+	err = d.serve(ctx, listener, sock, reload)
+	if sock != nil {
+		sock.Close()
+	}
+	msg := "stopping; restoring the original power settings"
+	if d.cfg.KeepCapsOnStop {
+		msg = "stopping; keeping the caps in force"
+	}
+	_ = d.notify.Stopping(msg)
+	return errors.Join(err, d.agent.Stop())
+}
+
+// serve starts enforcing, says READY, and serves until ctx ends. A ctx
+// that ends during start-up skips the rest of it.
+func (d *Daemon) serve(ctx context.Context, listener net.Listener, sock *localapi.Socket, reload <-chan os.Signal) error {
+	// Restore what an unclean stop left behind and run the first tick
+	// before saying READY: readiness means "enforcing".
+	if err := d.agent.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			d.log.Info("stopping during start-up", "cause", context.Cause(ctx))
+			return nil
+		}
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	serve := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -191,12 +222,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.log.Error(name+" stopped", "err", err)
 			}
 		}()
-	}
-
-	// Restore what an unclean stop left behind and run the first tick
-	// before saying READY: readiness means "enforcing".
-	if err := d.agent.Start(); err != nil {
-		return err
 	}
 	allowed := -1
 	if sock != nil {
@@ -225,38 +250,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 	_ = d.notify.Ready(d.statusLine())
 	d.log.Info("joulie-agentd ready", "node", d.cfg.NodeName, "standalone", d.cfg.Standalone(), "socket", d.cfg.Socket, "version", version.Version)
 
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(signals)
 	status := time.NewTicker(10 * time.Second)
 	defer status.Stop()
-	for stop := false; !stop; {
+	for {
 		select {
 		case <-ctx.Done():
-			stop = true
-		case sig := <-signals:
-			if sig == syscall.SIGHUP {
-				d.reload()
-				continue
-			}
-			d.log.Info("stopping", "signal", sig.String())
-			stop = true
+			d.log.Info("stopping", "cause", context.Cause(ctx))
+			return nil
+		case <-reload:
+			d.reload()
 		case <-status.C:
 			_ = d.notify.Status(d.statusLine())
 		}
 	}
-
-	msg := "stopping; restoring the original power settings"
-	if d.cfg.KeepCapsOnStop {
-		msg = "stopping; keeping the caps in force"
-	}
-	_ = d.notify.Stopping(msg)
-	cancel()
-	wg.Wait()
-	if sock != nil {
-		sock.Close()
-	}
-	return d.agent.Stop()
 }
 
 // healthy is false when the loop has not ticked for three intervals: the

@@ -4,24 +4,33 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/signal"
-	"syscall"
+	"os"
 
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/pool"
 	"joulie.io/joulie/agentd/internal/systemd"
 )
 
-// RunPool runs pool mode until ctx ends or SIGTERM/SIGINT arrives. It
-// serves /metrics for every node it drives and talks to systemd; it has
-// no local socket, since it speaks for many nodes.
-func RunPool(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+// RunPool runs pool mode until ctx ends (CatchSignals ends it on SIGTERM
+// or SIGINT). It serves /metrics for every node it drives and talks to
+// systemd; it has no local socket, since it speaks for many nodes. Pool
+// mode does not reload: a SIGHUP on reload is logged and otherwise
+// ignored.
+func RunPool(ctx context.Context, reload <-chan os.Signal, cfg config.Config, log *slog.Logger) error {
 	p, err := pool.New(cfg, log)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	go func() {
+		for {
+			select {
+			case <-reload:
+				log.Warn("pool mode does not reload its configuration; restart joulie-agentd to apply changes")
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	notify := systemd.NewNotifier()
 	if cfg.MetricsAddress != "" {
 		srv, err := newMetricsServer(cfg.MetricsAddress, p.Snapshots, func() bool { return true }, log)

@@ -414,6 +414,25 @@ func (h *Host) Restore() error {
 	return err
 }
 
+// Present reports, without writing, whether the control a journal entry
+// names still exists on this host, for joulie-agentctl restore --forget,
+// which drops only the entries of controls that are gone. With no backend
+// for the entry on this host, nothing here can reach the control: not
+// present. An error means the backend cannot tell.
+func (h *Host) Present(backend, id string) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.restorers[backend]
+	if !ok {
+		return false, nil
+	}
+	p, ok := r.(interface{ Present(id string) (bool, error) })
+	if !ok {
+		return false, fmt.Errorf("the %s backend cannot tell whether its controls exist", backend)
+	}
+	return p.Present(id)
+}
+
 // Close releases the GPU libraries. It does not restore: the daemon
 // decides that (SPEC: unless told to keep the current caps).
 func (h *Host) Close() error {

@@ -250,3 +250,39 @@ func TestRAPLWriteEIOFallsBackToDVFS(t *testing.T) {
 		t.Errorf("a CPU failure must not stop the GPUs: %+v", gpu)
 	}
 }
+
+// Present is what joulie-agentctl restore --forget asks before it drops a
+// journal entry: only controls gone from the host may be forgotten.
+func TestPresentAsksTheBackendThatOwnsTheControl(t *testing.T) {
+	root, dgx := xeonDGX(t)
+	rapltest.Remove(t, root, "intel-rapl:1")
+	h := open(t, root, t.TempDir(), dgx, newClock())
+	defer h.Close()
+	for _, tc := range []struct {
+		backend, id string
+		want        bool
+	}{
+		{"rapl", "intel-rapl:0/constraint_0_power_limit_uw", true},
+		{"rapl", "intel-rapl:1/constraint_0_power_limit_uw", false},
+		{"cpufreq", "cpu127/scaling_max_freq", true},
+		{"nvml", dgx.Devices[4].UUID, true},
+		{"nvml", "GPU-00000000-0000-0000-0000-000000000000", false},
+		// No backend of that name on this host: nothing here can reach it.
+		{"amdsmi", "gpu/0000:c1:00.0", false},
+	} {
+		if got, err := h.Present(tc.backend, tc.id); got != tc.want || err != nil {
+			t.Errorf("Present(%s, %s) = %v, %v; want %v", tc.backend, tc.id, got, err, tc.want)
+		}
+	}
+
+	// A backend that cannot look cannot say the control is gone.
+	noLib, err := Open(Config{Root: root, StateDir: t.TempDir(), AMDSMILibraryPath: Skip,
+		NVMLLibraryPath: filepath.Join(t.TempDir(), "libnvidia-ml.so.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noLib.Close()
+	if got, err := noLib.Present("nvml", dgx.Devices[4].UUID); got || err == nil {
+		t.Errorf("Present without NVML = %v, %v; want an error", got, err)
+	}
+}

@@ -348,6 +348,24 @@ func refusal(ret gonvml.Return) error {
 
 // noDevice explains a failed handle lookup: NVML answers an index or UUID
 // it does not know with ERROR_INVALID_ARGUMENT or ERROR_NOT_FOUND.
+// Present reports, without writing, whether NVML still knows the GPU with
+// UUID id. Without a working NVML it cannot tell, and says why.
+func (b *Backend) Present(id string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return false, err
+	}
+	_, ret := b.lib.DeviceGetHandleByUUID(id)
+	switch ret {
+	case gonvml.SUCCESS:
+		return true, nil
+	case gonvml.ERROR_INVALID_ARGUMENT, gonvml.ERROR_NOT_FOUND:
+		return false, nil
+	}
+	return false, fmt.Errorf("look up GPU %s: %w", id, ret)
+}
+
 func noDevice(ret gonvml.Return) error {
 	if ret == gonvml.ERROR_INVALID_ARGUMENT || ret == gonvml.ERROR_NOT_FOUND {
 		return fmt.Errorf("no such GPU (%w)", ret)

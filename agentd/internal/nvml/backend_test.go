@@ -581,3 +581,19 @@ func TestTicksReadOnlyWhatChanges(t *testing.T) {
 		t.Errorf("GetPowerUsage called %d times, want 3", n)
 	}
 }
+
+func TestPresentAsksNVMLByUUID(t *testing.T) {
+	h := nvmltest.NewDGX(t)
+	b, _ := newBackendOn(t, h)
+	if ok, err := b.Present(h.Devices[2].UUID); !ok || err != nil {
+		t.Errorf("Present(GPU 2) = %v, %v", ok, err)
+	}
+	if ok, err := b.Present("GPU-00000000-0000-0000-0000-000000000000"); ok || err != nil {
+		t.Errorf("Present(unknown UUID) = %v, %v; want false", ok, err)
+	}
+	// Without NVML nothing can be told either way.
+	_ = b.Close()
+	if _, err := b.Present(h.Devices[2].UUID); err == nil {
+		t.Error("Present on a closed backend claims to know")
+	}
+}

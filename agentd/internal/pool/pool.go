@@ -13,6 +13,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -141,8 +142,9 @@ func (p *Pool) start(ctx context.Context, node string, labels map[string]string)
 		Failsafe: string(p.cfg.Failsafe), FailsafeTimeout: p.cfg.FailsafeTimeout.Duration,
 		KeepCapsOnStop: p.cfg.KeepCapsOnStop, Version: version.Version, Logger: p.log.With("node", node),
 	})
-	if err := a.Start(); err != nil {
-		return nil, err
+	if err := a.Start(ctx); err != nil {
+		// Stopped during start-up: put back what it may have written.
+		return nil, errors.Join(err, a.Stop())
 	}
 	syncer := kubesync.NewWithClient(p.cs, node, a, kubesync.Options{
 		Interval: p.cfg.ReconcileInterval.Duration, Probe: p.cfg.FailsafeTimeout.Duration / 4, Logger: p.log.With("node", node)})

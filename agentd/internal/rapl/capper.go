@@ -332,6 +332,17 @@ func (c *Capper) Restore(id, original string) error {
 	return nil
 }
 
+// Present reports, without writing, whether the control id names is still
+// on the host: its zone's attribute file exists. An ID that names no RAPL
+// package control is nothing this backend could ever reach: not present.
+func (c *Capper) Present(id string) (bool, error) {
+	zone, attr, ok := parseControlID(id)
+	if !ok {
+		return false, nil
+	}
+	return c.fs.Exists(classDir + "/" + zone + "/" + attr), nil
+}
+
 // share is part i of total split into n parts that add up to total.
 func share(total int64, n, i int) int64 {
 	s := total / int64(n)

@@ -440,3 +440,22 @@ func TestNewCapperNeedsAJournal(t *testing.T) {
 }
 
 func stateOpen(tb testing.TB) (*state.Journal, error) { return state.Open(tb.TempDir()) }
+
+func TestPresentTellsAVanishedZoneWithoutWriting(t *testing.T) {
+	h := newHost(t, Options{}, xeon2S()...)
+	rapltest.Remove(t, h.root, "intel-rapl:1")
+	for id, want := range map[string]bool{
+		"intel-rapl:0/constraint_0_power_limit_uw": true,
+		"intel-rapl-mmio:0/enabled":                true,
+		"intel-rapl:1/constraint_0_power_limit_uw": false,
+		"intel-rapl:0/constraint_7_power_limit_uw": false,
+		"intel-rapl:0/../../../../etc/passwd":      false,
+	} {
+		if got, err := h.capper.Present(id); got != want || err != nil {
+			t.Errorf("Present(%q) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	if h.writer.Count() != 0 {
+		t.Errorf("%d writes", h.writer.Count())
+	}
+}

@@ -28,6 +28,13 @@ const FileName = "originals.json"
 // formatVersion is bumped when the file's layout changes incompatibly.
 const formatVersion = 1
 
+// ErrUnreadable marks a journal that Open refuses: corrupt, of another
+// format version, or with an entry naming no control. Retrying cannot
+// help and the file must not be overwritten (it may be the only record of
+// the host's original settings), so it needs an operator; the error says
+// what to do.
+var ErrUnreadable = errors.New("the journal of original power settings needs an operator")
+
 // Entry is the original value of one control.
 type Entry struct {
 	// Backend names the backend that owns the control (rapl, cpufreq,
@@ -81,18 +88,26 @@ func Open(dir string) (*Journal, error) {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("journal of original power settings %s is corrupt (%v); it was left untouched: restore the listed values by hand or move the file away to start afresh", path, err)
+		return nil, fmt.Errorf("%w: %s is corrupt (%v). %s", ErrUnreadable, path, err, untouched(path))
 	}
 	if f.Version != formatVersion {
-		return nil, fmt.Errorf("journal %s has format version %d, this agent reads %d; it was left untouched", path, f.Version, formatVersion)
+		return nil, fmt.Errorf("%w: %s has format version %d and this agent reads %d (written by another joulie-agentd version?). "+
+			"The joulie-agentd that wrote it can restore it (joulie-agentctl restore --offline). %s", ErrUnreadable, path, f.Version, formatVersion, untouched(path))
 	}
 	for _, e := range f.Entries {
 		if e.Backend == "" || e.ID == "" {
-			return nil, fmt.Errorf("journal %s has an entry without backend or id (%+v); it was left untouched", path, e)
+			return nil, fmt.Errorf("%w: %s has an entry without backend or id (%+v). %s", ErrUnreadable, path, e, untouched(path))
 		}
 		j.entries[key{e.Backend, e.ID}] = e
 	}
 	return j, nil
+}
+
+// untouched tells the operator what to do with a journal Open refuses.
+func untouched(path string) string {
+	return fmt.Sprintf("It was left untouched, since it may be the only record of this host's original power limits: "+
+		"read it, put back by hand any limit it lists that is still in force, then move it away "+
+		"(mv %s %s.bad) and start joulie-agentd again", path, path)
 }
 
 // Path is the journal's file.

@@ -85,23 +85,31 @@ func TestFailedRestoreKeepsTheEntry(t *testing.T) {
 }
 
 func TestCorruptJournalIsRefusedAndLeftUntouched(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, FileName)
-	garbage := []byte(`{"version":1,"entries":[{"backend":"rapl"`)
-	if err := os.WriteFile(path, garbage, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "corrupt") {
-		t.Fatalf("Open of a torn journal: %v", err)
-	}
-	if data, _ := os.ReadFile(path); string(data) != string(garbage) {
-		t.Fatal("the corrupt journal was modified")
-	}
-	if err := os.WriteFile(path, []byte(`{"version":9,"entries":[]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "format version 9") {
-		t.Fatalf("Open of a future journal: %v", err)
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"torn", `{"version":1,"entries":[{"backend":"rapl"`, "is corrupt"},
+		{"future format", `{"version":9,"entries":[]}`, "format version 9"},
+		{"entry naming no control", `{"version":1,"entries":[{"backend":"rapl","id":"","original":"1"}]}`, "without backend or id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, FileName)
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(dir)
+			if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open: %v; want ErrUnreadable saying %q", err, tc.want)
+			}
+			// The operator is told which file and what to run.
+			if want := "mv " + path + " " + path + ".bad"; !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+			if data, _ := os.ReadFile(path); string(data) != tc.content {
+				t.Fatal("the refused journal was modified")
+			}
+		})
 	}
 }
 

@@ -248,6 +248,23 @@ func SetAttr(t testing.TB, root, zone, attr, value string) {
 	}
 }
 
+// Remove takes a top-level zone away, as the kernel does when its driver
+// is unloaded: its directory and its class symlink go.
+func Remove(t testing.TB, root, zone string) {
+	t.Helper()
+	link := filepath.Join(root, ClassDir(zone))
+	dir, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		t.Fatalf("rapltest: %v", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatalf("rapltest: %v", err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatalf("rapltest: %v", err)
+	}
+}
+
 // Attr reads an attribute of a zone, without the trailing newline.
 func Attr(t testing.TB, root, zone, attr string) string {
 	t.Helper()
