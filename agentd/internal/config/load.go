@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
+	goyaml "go.yaml.in/yaml/v2"
 )
 
 // Names of the configuration file's own flag and variable.
@@ -204,29 +205,67 @@ func decodeFile(c *Config, name string, data []byte, origin map[string]string) [
 	return errs
 }
 
-// parseYAML turns the document into maps, strings, bools, json.Numbers
-// and nils. Duplicate keys are refused: which of the two would win is
-// not obvious to whoever edits the file.
+// parseYAML turns the document into maps with string keys, lists,
+// strings, bools, json.Numbers and nils, the shapes encoding/json gives
+// with UseNumber, and float64 for YAML's .nan and .inf only: JSON has no
+// form for those, and keeping them lets the key they sit under be named.
+// Duplicate keys are refused: which of the two would win is not obvious
+// to whoever edits the file.
 func parseYAML(data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		var unsupported *json.UnsupportedValueError
-		if errors.As(err, &unsupported) {
-			// YAML's .nan and .inf have no JSON form; no key takes them.
-			return nil, fmt.Errorf("%s is not a value any key takes", unsupported.Str)
-		}
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
 	var tree any
-	if err := dec.Decode(&tree); err != nil {
+	if err := goyaml.UnmarshalStrict(data, &tree); err != nil {
 		return nil, err
 	}
-	return tree, nil
+	return jsonShape(tree)
+}
+
+// jsonShape converts go-yaml's decoding of a document into parseYAML's
+// shapes, as sigs.k8s.io/yaml's YAML-to-JSON conversion does (a
+// non-string key becomes its text; no configuration key matches one).
+func jsonShape(v any) (any, error) {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			ks, ok := k.(string)
+			if !ok {
+				ks = describe(k)
+			}
+			var err error
+			if m[ks], err = jsonShape(e); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			var err error
+			if l[i], err = jsonShape(e); err != nil {
+				return nil, err
+			}
+		}
+		return l, nil
+	case nil, string, bool:
+		return v, nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return v, nil
+		}
+	case int, int64, uint64:
+	default:
+		return nil, fmt.Errorf("%v: a value of YAML type %T is not supported", v, v)
+	}
+	// The number as encoding/json writes it, so that what a key accepts
+	// does not depend on how YAML typed the number (5.0 is a whole number).
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Number(b), nil
 }
 
 // checkKeys reports the keys of m (at prefix) that are not configuration

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,4 +357,68 @@ func TestReloadKeepsStartFlags(t *testing.T) {
 	if _, err := r.Reload(); err == nil {
 		t.Error("reload accepted a broken file")
 	}
+}
+
+// NaN and the infinities parse as floats in YAML (.nan, .inf), in Go's
+// strconv (NaN, Inf) and so on every source, but no key means them: each
+// is refused under its key, with the value and where it came from.
+func TestNonFiniteNumbersNameKeyValueAndSource(t *testing.T) {
+	var floats []*key
+	for i := range keys {
+		switch keys[i].ref(&Config{}).(type) {
+		case *float64, **float64:
+			floats = append(floats, &keys[i])
+		}
+	}
+	if len(floats) < 8 {
+		t.Fatalf("found %d float keys; the dvfs and standalone ones are missing", len(floats))
+	}
+	for _, k := range floats {
+		for i, v := range []struct{ yaml, shown, str string }{{".nan", ".nan", "NaN"}, {".inf", ".inf", "inf"}, {"-.Inf", "-.inf", "-Infinity"}} {
+			t.Run(k.path+"/file/"+v.yaml, func(t *testing.T) {
+				path := writeFile(t, nested(k.path, v.yaml))
+				_, err := Load(path, env(nil))
+				wantErr(t, err, path+": "+k.path+": "+v.shown+" is not a number")
+			})
+			t.Run(k.path+"/env/"+v.str, func(t *testing.T) {
+				_, err := Load("", env(map[string]string{k.envName(): v.str}))
+				wantErr(t, err, fmt.Sprintf("%s: %s=%q is not a number", k.path, k.envName(), v.str))
+			})
+			t.Run(k.path+"/flag/"+v.str, func(t *testing.T) {
+				_, err := runCLI(t, env(nil), "--config", "", "--"+k.flagName(), v.str)
+				wantErr(t, err, fmt.Sprintf("%s: --%s=%q is not a number", k.path, k.flagName(), v.str))
+			})
+			if k.alias != "" && i == 0 {
+				// The seed's DVFS_* variables go through the dvfs package,
+				// whose own range check names the value.
+				t.Run(k.path+"/seed-env", func(t *testing.T) {
+					_, err := Load("", env(map[string]string{k.alias: v.str}))
+					wantErr(t, err, k.path+": ", "got NaN (from "+k.alias+")")
+				})
+			}
+		}
+	}
+
+	// Keys of other kinds name the key too, and one bad value does not
+	// hide the file's other problems.
+	path := writeFile(t, "nodeName: .nan\ndvfs:\n  tripCount: .inf\n  stepPct: -.inf\nlogLevel: loud\n")
+	_, err := Load(path, env(nil))
+	wantErr(t, err, path+": nodeName: .nan is not a string (quote it)",
+		path+": dvfs.tripCount: .inf is not a whole number",
+		path+": dvfs.stepPct: -.inf is not a number",
+		`logLevel: "loud" is not one of debug, info, warn, error (from `+path+")")
+}
+
+// nested writes value at a dotted key path as a YAML document.
+func nested(path, value string) string {
+	var b strings.Builder
+	segs := strings.Split(path, ".")
+	for i, s := range segs {
+		b.WriteString(strings.Repeat("  ", i) + s + ":")
+		if i < len(segs)-1 {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString(" " + value + "\n")
+	return b.String()
 }
