@@ -422,3 +422,47 @@ func nested(path, value string) string {
 	b.WriteString(" " + value + "\n")
 	return b.String()
 }
+
+// The host backend reads and writes everything under hostRoot, so one
+// that is not a directory stops the start; with a typo the agent would
+// otherwise run and find no hardware.
+func TestHostRootMustBeADirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-host")
+	notDir := writeFile(t, "not a host\n")
+	gone := fmt.Sprintf("hostRoot: %q does not exist; it must be the directory holding the host's sys/ and proc/ (\"/\" on the host itself)", missing)
+	for _, tc := range []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want string // "" for accepted
+	}{
+		{name: "missing, in the file", file: "hostRoot: " + missing + "\n", want: gone},
+		{name: "missing, from the variable", env: map[string]string{"JOULIE_HOST_ROOT": missing}, want: gone + " (from JOULIE_HOST_ROOT)"},
+		{name: "missing, from the flag", args: []string{"--host-root", missing}, want: gone + " (from --host-root)"},
+		{name: "a file, not a directory", args: []string{"--host-root", notDir},
+			want: fmt.Sprintf("hostRoot: %q is not a directory (from --host-root)", notDir)},
+		{name: "a fixture tree", args: []string{"--host-root", t.TempDir()}},
+		{name: "unused by the http backend", args: []string{"--host-root", missing, "--backend", "http", "--http-control-url", "http://sim/{node}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--config", ""}, tc.args...)
+			want := tc.want
+			if tc.file != "" {
+				path := writeFile(t, tc.file)
+				args = append([]string{"--config", path}, tc.args...)
+				if want != "" {
+					want += " (from " + path + ")"
+				}
+			}
+			_, err := runCLI(t, env(tc.env), args...)
+			if want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantErr(t, err, want)
+		})
+	}
+}
