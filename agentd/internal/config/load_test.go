@@ -466,3 +466,62 @@ func TestHostRootMustBeADirectory(t *testing.T) {
 		})
 	}
 }
+
+// A command that reads a few keys (restore --offline) is held only to
+// those: other problems are warnings, and never hide a needed key's.
+func TestLoadForHoldsOnlyTheNeededKeys(t *testing.T) {
+	need := []string{"stateDir", "hostRoot"}
+	load := func(t *testing.T, file string, lookup map[string]string) (Config, []error, error) {
+		t.Helper()
+		return (&source{path: writeFile(t, file), namedBy: "--config", lookup: env(lookup)}).loadFor(need)
+	}
+	messages := func(errs []error) string {
+		var s []string
+		for _, e := range errs {
+			s = append(s, e.Error())
+		}
+		return strings.Join(s, "\n")
+	}
+
+	t.Run("problems elsewhere are warnings", func(t *testing.T) {
+		c, warnings, err := load(t, "stateDir: /srv/state\nhostRoot: /\nreconcileInterval: 5\nfancyKey: 1\n"+
+			"dvfs: {stepPct: 500, emaAlpa: 0.1}\nstandalone: {profile: {gpu: {powerCap: {capWattsPerGpu: .inf}}}}\n",
+			map[string]string{"JOULIE_LOG_LEVEL": "loud"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.StateDir != "/srv/state" || c.HostRoot != "/" {
+			t.Errorf("stateDir %q, hostRoot %q", c.StateDir, c.HostRoot)
+		}
+		got := messages(warnings)
+		for _, want := range []string{"reconcileInterval: 5 is not a duration", `unknown key "fancyKey"`,
+			`unknown key "dvfs.emaAlpa" (did you mean "dvfs.emaAlpha"?)`, "dvfs.stepPct: must be in (0, 100], got 500",
+			"standalone.profile.gpu.powerCap.capWattsPerGpu: .inf is not a number", `logLevel: "loud" is not one of`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("warnings lack %q:\n%s", want, got)
+			}
+		}
+		if len(warnings) != 6 {
+			t.Errorf("%d warnings, want 6:\n%s", len(warnings), got)
+		}
+	})
+	for _, tc := range []struct{ name, file, want string }{
+		{"bad needed key", "stateDir: state\nfancyKey: 1\n", `stateDir: "state" is not an absolute path`},
+		{"needed key of the wrong type", "hostRoot: 5\n", "hostRoot: 5 is not a string"},
+		{"misspelt needed key", "hostroot: /srv/host\n", `unknown key "hostroot" (did you mean "hostRoot"?)`},
+		{"not YAML", "stateDir: /a\n stateDir: /b\n", "yaml: line 2"},
+		{"duplicate needed key", "stateDir: /a\nstateDir: /b\n", `line 2: key "stateDir" already set`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warnings, err := load(t, tc.file, nil)
+			wantErr(t, err, tc.want)
+			// A needed key's problem does not turn the others into errors.
+			if strings.Contains(err.Error(), "fancyKey") {
+				t.Errorf("the unknown fancyKey is in the error: %v", err)
+			}
+			if strings.Contains(tc.file, "fancyKey") && !strings.Contains(messages(warnings), "fancyKey") {
+				t.Errorf("the unknown fancyKey is not among the warnings: %v", warnings)
+			}
+		})
+	}
+}
