@@ -27,6 +27,11 @@ func restoreCommand() *cli.Command {
 			"written back directly. Nothing recorded is success. keepCapsOnStop\n" +
 			"is honoured as on the daemon's own stop. joulie-agentd.service runs\n" +
 			"this after every stop, so a killed or crashed daemon leaves no caps.\n\n" +
+			"Of the configuration, --offline reads only stateDir, hostRoot, the\n" +
+			"library paths and keepCapsOnStop (--state-dir and --host-root win over\n" +
+			"the file): problems elsewhere in it are warnings, so a configuration\n" +
+			"the daemon refuses does not keep the host capped. A file that is not\n" +
+			"YAML is refused; skip it with --config \"\" and the two flags.\n\n" +
 			"With --forget ID, also with the daemon stopped, the original of one\n" +
 			"control that is gone from the host for good (a RAPL zone, a GPU\n" +
 			"taken out) is dropped from the journal without writing anything;\n" +
@@ -40,6 +45,9 @@ func restoreCommand() *cli.Command {
 			&cli.StringFlag{Name: "forget", Usage: "drop the journaled original of control `ID`, gone from this host for good, without restoring it (the daemon must not run)"},
 			&cli.StringFlag{Name: config.FlagConfig, Usage: "with --offline or --forget: joulie-agentd's configuration file (env " + config.EnvConfig + ")",
 				DefaultText: config.DefaultPath, TakesFile: true},
+			// Named as joulie-agentd's flags, which config.FromCLIFor reads.
+			&cli.StringFlag{Name: "state-dir", Usage: "with --offline or --forget: the state directory, over the configuration's (env JOULIE_STATE_DIR)", TakesFile: true},
+			&cli.StringFlag{Name: "host-root", Usage: "with --offline or --forget: the host root, over the configuration's (env JOULIE_HOST_ROOT)", TakesFile: true},
 		},
 		Action: func(c *cli.Context) error {
 			if c.IsSet("forget") {
@@ -65,8 +73,10 @@ func restoreCommand() *cli.Command {
 				}
 				return restoreOffline(c, output)
 			}
-			if c.IsSet(config.FlagConfig) {
-				return usageError("--config is only used with --offline or --forget; the running daemon has its own")
+			for _, name := range []string{config.FlagConfig, "state-dir", "host-root"} {
+				if c.IsSet(name) {
+					return usageError("--%s is only used with --offline or --forget; the running daemon has its own", name)
+				}
 			}
 			client, output, err := daemonCommand(c)
 			if err != nil {

@@ -68,10 +68,12 @@ func restoreOffline(c *cli.Context, output string) error {
 		return write()
 	}
 
+	// No DVFS tunables: restoring writes back journaled values and runs
+	// no controller, and offlineConfig leaves those keys unchecked.
 	h, err := host.Open(host.Config{
 		Root: cfg.HostRoot, StateDir: cfg.StateDir,
 		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
-		DVFS: cfg.DVFS.Config(), AgentVersion: version.Version,
+		AgentVersion: version.Version,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)
@@ -108,22 +110,33 @@ func restoreOffline(c *cli.Context, output string) error {
 	return nil
 }
 
+// offlineKeys are the only keys restore --offline reads from the daemon's
+// configuration.
+var offlineKeys = []string{"stateDir", "hostRoot", "nvmlLibraryPath", "amdsmiLibraryPath", "keepCapsOnStop"}
+
 // offlineConfig reads the daemon's configuration as joulie-agentd does:
 // --config, else JOULIE_CONFIG, else the default path, which may be
 // missing (all defaults). JOULIE_* variables apply, so a unit's
-// Environment= reaches both. A bad configuration is bad usage (exit 2).
+// Environment= reaches both, and so do --state-dir and --host-root.
+//
+// Only offlineKeys must be right. A problem elsewhere is likely why the
+// daemon died or refuses to start, and must not keep the host capped: it
+// is a warning. A problem with those keys, or a file that is not YAML at
+// all, is bad usage (exit 2): restoring from the wrong place could say
+// "nothing to restore" while the caps stay.
 func offlineConfig(c *cli.Context) (config.Config, error) {
-	path := c.String("config")
-	if !c.IsSet("config") {
-		if v, ok := os.LookupEnv(config.EnvConfig); ok && v != "" {
-			path = v
-		} else if _, err := os.Stat(config.DefaultPath); err != nil {
-			path = ""
-		}
+	cfg, warnings, err := config.FromCLIFor(c, offlineKeys...)
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "joulie-agentctl: warning: %v\n", w)
 	}
-	cfg, err := config.Load(path, os.LookupEnv)
+	keys := strings.Join(offlineKeys, ", ")
 	if err != nil {
-		return config.Config{}, usageError("%v", err)
+		return config.Config{}, usageError("%v\nrestore --offline reads only %s from the configuration: "+
+			"fix them, or name the directories and skip the file: --config \"\" --state-dir DIR --host-root DIR", err, keys)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "joulie-agentctl: warning: joulie-agentd will refuse this configuration; "+
+			"restoring anyway, as restore --offline reads only %s\n", keys)
 	}
 	return cfg, nil
 }

@@ -193,6 +193,7 @@ func TestOfflineRestoreUsage(t *testing.T) {
 		{"bad config is bad usage", []string{"restore", "--offline", "--config", bad}, "stateDirr"},
 		{"missing named config", []string{"restore", "--offline", "--config", bad + ".missing"}, "no such file"},
 		{"--config needs --offline", []string{"restore", "--config", bad}, "only used with --offline"},
+		{"--state-dir needs --offline", []string{"restore", "--state-dir", "/var/lib/joulie"}, "--state-dir is only used with --offline"},
 		{"stray argument", []string{"restore", "--offline", "now"}, "takes no arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,4 +216,91 @@ func TestOfflineRestoreOfACorruptJournalNeedsAnOperator(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want %d and what to do with %s", code, errOut, cliapp.ExitNeedsOperator, journal)
 	}
 	k.check(t, 210, 2000000)
+}
+
+// A configuration joulie-agentd refuses (the reason it died, or refuses
+// to start again) must not keep the host capped: restore --offline reads
+// only the state directory, the host root, the library paths and
+// keepCapsOnStop, and warns about the rest.
+func TestOfflineRestoreDespiteProblemsElsewhereInTheConfig(t *testing.T) {
+	k := newKilledHost(t, "reconcileInterval: 5\nfancyKey: true\ndvfs:\n  stepPct: 500\n"+
+		"standalone:\n  profile:\n    cpu:\n      packagePowerCapWatts: .nan\n")
+	out, errOut, code := runCtl("restore", "--offline", "--config", k.config)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	k.check(t, 350, 3800000)
+	if !strings.Contains(out, "Restored 3 controls") {
+		t.Errorf("output:\n%s", out)
+	}
+	for _, want := range []string{
+		"warning: " + k.config + ": reconcileInterval: 5 is not a duration",
+		"warning: " + k.config + `: unknown key "fancyKey"`,
+		"warning: dvfs.stepPct: must be in (0, 100], got 500 (from " + k.config + ")",
+		"warning: " + k.config + ": standalone.profile.cpu.packagePowerCapWatts: .nan is not a number",
+		"restoring anyway, as restore --offline reads only stateDir, hostRoot",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+// What restore --offline does read must be right: restoring from the
+// wrong place would report nothing to restore and leave the caps.
+func TestOfflineRestoreRefusesABadStateDirOrHostRoot(t *testing.T) {
+	k := newKilledHost(t, "")
+	missing := filepath.Join(t.TempDir(), "no-such-host")
+	for _, tc := range []struct {
+		name, config string
+		want         []string
+	}{
+		{"relative state directory", "stateDir: var/lib/joulie\nhostRoot: " + k.root,
+			[]string{`stateDir: "var/lib/joulie" is not an absolute path`}},
+		{"state directory not a string", "stateDir: [" + k.stateDir + "]\nhostRoot: " + k.root,
+			[]string{"stateDir: a list is not a string"}},
+		{"misspelt state directory", "statedir: " + k.stateDir + "\nhostRoot: " + k.root,
+			[]string{`unknown key "statedir" (did you mean "stateDir"?)`}},
+		{"missing host root", "stateDir: " + k.stateDir + "\nhostRoot: " + missing,
+			[]string{fmt.Sprintf("hostRoot: %q does not exist", missing)}},
+		{"keepCapsOnStop unreadable", "stateDir: " + k.stateDir + "\nhostRoot: " + k.root + "\nkeepCapsOnStop: perhaps",
+			[]string{`keepCapsOnStop: "perhaps" is not true or false`}},
+		{"not YAML at all", "stateDir: " + k.stateDir + "\n  hostRoot: " + k.root,
+			[]string{": yaml: line 2", `--config "" --state-dir DIR --host-root DIR`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "agentd.yaml")
+			if err := os.WriteFile(cfg, []byte(tc.config+"\ndvfs: {stepPct: 500}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, errOut, code := runCtl("restore", "--offline", "--config", cfg)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			for _, want := range append(tc.want, cfg, "reads only stateDir, hostRoot") {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			k.check(t, 210, 2000000)
+		})
+	}
+}
+
+// The way out that the refusal of an unreadable file suggests works.
+func TestOfflineRestoreWithoutTheConfigFile(t *testing.T) {
+	k := newKilledHost(t, "")
+	if err := os.WriteFile(k.config, []byte("stateDir: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCtl("restore", "--offline", "--config", k.config); code != exitUsage {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	t.Setenv("JOULIE_NVML_LIBRARY_PATH", "none")
+	t.Setenv("JOULIE_AMDSMI_LIBRARY_PATH", "none")
+	_, errOut, code := runCtl("restore", "--offline", "--config", "", "--state-dir", k.stateDir, "--host-root", k.root)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	k.check(t, 350, 3800000)
 }

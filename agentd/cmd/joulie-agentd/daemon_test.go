@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -328,6 +329,115 @@ func TestOfflineRestoreAfterKill9(t *testing.T) {
 		if got := gpuLimitW(t, f, i); got != 700 {
 			t.Errorf("GPU %d after the offline restore: %d W, want 700", i, got)
 		}
+	}
+}
+
+// TestOfflineRestoreDespiteARefusedConfig is issue 13's host left
+// capped: an edit the daemon refuses on SIGHUP (it keeps running), then
+// SIGKILL. The next start refuses the file too, so ExecStopPost='s
+// restore --offline must still put the originals back, warning about the
+// file instead of refusing it.
+func TestOfflineRestoreDespiteARefusedConfig(t *testing.T) {
+	f := newFixture(t)
+	d := f.start(t)
+	waitFor(t, "caps in force", func() bool { return raplLimitW(t, f, "intel-rapl:0") == 210 && gpuLimitW(t, f, 2) == 420 })
+
+	cfg, err := os.ReadFile(f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.config, append(cfg, "dvfs: {stepPct: 500}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// SIGHUP before the daemon handles it would end the process.
+	waitFor(t, "the daemon's signal handling", func() bool {
+		b, _ := os.ReadFile(d.log)
+		return strings.Contains(string(b), "joulie-agentd ready")
+	})
+	d.signal(t, syscall.SIGHUP)
+	waitFor(t, "the refused reload in the log", func() bool {
+		b, _ := os.ReadFile(d.log)
+		return strings.Contains(string(b), "reload refused") && strings.Contains(string(b), "dvfs.stepPct")
+	})
+	if s := status(t, f); s.CPU == nil || s.CPU.Result != "applied" {
+		t.Fatalf("the daemon should keep running on its last good configuration: %+v", s)
+	}
+	d.signal(t, syscall.SIGKILL)
+	d.wait(t)
+
+	restart := exec.Command(bin.agentd, "--config", f.config)
+	if out, _ := restart.CombinedOutput(); restart.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "dvfs.stepPct") {
+		t.Fatalf("a start with the refused file: exit %d: %s", restart.ProcessState.ExitCode(), out)
+	}
+	if raplLimitW(t, f, "intel-rapl:0") != 210 {
+		t.Fatal("the refused start changed the caps; this test needs them in force")
+	}
+
+	cmd := exec.Command(bin.agentctl, "restore", "--offline", "--config", f.config)
+	cmd.Env = append(os.Environ(), "FAKE_NVML_DIR="+f.gpus)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out.String(), "Restored 10 controls") {
+		t.Fatalf("offline restore: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if want := "warning: dvfs.stepPct: must be in (0, 100], got 500 (from " + f.config + ")"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+	}
+	for _, zone := range []string{"intel-rapl:0", "intel-rapl:1"} {
+		if got := raplLimitW(t, f, zone); got != 350 {
+			t.Errorf("%s after the offline restore: %d W, want the original 350", zone, got)
+		}
+	}
+	for i := range 8 {
+		if got := gpuLimitW(t, f, i); got != 700 {
+			t.Errorf("GPU %d after the offline restore: %d W, want 700", i, got)
+		}
+	}
+}
+
+// TestBadConfigExitsTwoNamingTheKey: values that used to be refused
+// without a key (.nan) or accepted (a missing hostRoot) stop the start
+// with exit 2, naming key, value and source.
+func TestBadConfigExitsTwoNamingTheKey(t *testing.T) {
+	f := newFixture(t)
+	missing := filepath.Join(t.TempDir(), "no-such-host")
+	for _, tc := range []struct {
+		name, extra string
+		args, env   []string
+		want        string
+	}{
+		{name: "NaN watts in the file", extra: "    cpu: {packagePowerCapWatts: .nan}\n",
+			want: f.config + ": standalone.profile.cpu.packagePowerCapWatts: .nan is not a number"},
+		{name: "infinite GPU watts in the file", extra: "    gpu: {powerCap: {capWattsPerGpu: .inf}}\n",
+			want: f.config + ": standalone.profile.gpu.powerCap.capWattsPerGpu: .inf is not a number"},
+		{name: "infinite DVFS step from the variable", env: []string{"JOULIE_DVFS_STEP_PCT=+Inf"},
+			want: `dvfs.stepPct: JOULIE_DVFS_STEP_PCT="+Inf" is not a number`},
+		{name: "missing host root from the flag", args: []string{"--host-root", missing},
+			want: fmt.Sprintf("hostRoot: %q does not exist", missing)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			config := filepath.Join(t.TempDir(), "agentd.yaml")
+			body := fmt.Sprintf("nodeName: node-a\nhostRoot: %s\nstateDir: %s\nsocket: %s\nmetricsAddress: \"\"\n"+
+				"nvmlLibraryPath: none\namdsmiLibraryPath: none\nstandalone:\n  profile:\n    profile: eco\n%s",
+				f.root, f.state, f.socket, tc.extra)
+			if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tc.want = strings.ReplaceAll(tc.want, f.config, config)
+			// A daemon that accepts the configuration would run until killed.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin.agentd, append([]string{"--config", config}, tc.args...)...)
+			cmd.Env = append(os.Environ(), tc.env...)
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("exit %d, want 2 with %q:\n%s", code, tc.want, out)
+			}
+			if _, err := os.Stat(f.socket); err == nil {
+				t.Error("the daemon got as far as serving its socket")
+			}
+		})
 	}
 }
 

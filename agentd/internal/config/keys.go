@@ -254,10 +254,16 @@ func setYAML(dst any, v any) error {
 		}
 		*dst.(*bool) = b
 		return nil
-	case *float64, **float64, *int, *int64:
+	case *float64, **float64:
 		n, ok := v.(json.Number)
 		if !ok {
 			return fmt.Errorf("%s is not a number", describe(v))
+		}
+		return setString(dst, n.String())
+	case *int, *int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return fmt.Errorf("%s is not a whole number", describe(v))
 		}
 		return setString(dst, n.String())
 	default:
@@ -276,6 +282,18 @@ func describe(v any) string {
 		return "a block of keys"
 	case []any:
 		return "a list"
+	case float64:
+		// Only the non-finite ones get here (parseYAML); shown as written
+		// in YAML, which is where they came from.
+		switch {
+		case math.IsNaN(v):
+			return ".nan"
+		case math.IsInf(v, 1):
+			return ".inf"
+		case math.IsInf(v, -1):
+			return "-.inf"
+		}
+		return fmtFloat(v)
 	default:
 		return fmt.Sprint(v)
 	}

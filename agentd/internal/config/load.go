@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
+	goyaml "go.yaml.in/yaml/v2"
 )
 
 // Names of the configuration file's own flag and variable.
@@ -65,6 +66,22 @@ func FromCLI(c *cli.Context) (Config, error) {
 }
 
 func fromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
+	return cliSource(c, lookup).load()
+}
+
+// FromCLIFor builds the configuration like FromCLI, for a command that
+// reads only the keys in need (joulie-agentctl restore --offline needs
+// the state directory, not the DVFS tunables). It fails, with an error
+// wrapping ErrUsage, only on a problem with one of those keys (an
+// unknown key that looks like a misspelling of one counts) or with the
+// file as a whole (unreadable, not YAML). Every other problem comes back
+// in warnings, and the Config's other keys are then not to be used.
+func FromCLIFor(c *cli.Context, need ...string) (cfg Config, warnings []error, err error) {
+	return cliSource(c, os.LookupEnv).loadFor(need)
+}
+
+// cliSource is how FromCLI finds the file, the environment and the flags.
+func cliSource(c *cli.Context, lookup func(string) (string, bool)) *source {
 	s := &source{path: DefaultPath, lookup: lookup}
 	if c.IsSet(FlagConfig) {
 		s.path, s.namedBy = c.String(FlagConfig), "--"+FlagConfig
@@ -83,7 +100,7 @@ func fromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 		}
 		s.flags = append(s.flags, setting{k, v})
 	}
-	return s.load()
+	return s
 }
 
 // Reload builds the configuration again the way c was built: it re-reads
@@ -102,20 +119,72 @@ func (c Config) Reload() (Config, error) {
 // load puts the layers together and validates. It reports every problem
 // it finds, not just the first, so one round of editing fixes them all.
 func (s *source) load() (Config, error) {
+	c, errs := s.gather()
+	if len(errs) > 0 {
+		return Config{}, usage(errs)
+	}
+	return c, nil
+}
+
+// loadFor is load for FromCLIFor: only problems with the keys in need,
+// or with no key, are fatal.
+func (s *source) loadFor(need []string) (Config, []error, error) {
+	c, errs := s.gather()
+	var fatal, warnings []error
+	for _, err := range errs {
+		var ke *keyError
+		if errors.As(err, &ke) && !slices.Contains(need, ke.key) {
+			warnings = append(warnings, err)
+		} else {
+			fatal = append(fatal, err)
+		}
+	}
+	if len(fatal) > 0 {
+		return Config{}, warnings, usage(fatal)
+	}
+	c.src = s
+	return c, warnings, nil
+}
+
+// gather reads the file and layers it; see layer.
+func (s *source) gather() (Config, []error) {
 	var data []byte
 	if s.path != "" {
 		var err error
 		data, err = readFile(s.path, s.namedBy != "")
 		if err != nil {
-			return Config{}, usage([]error{fmt.Errorf("%s: %w", orDefault(s.namedBy, "config file"), err)})
+			return Config{}, []error{fmt.Errorf("%s: %w", orDefault(s.namedBy, "config file"), err)}
 		}
 	}
-	return s.build(data)
+	return s.layer(data)
 }
 
-// build layers the file's content, the environment and the flags over
-// the defaults.
+// build is load with the file's content given.
 func (s *source) build(data []byte) (Config, error) {
+	c, errs := s.layer(data)
+	if len(errs) > 0 {
+		return Config{}, usage(errs)
+	}
+	return c, nil
+}
+
+// keyError is a problem with one key, so that FromCLIFor can tell the
+// keys its caller needs from the rest. An error without one concerns the
+// file as a whole.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+func keyErr(key string, err error) error { return &keyError{key, err} }
+
+// layer puts the file's content, the environment and the flags over the
+// defaults and validates the result. The Config is complete when there
+// are no errors; with errors, it holds what could be set.
+func (s *source) layer(data []byte) (Config, []error) {
 	c := Default()
 	origin := map[string]string{} // key path -> where its value came from
 	errs := decodeFile(&c, s.path, data, origin)
@@ -123,7 +192,7 @@ func (s *source) build(data []byte) (Config, error) {
 	for _, f := range s.flags {
 		flag := "--" + f.k.flagName()
 		if err := setString(f.k.ref(&c), f.value); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s=%v", f.k.path, flag, err))
+			errs = append(errs, keyErr(f.k.path, fmt.Errorf("%s: %s=%v", f.k.path, flag, err)))
 			continue
 		}
 		origin[f.k.path] = flag
@@ -134,13 +203,10 @@ func (s *source) build(data []byte) (Config, error) {
 		if from, ok := origin[p.key]; ok {
 			msg += " (from " + from + ")"
 		}
-		errs = append(errs, errors.New(msg))
-	}
-	if len(errs) > 0 {
-		return Config{}, usage(errs)
+		errs = append(errs, keyErr(p.key, errors.New(msg)))
 	}
 	c.src = s
-	return c, nil
+	return c, errs
 }
 
 func orDefault(s, def string) string {
@@ -194,7 +260,7 @@ func decodeFile(c *Config, name string, data []byte, origin map[string]string) [
 			continue
 		}
 		if err := setYAML(k.ref(c), v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", name, k.path, err))
+			errs = append(errs, keyErr(k.path, fmt.Errorf("%s: %s: %w", name, k.path, err)))
 			continue
 		}
 		if v != nil {
@@ -204,33 +270,73 @@ func decodeFile(c *Config, name string, data []byte, origin map[string]string) [
 	return errs
 }
 
-// parseYAML turns the document into maps, strings, bools, json.Numbers
-// and nils. Duplicate keys are refused: which of the two would win is
-// not obvious to whoever edits the file.
+// parseYAML turns the document into maps with string keys, lists,
+// strings, bools, json.Numbers and nils, the shapes encoding/json gives
+// with UseNumber, and float64 for YAML's .nan and .inf only: JSON has no
+// form for those, and keeping them lets the key they sit under be named.
+// Duplicate keys are refused: which of the two would win is not obvious
+// to whoever edits the file.
 func parseYAML(data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		var unsupported *json.UnsupportedValueError
-		if errors.As(err, &unsupported) {
-			// YAML's .nan and .inf have no JSON form; no key takes them.
-			return nil, fmt.Errorf("%s is not a value any key takes", unsupported.Str)
-		}
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
 	var tree any
-	if err := dec.Decode(&tree); err != nil {
+	if err := goyaml.UnmarshalStrict(data, &tree); err != nil {
 		return nil, err
 	}
-	return tree, nil
+	return jsonShape(tree)
+}
+
+// jsonShape converts go-yaml's decoding of a document into parseYAML's
+// shapes, as sigs.k8s.io/yaml's YAML-to-JSON conversion does (a
+// non-string key becomes its text; no configuration key matches one).
+func jsonShape(v any) (any, error) {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			ks, ok := k.(string)
+			if !ok {
+				ks = describe(k)
+			}
+			var err error
+			if m[ks], err = jsonShape(e); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			var err error
+			if l[i], err = jsonShape(e); err != nil {
+				return nil, err
+			}
+		}
+		return l, nil
+	case nil, string, bool:
+		return v, nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return v, nil
+		}
+	case int, int64, uint64:
+	default:
+		return nil, fmt.Errorf("%v: a value of YAML type %T is not supported", v, v)
+	}
+	// The number as encoding/json writes it, so that what a key accepts
+	// does not depend on how YAML typed the number (5.0 is a whole number).
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Number(b), nil
 }
 
 // checkKeys reports the keys of m (at prefix) that are not configuration
-// keys, and blocks that hold something other than keys.
+// keys, and blocks that hold something other than keys. An unknown key
+// is filed under the key it most likely meant, if any: a misspelt
+// stateDir is a problem with stateDir.
 func checkKeys(m map[string]any, prefix, name string) []error {
 	var errs []error
 	names := make([]string, 0, len(m))
@@ -248,14 +354,15 @@ func checkKeys(m map[string]any, prefix, name string) []error {
 			case map[string]any:
 				errs = append(errs, checkKeys(v, p, name)...)
 			default:
-				errs = append(errs, fmt.Errorf("%s: %s: %s is not a block of keys", name, p, describe(v)))
+				errs = append(errs, keyErr(p, fmt.Errorf("%s: %s: %s is not a block of keys", name, p, describe(v))))
 			}
 		default:
-			msg := fmt.Sprintf("%s: unknown key %q", name, p)
+			msg, meant := fmt.Sprintf("%s: unknown key %q", name, p), p
 			if guess := nearest(k, children[prefix]); guess != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", join(prefix, guess))
+				meant = join(prefix, guess)
+				msg += fmt.Sprintf(" (did you mean %q?)", meant)
 			}
-			errs = append(errs, errors.New(msg))
+			errs = append(errs, keyErr(meant, errors.New(msg)))
 		}
 	}
 	return errs
@@ -364,7 +471,7 @@ func overlayEnv(c *Config, lookup func(string) (string, bool), origin map[string
 			return
 		}
 		if err := setString(k.ref(c), v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s=%v", k.path, name, err))
+			errs = append(errs, keyErr(k.path, fmt.Errorf("%s: %s=%v", k.path, name, err)))
 			return
 		}
 		origin[k.path] = name
@@ -430,7 +537,7 @@ func relabelDVFS(err error, strip bool) []error {
 				break
 			}
 		}
-		out = append(out, fmt.Errorf("%s: %s", label, msg))
+		out = append(out, keyErr(label, fmt.Errorf("%s: %s", label, msg)))
 	}
 	return out
 }

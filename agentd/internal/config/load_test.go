@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -355,5 +356,172 @@ func TestReloadKeepsStartFlags(t *testing.T) {
 	}
 	if _, err := r.Reload(); err == nil {
 		t.Error("reload accepted a broken file")
+	}
+}
+
+// NaN and the infinities parse as floats in YAML (.nan, .inf), in Go's
+// strconv (NaN, Inf) and so on every source, but no key means them: each
+// is refused under its key, with the value and where it came from.
+func TestNonFiniteNumbersNameKeyValueAndSource(t *testing.T) {
+	var floats []*key
+	for i := range keys {
+		switch keys[i].ref(&Config{}).(type) {
+		case *float64, **float64:
+			floats = append(floats, &keys[i])
+		}
+	}
+	if len(floats) < 8 {
+		t.Fatalf("found %d float keys; the dvfs and standalone ones are missing", len(floats))
+	}
+	for _, k := range floats {
+		for i, v := range []struct{ yaml, shown, str string }{{".nan", ".nan", "NaN"}, {".inf", ".inf", "inf"}, {"-.Inf", "-.inf", "-Infinity"}} {
+			t.Run(k.path+"/file/"+v.yaml, func(t *testing.T) {
+				path := writeFile(t, nested(k.path, v.yaml))
+				_, err := Load(path, env(nil))
+				wantErr(t, err, path+": "+k.path+": "+v.shown+" is not a number")
+			})
+			t.Run(k.path+"/env/"+v.str, func(t *testing.T) {
+				_, err := Load("", env(map[string]string{k.envName(): v.str}))
+				wantErr(t, err, fmt.Sprintf("%s: %s=%q is not a number", k.path, k.envName(), v.str))
+			})
+			t.Run(k.path+"/flag/"+v.str, func(t *testing.T) {
+				_, err := runCLI(t, env(nil), "--config", "", "--"+k.flagName(), v.str)
+				wantErr(t, err, fmt.Sprintf("%s: --%s=%q is not a number", k.path, k.flagName(), v.str))
+			})
+			if k.alias != "" && i == 0 {
+				// The seed's DVFS_* variables go through the dvfs package,
+				// whose own range check names the value.
+				t.Run(k.path+"/seed-env", func(t *testing.T) {
+					_, err := Load("", env(map[string]string{k.alias: v.str}))
+					wantErr(t, err, k.path+": ", "got NaN (from "+k.alias+")")
+				})
+			}
+		}
+	}
+
+	// Keys of other kinds name the key too, and one bad value does not
+	// hide the file's other problems.
+	path := writeFile(t, "nodeName: .nan\ndvfs:\n  tripCount: .inf\n  stepPct: -.inf\nlogLevel: loud\n")
+	_, err := Load(path, env(nil))
+	wantErr(t, err, path+": nodeName: .nan is not a string (quote it)",
+		path+": dvfs.tripCount: .inf is not a whole number",
+		path+": dvfs.stepPct: -.inf is not a number",
+		`logLevel: "loud" is not one of debug, info, warn, error (from `+path+")")
+}
+
+// nested writes value at a dotted key path as a YAML document.
+func nested(path, value string) string {
+	var b strings.Builder
+	segs := strings.Split(path, ".")
+	for i, s := range segs {
+		b.WriteString(strings.Repeat("  ", i) + s + ":")
+		if i < len(segs)-1 {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString(" " + value + "\n")
+	return b.String()
+}
+
+// The host backend reads and writes everything under hostRoot, so one
+// that is not a directory stops the start; with a typo the agent would
+// otherwise run and find no hardware.
+func TestHostRootMustBeADirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-host")
+	notDir := writeFile(t, "not a host\n")
+	gone := fmt.Sprintf("hostRoot: %q does not exist; it must be the directory holding the host's sys/ and proc/ (\"/\" on the host itself)", missing)
+	for _, tc := range []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want string // "" for accepted
+	}{
+		{name: "missing, in the file", file: "hostRoot: " + missing + "\n", want: gone},
+		{name: "missing, from the variable", env: map[string]string{"JOULIE_HOST_ROOT": missing}, want: gone + " (from JOULIE_HOST_ROOT)"},
+		{name: "missing, from the flag", args: []string{"--host-root", missing}, want: gone + " (from --host-root)"},
+		{name: "a file, not a directory", args: []string{"--host-root", notDir},
+			want: fmt.Sprintf("hostRoot: %q is not a directory (from --host-root)", notDir)},
+		{name: "a fixture tree", args: []string{"--host-root", t.TempDir()}},
+		{name: "unused by the http backend", args: []string{"--host-root", missing, "--backend", "http", "--http-control-url", "http://sim/{node}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--config", ""}, tc.args...)
+			want := tc.want
+			if tc.file != "" {
+				path := writeFile(t, tc.file)
+				args = append([]string{"--config", path}, tc.args...)
+				if want != "" {
+					want += " (from " + path + ")"
+				}
+			}
+			_, err := runCLI(t, env(tc.env), args...)
+			if want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantErr(t, err, want)
+		})
+	}
+}
+
+// A command that reads a few keys (restore --offline) is held only to
+// those: other problems are warnings, and never hide a needed key's.
+func TestLoadForHoldsOnlyTheNeededKeys(t *testing.T) {
+	need := []string{"stateDir", "hostRoot"}
+	load := func(t *testing.T, file string, lookup map[string]string) (Config, []error, error) {
+		t.Helper()
+		return (&source{path: writeFile(t, file), namedBy: "--config", lookup: env(lookup)}).loadFor(need)
+	}
+	messages := func(errs []error) string {
+		var s []string
+		for _, e := range errs {
+			s = append(s, e.Error())
+		}
+		return strings.Join(s, "\n")
+	}
+
+	t.Run("problems elsewhere are warnings", func(t *testing.T) {
+		c, warnings, err := load(t, "stateDir: /srv/state\nhostRoot: /\nreconcileInterval: 5\nfancyKey: 1\n"+
+			"dvfs: {stepPct: 500, emaAlpa: 0.1}\nstandalone: {profile: {gpu: {powerCap: {capWattsPerGpu: .inf}}}}\n",
+			map[string]string{"JOULIE_LOG_LEVEL": "loud"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.StateDir != "/srv/state" || c.HostRoot != "/" {
+			t.Errorf("stateDir %q, hostRoot %q", c.StateDir, c.HostRoot)
+		}
+		got := messages(warnings)
+		for _, want := range []string{"reconcileInterval: 5 is not a duration", `unknown key "fancyKey"`,
+			`unknown key "dvfs.emaAlpa" (did you mean "dvfs.emaAlpha"?)`, "dvfs.stepPct: must be in (0, 100], got 500",
+			"standalone.profile.gpu.powerCap.capWattsPerGpu: .inf is not a number", `logLevel: "loud" is not one of`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("warnings lack %q:\n%s", want, got)
+			}
+		}
+		if len(warnings) != 6 {
+			t.Errorf("%d warnings, want 6:\n%s", len(warnings), got)
+		}
+	})
+	for _, tc := range []struct{ name, file, want string }{
+		{"bad needed key", "stateDir: state\nfancyKey: 1\n", `stateDir: "state" is not an absolute path`},
+		{"needed key of the wrong type", "hostRoot: 5\n", "hostRoot: 5 is not a string"},
+		{"misspelt needed key", "hostroot: /srv/host\n", `unknown key "hostroot" (did you mean "hostRoot"?)`},
+		{"not YAML", "stateDir: /a\n stateDir: /b\n", "yaml: line 2"},
+		{"duplicate needed key", "stateDir: /a\nstateDir: /b\n", `line 2: key "stateDir" already set`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warnings, err := load(t, tc.file, nil)
+			wantErr(t, err, tc.want)
+			// A needed key's problem does not turn the others into errors.
+			if strings.Contains(err.Error(), "fancyKey") {
+				t.Errorf("the unknown fancyKey is in the error: %v", err)
+			}
+			if strings.Contains(tc.file, "fancyKey") && !strings.Contains(messages(warnings), "fancyKey") {
+				t.Errorf("the unknown fancyKey is not among the warnings: %v", warnings)
+			}
+		})
 	}
 }

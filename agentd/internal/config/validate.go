@@ -3,9 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,6 +59,14 @@ func (c Config) problems() []problem {
 		}
 	}
 	absDir("hostRoot", c.HostRoot)
+	// The host backend finds all hardware under hostRoot: a wrong one
+	// would run an agent that controls nothing and says so only in
+	// discovery warnings. The http backend never reads it.
+	if c.Backend != joulie.EndpointHTTP && filepath.IsAbs(c.HostRoot) {
+		if msg := checkDir(c.HostRoot); msg != "" {
+			add("hostRoot", "%q %s", c.HostRoot, msg)
+		}
+	}
 	absDir("stateDir", c.StateDir)
 	absDir("socket", c.Socket)
 	if len(c.Socket) > maxSocketPath {
@@ -188,6 +198,23 @@ func profileProblems(prefix string, p joulie.NodePowerProfileSpec) []problem {
 }
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// checkDir says what is wrong with dir as the host root, or "".
+func checkDir(dir string) string {
+	fi, err := os.Stat(dir)
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return `does not exist; it must be the directory holding the host's sys/ and proc/ ("/" on the host itself)`
+	case errors.As(err, &pe):
+		return "cannot be read: " + pe.Err.Error()
+	case err != nil:
+		return "cannot be read: " + err.Error()
+	case !fi.IsDir():
+		return "is not a directory"
+	}
+	return ""
+}
 
 // checkListenAddress accepts host:port with a numeric port (a service
 // name would need /etc/services, which a hardened unit may not see).
