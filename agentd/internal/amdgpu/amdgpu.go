@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 
+	"joulie.io/joulie/agentd/internal/pci"
 	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
@@ -127,7 +128,7 @@ func (c *Capper) SetCap(index int, watts float64) (float64, error) {
 // clamped to the range the driver reports now.
 func (c *Capper) Restore(id, original string) error {
 	addr, attr, _ := strings.Cut(id, "/")
-	if attr != capAttr || !pciAddress(addr) {
+	if attr != capAttr || !pci.Address(addr) {
 		return fmt.Errorf("restore %s: not a %s control of this backend", id, Backend)
 	}
 	uw, err := strconv.ParseInt(original, 10, 64)
