@@ -38,6 +38,10 @@ const capAttr = "power1_cap"
 
 const microPerWatt = 1_000_000
 
+// otherWay ends the reason a GPU cannot be capped through hwmon: amd-smi
+// is the agent's other way to cap AMD GPUs, tried first when installed.
+const otherWay = "; install ROCm's amd-smi (libamd_smi.so), which the agent tries before hwmon"
+
 // Capper is the hwmon GPU backend. It implements power.GPUCapper and is
 // safe for concurrent use.
 //
@@ -226,6 +230,7 @@ func (c *Capper) describe(index int, addr, dev string) (power.GPU, error) {
 	g := power.GPU{Index: index, UUID: addr, PCIBusID: addr, Name: c.productName(dev)}
 	hw, err := c.hwmonDir(dev)
 	if err != nil {
+		g.CapBlocked = "the amdgpu driver gives the GPU no hwmon directory, so no power1_cap to set" + otherWay
 		return g, nil
 	}
 	var errs []error
@@ -236,10 +241,22 @@ func (c *Capper) describe(index int, addr, dev string) (power.GPU, error) {
 		}
 		return float64(uw) / microPerWatt, ok
 	}
-	g.CapWatts, _ = read(capAttr)
+	var hasCap, hasMax bool
+	g.CapWatts, hasCap = read(capAttr)
 	g.MinWatts, _ = read("power1_cap_min")
-	g.MaxWatts, _ = read("power1_cap_max")
+	g.MaxWatts, hasMax = read("power1_cap_max")
 	g.DefaultWatts, _ = read("power1_cap_default")
+	// The same conditions SetCap refuses on, phrased without the device
+	// so that GPUs blocked alike are reported once.
+	switch {
+	case len(errs) > 0:
+	case !hasCap:
+		g.CapBlocked = "the amdgpu driver exposes no power1_cap (no power limit on this GPU)" + otherWay
+	case !hasMax || g.MaxWatts <= 0:
+		g.CapBlocked = "no power1_cap_max, and a limit is never written without the hardware's range"
+	case !c.fs.Writable(path.Join(hw, capAttr)):
+		g.CapBlocked = "hwmon power1_cap is read-only (the amdgpu driver does not let the power limit be set there)" + otherWay
+	}
 	// Older amdgpu reports the average in power1_average, newer parts
 	// (MI300) the instantaneous draw in power1_input; either may also
 	// refuse the read (EOPNOTSUPP), which only means no draw reading.
