@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"joulie.io/joulie/agentd/internal/pci"
 	"joulie.io/joulie/agentd/internal/power"
@@ -37,10 +38,6 @@ const Backend = "hwmon"
 const capAttr = "power1_cap"
 
 const microPerWatt = 1_000_000
-
-// otherWay ends the reason a GPU cannot be capped through hwmon: amd-smi
-// is the agent's other way to cap AMD GPUs, tried first when installed.
-const otherWay = "; install ROCm's amd-smi (libamd_smi.so), which the agent tries before hwmon"
 
 // Capper is the hwmon GPU backend. It implements power.GPUCapper and is
 // safe for concurrent use.
@@ -208,6 +205,11 @@ func (c *Capper) write(addr string, l limits, target int64) (int64, error) {
 		return l.cur, fmt.Errorf("set power cap of AMD GPU %s: %w", addr, err)
 	}
 	if err := c.fs.WriteInt(attr, target); err != nil {
+		if errors.Is(err, syscall.EROFS) {
+			// The file allows writes but the mount does not: the
+			// shipped systemd unit keeps /sys/devices read-only.
+			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w; /sys/devices is read-only to the agent (systemd's ProtectKernelTunables): allow it with a drop-in, ReadWritePaths=-/sys/devices (systemd/README.md)", power.ErrBlocked, addr, target, err)
+		}
 		if errors.Is(err, sysfs.ErrReadOnly) {
 			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w", power.ErrBlocked, addr, target, err)
 		}
@@ -230,7 +232,7 @@ func (c *Capper) describe(index int, addr, dev string) (power.GPU, error) {
 	g := power.GPU{Index: index, UUID: addr, PCIBusID: addr, Name: c.productName(dev)}
 	hw, err := c.hwmonDir(dev)
 	if err != nil {
-		g.CapBlocked = "the amdgpu driver gives the GPU no hwmon directory, so no power1_cap to set" + otherWay
+		g.CapBlocked = "the amdgpu driver gives the GPU no hwmon directory, so no power1_cap to set"
 		return g, nil
 	}
 	var errs []error
@@ -251,11 +253,11 @@ func (c *Capper) describe(index int, addr, dev string) (power.GPU, error) {
 	switch {
 	case len(errs) > 0:
 	case !hasCap:
-		g.CapBlocked = "the amdgpu driver exposes no power1_cap (no power limit on this GPU)" + otherWay
+		g.CapBlocked = "the amdgpu driver exposes no power1_cap (no power limit on this GPU)"
 	case !hasMax || g.MaxWatts <= 0:
 		g.CapBlocked = "no power1_cap_max, and a limit is never written without the hardware's range"
 	case !c.fs.Writable(path.Join(hw, capAttr)):
-		g.CapBlocked = "hwmon power1_cap is read-only (the amdgpu driver does not let the power limit be set there)" + otherWay
+		g.CapBlocked = "hwmon power1_cap is read-only: the amdgpu driver does not allow setting this GPU's power limit (amd-smi writes the same file, so it cannot either)"
 	}
 	// Older amdgpu reports the average in power1_average, newer parts
 	// (MI300) the instantaneous draw in power1_input; either may also
