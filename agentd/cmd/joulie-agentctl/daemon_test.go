@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -234,6 +235,19 @@ func TestStatusTables(t *testing.T) {
 
 	fresh := standaloneAgent()
 	fresh.status.CPU, fresh.status.GPU, fresh.status.Profile = nil, nil, ""
+
+	// GPUs on the PCI bus that no backend reaches: the reason once, then
+	// which GPUs it blocks.
+	unreachable := clusterAgent()
+	why := "NVML cannot reach the NVIDIA GPUs on the PCI bus: NVML unavailable: libnvidia-ml.so.1 not found; " +
+		"install the NVIDIA driver (it ships libnvidia-ml.so.1) or set nvmlLibraryPath to the library's path"
+	unreachable.status.GPU = &joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultBlocked,
+		Message: "4 of 4 GPUs not capped: " + why, LastTransitionTime: at(time.Hour)}
+	for i := range 4 {
+		unreachable.status.GPU.Devices = append(unreachable.status.GPU.Devices,
+			joulie.DeviceControlStatus{ID: strconv.Itoa(i), Result: joulie.ResultBlocked, Message: why})
+	}
+	unreachable.status.MeasuredPower = &joulie.MeasuredPower{CPUPowerWatts: ptr(388.54), NodePowerWatts: 388.54, Time: at(2 * time.Second)}
 	for _, tc := range []struct {
 		name  string
 		agent *fakeAgent
@@ -243,6 +257,7 @@ func TestStatusTables(t *testing.T) {
 		{"status-standalone-dvfs", standaloneAgent()},
 		{"status-paused", paused},
 		{"status-just-started", fresh},
+		{"status-gpus-unreachable", unreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := startForReads(t, tc.agent)

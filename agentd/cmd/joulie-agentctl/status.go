@@ -140,7 +140,9 @@ func addControl(s *sheet, label, unit string, cs *joulie.ControlStatus, mode jou
 			continue
 		}
 		line := string(d.Result)
-		if d.Message != "" {
+		// A reason the class message already gives (eight GPUs without a
+		// driver) is not repeated per device.
+		if d.Message != "" && !strings.Contains(cs.Message, d.Message) {
 			line += ": " + d.Message
 		}
 		s.add("  "+deviceName(label, d.ID), "%s", line)

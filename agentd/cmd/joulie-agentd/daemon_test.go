@@ -58,14 +58,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// fixture is one host: sysfs tree, fake GPUs, state, socket and config.
+// fixture is one host: sysfs tree, fake GPUs, state, socket and config;
+// nvml and metrics are the nvmlLibraryPath and metricsAddress it is
+// configured with.
 type fixture struct {
 	root, gpus, state, socket, config string
+	nvml, metrics                     string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{root: t.TempDir(), gpus: t.TempDir(), state: t.TempDir()}
+	f := &fixture{root: t.TempDir(), gpus: t.TempDir(), state: t.TempDir(), nvml: bin.nvml}
 	cpuinfotest.Write(t, f.root, cpuinfotest.Xeon2S())
 	rapltest.TwoSocketXeon(t, f.root, 350)
 	cpufreqtest.Build(t, f.root, cpufreqtest.Spec{Packages: 2, CoresPerPackage: 32, ThreadsPerCore: 2, MinKHz: 800000, MaxKHz: 3800000})
@@ -90,7 +93,7 @@ func (f *fixture) writeConfig(t *testing.T, pct int) {
 hostRoot: %s
 stateDir: %s
 socket: %s
-metricsAddress: ""
+metricsAddress: %q
 reconcileInterval: 1s
 nvmlLibraryPath: %s
 amdsmiLibraryPath: none
@@ -102,7 +105,7 @@ standalone:
     gpu:
       powerCap:
         capPctOfMax: %d
-`, f.root, f.state, f.socket, bin.nvml, pct, pct)
+`, f.root, f.state, f.socket, f.metrics, f.nvml, pct, pct)
 	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
+	"joulie.io/joulie/agentd/internal/pci"
 	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
@@ -145,7 +147,7 @@ func (c *Capper) Present(id string) (bool, error) {
 // clamped to the range the driver reports now.
 func (c *Capper) Restore(id, original string) error {
 	addr, attr, _ := strings.Cut(id, "/")
-	if attr != capAttr || !pciAddress(addr) {
+	if attr != capAttr || !pci.Address(addr) {
 		return fmt.Errorf("restore %s: not a %s control of this backend", id, Backend)
 	}
 	uw, err := strconv.ParseInt(original, 10, 64)
@@ -221,6 +223,11 @@ func (c *Capper) write(addr string, l limits, target int64) (int64, error) {
 		return l.cur, fmt.Errorf("set power cap of AMD GPU %s: %w", addr, err)
 	}
 	if err := c.fs.WriteInt(attr, target); err != nil {
+		if errors.Is(err, syscall.EROFS) {
+			// The file allows writes but the mount does not: the
+			// shipped systemd unit keeps /sys/devices read-only.
+			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w; /sys/devices is read-only to the agent (systemd's ProtectKernelTunables): allow it with a drop-in, ReadWritePaths=-/sys/devices (systemd/README.md)", power.ErrBlocked, addr, target, err)
+		}
 		if errors.Is(err, sysfs.ErrReadOnly) {
 			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w", power.ErrBlocked, addr, target, err)
 		}
@@ -243,6 +250,7 @@ func (c *Capper) describe(index int, addr, dev string) (power.GPU, error) {
 	g := power.GPU{Index: index, UUID: addr, PCIBusID: addr, Name: c.productName(dev)}
 	hw, err := c.hwmonDir(dev)
 	if err != nil {
+		g.CapBlocked = "the amdgpu driver gives the GPU no hwmon directory, so no power1_cap to set"
 		return g, nil
 	}
 	var errs []error
@@ -253,10 +261,22 @@ func (c *Capper) describe(index int, addr, dev string) (power.GPU, error) {
 		}
 		return float64(uw) / microPerWatt, ok
 	}
-	g.CapWatts, _ = read(capAttr)
+	var hasCap, hasMax bool
+	g.CapWatts, hasCap = read(capAttr)
 	g.MinWatts, _ = read("power1_cap_min")
-	g.MaxWatts, _ = read("power1_cap_max")
+	g.MaxWatts, hasMax = read("power1_cap_max")
 	g.DefaultWatts, _ = read("power1_cap_default")
+	// The same conditions SetCap refuses on, phrased without the device
+	// so that GPUs blocked alike are reported once.
+	switch {
+	case len(errs) > 0:
+	case !hasCap:
+		g.CapBlocked = "the amdgpu driver exposes no power1_cap (no power limit on this GPU)"
+	case !hasMax || g.MaxWatts <= 0:
+		g.CapBlocked = "no power1_cap_max, and a limit is never written without the hardware's range"
+	case !c.fs.Writable(path.Join(hw, capAttr)):
+		g.CapBlocked = "hwmon power1_cap is read-only: the amdgpu driver does not allow setting this GPU's power limit (amd-smi writes the same file, so it cannot either)"
+	}
 	// Older amdgpu reports the average in power1_average, newer parts
 	// (MI300) the instantaneous draw in power1_input; either may also
 	// refuse the read (EOPNOTSUPP), which only means no draw reading.

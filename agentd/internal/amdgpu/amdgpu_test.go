@@ -154,7 +154,14 @@ func TestReadOnlyCapIsBlockedAndTheOtherGPUGoesOn(t *testing.T) {
 	root := buildHost(t, mi210(), ro)
 	c, j, _ := newCapper(t, root, nil)
 
-	_, err := c.SetCap(1, 400)
+	gpus, err := c.GPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gpus[0].CapBlocked != "" || !strings.Contains(gpus[1].CapBlocked, "read-only") {
+		t.Errorf("CapBlocked: %q, %q", gpus[0].CapBlocked, gpus[1].CapBlocked)
+	}
+	_, err = c.SetCap(1, 400)
 	if !errors.Is(err, power.ErrBlocked) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("read-only power1_cap: %v, want blocked with the reason", err)
 	}
@@ -192,6 +199,10 @@ func TestGPUWithoutLimitOrRangeIsBlocked(t *testing.T) {
 	if len(gpus) != 3 || gpus[0].CapWatts != 0 || gpus[2].MaxWatts != 0 || gpus[1].Name != "AMD GPU 0x7fff" || gpus[1].PCIBusID != "0000:c1:00.0" {
 		t.Fatalf("GPUs = %+v", gpus)
 	}
+	// Discovery learns which GPUs cannot be capped, and why, before any write.
+	if !strings.Contains(gpus[0].CapBlocked, "no power1_cap") || !strings.Contains(gpus[2].CapBlocked, "power1_cap_max") || gpus[1].CapBlocked != "" {
+		t.Errorf("CapBlocked: %q, %q, %q", gpus[0].CapBlocked, gpus[1].CapBlocked, gpus[2].CapBlocked)
+	}
 	if _, err := c.SetCap(0, 200); !errors.Is(err, power.ErrBlocked) || !strings.Contains(err.Error(), "no power1_cap") {
 		t.Errorf("no power1_cap: %v", err)
 	}
@@ -224,6 +235,18 @@ func TestWriteErrorIsAnErrorNotBlocked(t *testing.T) {
 	}
 	if applied, err := c.SetCap(1, 400); err != nil || applied != 400 {
 		t.Fatalf("other GPU after an EIO: %v, %v", applied, err)
+	}
+}
+
+func TestReadOnlySysfsMountIsBlockedAndSaysHowToAllowIt(t *testing.T) {
+	root := buildHost(t, mi210())
+	// power1_cap is 0644, but the agent's mount namespace has /sys/devices
+	// read-only, as the shipped systemd unit does.
+	w := &recordingWriter{failSuffix: "power1_cap", failErr: syscall.EROFS}
+	c, _, _ := newCapper(t, root, w)
+	_, err := c.SetCap(0, 200)
+	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "ReadWritePaths=-/sys/devices") {
+		t.Fatalf("EROFS: %v, want blocked with the drop-in that allows the write", err)
 	}
 }
 

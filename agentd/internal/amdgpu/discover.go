@@ -8,7 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"strings"
+
+	"joulie.io/joulie/agentd/internal/pci"
 )
 
 const (
@@ -18,32 +19,10 @@ const (
 	// drmDir is the second way in: cards whose device has AMD's vendor id,
 	// which also finds a GPU while amdgpu is being rebound.
 	drmDir = "sys/class/drm"
-
-	amdVendor = "0x1002"
 )
 
-var (
-	// pciAddrPattern is domain:bus:device.function. Domains are four hex
-	// digits, more behind a VMD bridge.
-	pciAddrPattern = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
-	// cardPattern skips connector entries such as card1-DP-1.
-	cardPattern = regexp.MustCompile(`^card[0-9]+$`)
-)
-
-func pciAddress(s string) bool { return pciAddrPattern.MatchString(s) }
-
-// knownDevices names the Instinct parts by PCI device id, for boards whose
-// driver has no product_name attribute. Names follow the PCI ID database
-// (pci.ids): 0x740c is listed there as "MI250X/MI250", one id for both.
-var knownDevices = map[string]string{
-	"0x738c": "AMD Instinct MI100",
-	"0x7408": "AMD Instinct MI250X",
-	"0x740c": "AMD Instinct MI250X/MI250",
-	"0x740f": "AMD Instinct MI210",
-	"0x74a0": "AMD Instinct MI300A",
-	"0x74a1": "AMD Instinct MI300X",
-	"0x74a5": "AMD Instinct MI325X",
-}
+// cardPattern skips connector entries such as card1-DP-1.
+var cardPattern = regexp.MustCompile(`^card[0-9]+$`)
 
 // scan returns the AMD GPUs present, as PCI address → device directory
 // (relative to the host root).
@@ -60,7 +39,7 @@ func (c *Capper) scan() (map[string]string, error) {
 		dev := path.Join(driverDir, e.Name())
 		// A link whose device is gone (hot removal in progress) does
 		// not count as a GPU.
-		if pciAddress(e.Name()) && c.fs.Exists(dev) {
+		if pci.Address(e.Name()) && c.fs.Exists(dev) {
 			found[e.Name()] = dev
 		}
 	}
@@ -74,7 +53,7 @@ func (c *Capper) scan() (map[string]string, error) {
 			continue
 		}
 		dev := path.Join(card, "device")
-		if vendor, err := c.fs.ReadString(path.Join(dev, "vendor")); err != nil || vendor != amdVendor {
+		if vendor, err := c.fs.ReadString(path.Join(dev, "vendor")); err != nil || vendor != pci.VendorAMD {
 			continue
 		}
 		target, err := filepath.EvalSymlinks(c.fs.Path(dev))
@@ -82,7 +61,7 @@ func (c *Capper) scan() (map[string]string, error) {
 			continue
 		}
 		addr := filepath.Base(target)
-		if _, seen := found[addr]; !seen && pciAddress(addr) {
+		if _, seen := found[addr]; !seen && pci.Address(addr) {
 			found[addr] = dev
 		}
 	}
@@ -113,18 +92,11 @@ func (c *Capper) hwmonDir(dev string) (string, error) {
 }
 
 // productName is amdgpu's product_name (read from the board's FRU), else
-// the name of a known device id, else "AMD GPU <device id>".
+// the name the PCI device ID gives.
 func (c *Capper) productName(dev string) string {
 	if name, err := c.fs.ReadString(path.Join(dev, "product_name")); err == nil && name != "" {
 		return name
 	}
-	id, err := c.fs.ReadString(path.Join(dev, "device"))
-	if err != nil {
-		return "AMD GPU"
-	}
-	id = strings.ToLower(id)
-	if name, ok := knownDevices[id]; ok {
-		return name
-	}
-	return "AMD GPU " + id
+	id, _ := c.fs.ReadString(path.Join(dev, "device"))
+	return pci.Model(pci.VendorAMD, id)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"joulie.io/joulie/agentd/internal/pci"
 )
 
 // fakeGPU is one AMD GPU in a fixture tree laid out as the kernel lays out
@@ -104,7 +106,7 @@ func buildHost(t *testing.T, gpus ...fakeGPU) string {
 
 	for _, g := range gpus {
 		dev := g.devDir()
-		file(filepath.Join(dev, "vendor"), amdVendor, 0o444)
+		file(filepath.Join(dev, "vendor"), pci.VendorAMD, 0o444)
 		file(filepath.Join(dev, "device"), g.deviceID, 0o444)
 		file(filepath.Join(dev, "class"), "0x038000", 0o444)
 		if g.product != "" {

@@ -12,6 +12,7 @@ package discovery
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -216,12 +217,59 @@ func buildGPU(f Facts, cat *catalog.Catalog, warnings []string) (*joulie.GPUHard
 	if g.CapRange == nil {
 		g.CapRange = &joulie.PowerRange{MinWatts: entry.CapMinWatts, MaxWatts: entry.CapMaxWatts, DefaultWatts: entry.TDPWatts, Source: "catalog"}
 	}
-	g.Control = joulie.ControlCapability{Backend: f.GPUBackend, Available: []joulie.ControlBackend{f.GPUBackend}}
-	g.Telemetry.Source = joulie.TelemetrySource(f.GPUBackend)
-	if !hasPower {
+	reachable := f.GPUBackend != "" && f.GPUBackend != joulie.BackendNone
+	g.Control = joulie.ControlCapability{Backend: joulie.BackendNone}
+	if reachable {
+		g.Control = joulie.ControlCapability{Backend: f.GPUBackend, Available: []joulie.ControlBackend{f.GPUBackend}}
+	}
+	if why, n := blockedGPUs(f.GPUs); n == len(f.GPUs) {
+		g.Control = joulie.ControlCapability{Backend: joulie.BackendNone, Reason: why}
+		warnings = append(warnings, "GPU power cannot be capped: "+why)
+	} else if n > 0 {
+		g.Control.Reason = why
+		warnings = append(warnings, fmt.Sprintf("%d of %d GPUs cannot be capped: %s", n, len(f.GPUs), why))
+	}
+	switch {
+	case !reachable:
+		g.Telemetry.Source, g.Telemetry.Reason = joulie.TelemetryNone, "no GPU backend reaches the GPUs"
+	case !hasPower:
 		g.Telemetry.Source, g.Telemetry.Reason = joulie.TelemetryNone, "the driver reports no power draw for some GPUs"
+	default:
+		g.Telemetry.Source = joulie.TelemetrySource(f.GPUBackend)
 	}
 	return g, warnings
+}
+
+// blockedGPUs says why GPUs cannot be capped and how many cannot. A
+// reason shared by every GPU is said once, without device numbers (eight
+// GPUs without a driver are one problem); otherwise each reason names its
+// GPUs.
+func blockedGPUs(gpus []power.GPU) (string, int) {
+	var reasons []string
+	ids := map[string][]string{}
+	n := 0
+	for _, d := range gpus {
+		if d.CapBlocked == "" {
+			continue
+		}
+		n++
+		if _, seen := ids[d.CapBlocked]; !seen {
+			reasons = append(reasons, d.CapBlocked)
+		}
+		ids[d.CapBlocked] = append(ids[d.CapBlocked], strconv.Itoa(d.Index))
+	}
+	if n == len(gpus) && len(reasons) == 1 {
+		return reasons[0], n
+	}
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		label := "GPU "
+		if len(ids[r]) > 1 {
+			label = "GPUs "
+		}
+		parts[i] = label + strings.Join(ids[r], ", ") + ": " + r
+	}
+	return strings.Join(parts, "; "), n
 }
 
 func gpuVendor(backend joulie.ControlBackend, name string) string {

@@ -29,6 +29,16 @@ func h100s(n int) []power.GPU {
 	return out
 }
 
+// pciOnly are n H100s as the PCI bus shows them: no range, no readings,
+// and the reason no backend reaches them.
+func pciOnly(n int, why string) []power.GPU {
+	var out []power.GPU
+	for i := range n {
+		out = append(out, power.GPU{Index: i, Name: "NVIDIA H100 SXM", PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x18+i), CapBlocked: why})
+	}
+	return out
+}
+
 func TestBuild(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -81,6 +91,51 @@ func TestBuild(t *testing.T) {
 			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
 				if st.CPU.Control.Backend != joulie.BackendNone || st.Quality != joulie.DiscoveryPartial || st.CPU.Exactness != joulie.ExactnessGeneric {
 					t.Errorf("control %+v quality %s exactness %s", st.CPU.Control, st.Quality, st.CPU.Exactness)
+				}
+			},
+		},
+		{
+			// NVIDIA GPUs on the PCI bus, no libnvidia-ml: listed from PCI,
+			// planned with catalog figures, and not controllable.
+			name: "xeon-3xh100-without-driver",
+			facts: Facts{
+				CPU:        CPUFacts{Vendor: "GenuineIntel", Model: "Intel(R) Xeon(R) Platinum 8480+", Sockets: 2, CoresPerSocket: 56, TotalCores: 112, LogicalCPUs: 224},
+				Packages:   []PackageFacts{{ID: 0, Zone: "intel-rapl:0", MaxWatts: 350, LimitWatts: 350, Writable: true}, {ID: 1, Zone: "intel-rapl:1", MaxWatts: 350, LimitWatts: 350, Writable: true}},
+				CPUEnergy:  true,
+				Frequency:  &FrequencyFacts{Driver: "intel_pstate", Governor: "powersave", MinKHz: 800000, MaxKHz: 3800000, Writable: true},
+				GPUBackend: joulie.BackendNone,
+				GPUs:       pciOnly(3, "NVML cannot reach the NVIDIA GPUs on the PCI bus: libnvidia-ml.so.1 not found; install the NVIDIA driver"),
+			},
+			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
+				g := st.GPU
+				if g == nil || g.Count != 3 || g.Vendor != "nvidia" || g.CatalogModel != "nvidia-h100-sxm" || g.CapRange.Source != "catalog" {
+					t.Fatalf("GPU %+v", g)
+				}
+				if g.Control.Backend != joulie.BackendNone || len(g.Control.Available) != 0 || g.Telemetry.Source != joulie.TelemetryNone {
+					t.Errorf("control %+v telemetry %+v", g.Control, g.Telemetry)
+				}
+				if len(st.Warnings) != 1 || st.Quality != joulie.DiscoveryPartial {
+					t.Errorf("one warning for one problem: %q, quality %s", st.Warnings, st.Quality)
+				}
+			},
+		},
+		{
+			// amdgpu hwmon reaches both GPUs, but only one limit is writable.
+			name: "epyc-2xmi300x-one-read-only",
+			facts: Facts{
+				CPU:        CPUFacts{Vendor: "AuthenticAMD", Model: "AMD EPYC 9654 96-Core Processor", Sockets: 1, CoresPerSocket: 96, TotalCores: 96, LogicalCPUs: 192},
+				Frequency:  &FrequencyFacts{Driver: "amd-pstate-epp", Governor: "performance", MinKHz: 400000, MaxKHz: 3709000, Writable: true},
+				CPUEnergy:  true,
+				GPUBackend: joulie.BackendHwmon,
+				GPUs: []power.GPU{
+					{Index: 0, UUID: "0001:41:00.0", PCIBusID: "0001:41:00.0", Name: "AMD Instinct MI300X", MinWatts: 200, MaxWatts: 750, DefaultWatts: 750, CapWatts: 750, PowerWatts: 300, HasPower: true},
+					{Index: 1, UUID: "0001:51:00.0", PCIBusID: "0001:51:00.0", Name: "AMD Instinct MI300X", MinWatts: 200, MaxWatts: 750, DefaultWatts: 750, CapWatts: 750, PowerWatts: 300, HasPower: true,
+						CapBlocked: "its hwmon power1_cap is read-only"},
+				},
+			},
+			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
+				if c := st.GPU.Control; c.Backend != joulie.BackendHwmon || c.Reason != "GPU 1: its hwmon power1_cap is read-only" {
+					t.Errorf("control %+v", c)
 				}
 			},
 		},

@@ -304,6 +304,33 @@ func TestGPUOneFailingDeviceDoesNotStopTheOthers(t *testing.T) {
 	}
 }
 
+func TestGPUsTheBackendKnowsAreBlockedAreNotWrittenAndSaidOnce(t *testing.T) {
+	const why = "its hwmon power1_cap is read-only; install ROCm's amd-smi"
+	g := newFakeGPUs(4, 750)
+	for i := range g.gpus {
+		g.gpus[i].CapBlocked = why
+	}
+	e := NewGPUEnforcer(g, nil, time.Minute)
+	st := e.Enforce(t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
+	if st.Result != joulie.ResultBlocked || len(g.sets) != 0 {
+		t.Fatalf("status %+v, sets %v", st, g.sets)
+	}
+	if st.Message != "4 of 4 GPUs not capped: "+why {
+		t.Errorf("message %q: one reason shared by every GPU is said once", st.Message)
+	}
+	for _, d := range st.Devices {
+		if d.Result != joulie.ResultBlocked || d.Message != why {
+			t.Errorf("device %+v", d)
+		}
+	}
+	// One GPU that can be capped: it is, and the others are named.
+	g.gpus[2].CapBlocked = ""
+	st = e.Enforce(t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
+	if st.Result != joulie.ResultBlocked || strings.Join(g.sets, ",") != "2=450" || !strings.Contains(st.Message, "3 of 4 GPUs not capped: 0: "+why+"; 1: ") {
+		t.Fatalf("status %+v, sets %v", st, g.sets)
+	}
+}
+
 func TestGPUBackendStates(t *testing.T) {
 	target := &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}
 	if st := NewGPUEnforcer(nil, nil, 0).Enforce(t0, target); st.Result != joulie.ResultNone {

@@ -59,6 +59,8 @@ func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget) joulie.Co
 		d := joulie.DeviceControlStatus{ID: strconv.Itoa(g.Index)}
 		watts, ok := ResolveGPU(t, g.MaxWatts)
 		switch {
+		case g.CapBlocked != "":
+			d.Result, d.Message = joulie.ResultBlocked, g.CapBlocked
 		case !ok:
 			d.Result, d.Message = joulie.ResultBlocked, "the device reports no maximum power limit to take a percentage of"
 		case now.Before(e.failedAt[g.Index].Add(e.retryMin)):
@@ -80,6 +82,9 @@ func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget) joulie.Co
 	}
 	result, msg := aggregate(devices)
 	if result != joulie.ResultApplied {
+		if m, ok := sharedMessage(devices); ok {
+			msg = m
+		}
 		msg = fmt.Sprintf("%d of %d GPUs not capped: %s", countNot(devices, joulie.ResultApplied), len(devices), msg)
 	}
 	return joulie.ControlStatus{Backend: backend, Result: result, Message: msg, AppliedCapWatts: commonCap(devices), Devices: devices}
@@ -109,4 +114,19 @@ func countNot(devices []joulie.DeviceControlStatus, r joulie.ControlResult) int 
 		}
 	}
 	return n
+}
+
+// sharedMessage is the one message of a class in which every device
+// failed for the same reason (no driver, no library), which is then said
+// once instead of once per GPU.
+func sharedMessage(devices []joulie.DeviceControlStatus) (string, bool) {
+	if len(devices) == 0 {
+		return "", false
+	}
+	for _, d := range devices {
+		if d.Result == joulie.ResultApplied || d.Message != devices[0].Message {
+			return "", false
+		}
+	}
+	return devices[0].Message, true
 }

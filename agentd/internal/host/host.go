@@ -15,6 +15,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
 	"joulie.io/joulie/agentd/internal/nvml"
+	"joulie.io/joulie/agentd/internal/pci"
 	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/rapl"
 	"joulie.io/joulie/agentd/internal/state"
@@ -84,11 +86,11 @@ type Host struct {
 	setter      *cpufreq.Setter
 	regulator   *dvfs.Regulator
 	amdsmiLib   *amdsmi.Library
+	amdsmiErr   error // why amd-smi did not open
 	socketCap   *amdsmi.SocketCapper
 	pkgBackend  joulie.ControlBackend
 	pkgs        []enforce.Package
 	gpu         power.GPUCapper
-	gpuErr      error
 	nvmlBackend *nvml.Backend
 	restorers   map[string]state.Restorer
 
@@ -187,12 +189,13 @@ func (h *Host) openCPUControls() {
 	// limits, and its GPU side a second AMD GPU path.
 	if h.cfg.AMDSMILibraryPath != Skip {
 		lib, err := amdsmi.Open(h.cfg.AMDSMILibraryPath)
+		h.amdsmiErr = err
 		if err == nil {
 			h.amdsmiLib = lib
 			h.restorers[amdsmi.Backend] = lib
 		} else if h.cfg.AMDSMILibraryPath != "" || strings.Contains(strings.ToLower(h.cpu.Vendor), "amd") && !raplWritable {
 			// "blocked:" is the enforcers' vocabulary; a warning says it plainly.
-			h.warnings = append(h.warnings, strings.TrimPrefix(err.Error(), power.ErrBlocked.Error()+": ")+" (the EPYC socket power cap needs ROCm's amd-smi)")
+			h.warnings = append(h.warnings, plain(err)+" (the EPYC socket power cap needs ROCm's amd-smi)")
 		}
 	}
 	if h.amdsmiLib != nil && !raplWritable {
@@ -207,10 +210,15 @@ func (h *Host) openCPUControls() {
 }
 
 // openGPU picks the first GPU backend that finds devices: NVML, then
-// amd-smi, then amdgpu's hwmon files.
+// amd-smi, then amdgpu's hwmon files. When none does but the PCI bus shows
+// GPUs, they are listed from PCI and every cap on them is blocked, with
+// the reason and what to install: a GPU the agent cannot reach is a
+// control it cannot enforce, not a GPU that is not there.
 func (h *Host) openGPU() {
-	var reasons []string
-	if h.cfg.NVMLLibraryPath != Skip {
+	var why struct{ nvml, amdsmi, hwmon string }
+	if h.cfg.NVMLLibraryPath == Skip {
+		why.nvml = "nvmlLibraryPath is none, so NVML is not loaded; set nvmlLibraryPath to libnvidia-ml.so.1's path (or leave it empty for the loader's default) to cap them"
+	} else {
 		open := h.cfg.OpenNVML
 		if open == nil {
 			open = func(j *state.Journal) *nvml.Backend { return nvml.Open(h.cfg.NVMLLibraryPath, j) }
@@ -218,33 +226,62 @@ func (h *Host) openGPU() {
 		b := open(h.journal)
 		h.nvmlBackend = b
 		h.restorers[nvml.BackendName] = b
-		if gpus, err := b.GPUs(); err == nil && len(gpus) > 0 {
+		gpus, err := b.GPUs()
+		switch {
+		case err == nil && len(gpus) > 0:
 			h.gpu = b
 			return
-		} else if err != nil {
-			reasons = append(reasons, err.Error())
+		case power.IsBlocked(err):
+			why.nvml = plain(err) + "; install the NVIDIA driver (it ships libnvidia-ml.so.1) or set nvmlLibraryPath to the library's path"
+		case err != nil:
+			why.nvml = plain(err) + "; check the NVIDIA driver with nvidia-smi"
+		default:
+			why.nvml = "NVML lists none of them; check that the nvidia kernel module is loaded and has bound them (nvidia-smi)"
 		}
 	}
-	if h.amdsmiLib != nil {
+	switch {
+	case h.amdsmiLib != nil:
 		g := amdsmi.NewGPUCapper(h.amdsmiLib, h.journal)
-		if gpus, err := g.GPUs(); err == nil && len(gpus) > 0 {
+		gpus, err := g.GPUs()
+		if err == nil && len(gpus) > 0 {
 			h.gpu = g
 			return
 		}
+		why.amdsmi = "amd-smi lists none of them"
+		if err != nil {
+			why.amdsmi = "amd-smi: " + plain(err)
+		}
+	case h.cfg.AMDSMILibraryPath == Skip:
+		why.amdsmi = "amd-smi is not loaded (amdsmiLibraryPath is none)"
+	case h.amdsmiErr != nil:
+		why.amdsmi = plain(h.amdsmiErr)
 	}
 	hw := amdgpu.New(h.fs, h.journal)
 	h.restorers[amdgpu.Backend] = hw
-	if gpus, err := hw.GPUs(); err == nil && len(gpus) > 0 {
+	gpus, err := hw.GPUs()
+	if err == nil && len(gpus) > 0 {
 		h.gpu = hw
 		return
-	} else if err != nil {
-		reasons = append(reasons, err.Error())
 	}
-	// No backend found a GPU. That is only worth a warning when the PCI
-	// bus shows one the agent cannot reach.
-	if vendor := gpuOnPCIBus(h.fs); vendor != "" {
-		h.gpuErr = fmt.Errorf("%s GPUs are on the PCI bus but no backend can reach them: %s", vendor, strings.Join(reasons, "; "))
+	why.hwmon = "the amdgpu driver has bound none of them"
+	if err != nil {
+		why.hwmon = "amdgpu: " + err.Error()
 	}
+
+	onBus := pci.GPUs(h.fs)
+	if len(onBus) == 0 {
+		return
+	}
+	reasons := map[string]string{
+		pci.VendorNVIDIA: "NVML cannot reach the NVIDIA GPUs on the PCI bus: " + why.nvml,
+		pci.VendorAMD: "no backend reaches the AMD GPUs on the PCI bus: " + why.hwmon + ", and " + why.amdsmi +
+			"; load the amdgpu kernel module (it gives each GPU a hwmon power1_cap) or install ROCm's amd-smi (libamd_smi.so)",
+	}
+	u := unreachableGPUs{}
+	for i, g := range onBus {
+		u = append(u, power.GPU{Index: i, Name: g.Model(), PCIBusID: g.Address, CapBlocked: reasons[g.VendorID]})
+	}
+	h.gpu = u
 }
 
 func (h *Host) wireEnforcers() {
@@ -269,7 +306,7 @@ func (h *Host) wireEnforcers() {
 	}
 	h.cpuEnf = enforce.NewCPUEnforcer(cpuCfg)
 	var restoreGPU func() error
-	if h.gpu != nil {
+	if _, unreachable := h.gpu.(unreachableGPUs); h.gpu != nil && !unreachable {
 		name := h.gpu.Name()
 		restoreGPU = func() error {
 			return h.journal.RestoreWhere(func(e state.Entry) bool {
@@ -332,7 +369,6 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 		MemoryBytes:    int64(h.cpu.MemTotalBytes),
 		Warnings:       append([]string(nil), h.warnings...),
 		AgentVersion:   h.cfg.AgentVersion,
-		GPUError:       h.gpuErr,
 	}
 	if h.socketCap != nil {
 		if sockets, err := h.socketCap.Sockets(); err == nil {
@@ -484,23 +520,31 @@ func (m *cpuMeter) CPUPowerWatts(now time.Time) (float64, bool) {
 	return m.watts, m.ok
 }
 
-// gpuOnPCIBus names the vendor of a display or 3D controller on the PCI
-// bus (nvidia, amd), or "" when there is none.
-func gpuOnPCIBus(fs *sysfs.FS) string {
-	devs, _ := fs.Glob("sys/bus/pci/devices/*")
-	for _, d := range devs {
-		class, err := fs.ReadString(d + "/class")
-		if err != nil || !strings.HasPrefix(class, "0x03") {
-			continue
-		}
-		switch vendor, _ := fs.ReadString(d + "/vendor"); vendor {
-		case "0x10de":
-			return "NVIDIA"
-		case "0x1002":
-			return "AMD"
-		}
+// unreachableGPUs stands in for a GPU backend on a host whose GPUs are on
+// the PCI bus but out of every backend's reach. It lists them as the bus
+// shows them, each with the reason it cannot be capped, and never writes:
+// every cap is blocked, and the class reports it instead of "no GPUs".
+type unreachableGPUs []power.GPU
+
+func (u unreachableGPUs) Name() string { return string(joulie.BackendNone) }
+
+func (u unreachableGPUs) GPUs() ([]power.GPU, error) { return slices.Clone(u), nil }
+
+func (u unreachableGPUs) SetCap(index int, _ float64) (float64, error) {
+	if index < 0 || index >= len(u) {
+		return 0, fmt.Errorf("set power cap of GPU %d: no such GPU (%d found)", index, len(u))
 	}
-	return ""
+	return 0, fmt.Errorf("%w: GPU %d (%s): %s", power.ErrBlocked, index, u[index].PCIBusID, u[index].CapBlocked)
+}
+
+func (u unreachableGPUs) Restore(id, _ string) error {
+	return fmt.Errorf("restore %s: no GPU backend reaches this host's GPUs", id)
+}
+
+// plain is a backend's error without the "blocked: " marker the enforcers
+// use, for warnings and reasons that say it in words.
+func plain(err error) string {
+	return strings.TrimPrefix(err.Error(), power.ErrBlocked.Error()+": ")
 }
 
 func maxOr(v, fallback float64) float64 {

@@ -51,6 +51,12 @@ type GPU struct {
 	// when HasEnergy.
 	EnergyJoules float64
 	HasEnergy    bool
+	// CapBlocked, when not empty, says why the device's limit cannot be
+	// set on this host (a read-only limit, no driver or library to reach
+	// it) and what would fix it. The backend knows it without trying, so
+	// discovery reports the control as missing and enforcement does not
+	// attempt the write.
+	CapBlocked string
 }
 
 // GPUCapper is a GPU backend: it enumerates devices and sets per-device
