@@ -129,7 +129,7 @@ func (c *Capper) SetCap(index int, watts float64) (float64, error) {
 // backend could reach.
 func (c *Capper) Present(id string) (bool, error) {
 	addr, attr, _ := strings.Cut(id, "/")
-	if attr != capAttr || !pciAddress(addr) {
+	if attr != capAttr || !pci.Address(addr) {
 		return false, nil
 	}
 	c.mu.Lock()
