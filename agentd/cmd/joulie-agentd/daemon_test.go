@@ -213,7 +213,17 @@ func status(t *testing.T, f *fixture) localapi.Status {
 
 func raplLimitW(t *testing.T, f *fixture, zone string) int64 {
 	t.Helper()
-	v, err := strconv.ParseInt(rapltest.Attr(t, f.root, zone, "constraint_0_power_limit_uw"), 10, 64)
+	// The fixture is a regular file, which the daemon's write truncates
+	// before it fills it (a real sysfs attribute never reads empty): an
+	// empty read is a write in progress, so read again.
+	var raw string
+	for range 100 {
+		if raw = strings.TrimSpace(rapltest.Attr(t, f.root, zone, "constraint_0_power_limit_uw")); raw != "" {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
