@@ -49,7 +49,8 @@ type Options struct {
 	// 5,000-node cluster without nodeCacheCapable sends up to about 60 MB.
 	MaxRequestBytes int64
 	// MaxInFlightBytes bounds the memory all calls in flight hold
-	// together; a call beyond it gets a 503.
+	// together; a call beyond it gets a 503. It must be positive, and at
+	// least twice MaxRequestBytes for the largest filter call to fit.
 	MaxInFlightBytes int64
 	// Timeouts of the HTTP server (see net/http.Server).
 	ReadHeaderTimeout time.Duration
@@ -79,11 +80,14 @@ const (
 	// few hundred nodes fits.
 	firstRead = 16 << 10
 	// maxPooledBytes bounds an exchange kept for reuse. One that served a
-	// call by name for 5,000 nodes holds about 0.9 MiB (body, names,
+	// call by name for 5,000 nodes holds 0.6 to 0.8 MiB (body, names,
 	// scores, reply); one that served full Nodes holds tens of MB and is
 	// let go.
 	maxPooledBytes = 1 << 20
-	freeExchanges  = 16
+	// freeExchanges is how many are kept: a scheduler makes one call at
+	// a time, so 16 serve several schedulers and their bursts, and idle
+	// buffers never hold more than 16 MiB.
+	freeExchanges = 16
 )
 
 // exchange holds one request's buffers, reused through s.free.
