@@ -43,6 +43,7 @@ type Config struct {
 	// Certificate is the loaded key pair; nil without TLS.
 	Certificate       *tls.Certificate
 	MaxRequestBytes   int64
+	MaxInFlightBytes  int64
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
@@ -95,18 +96,10 @@ var settings = []setting{
 		func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
 	{"tls-key-file", "EXTENDER_TLS_KEY_FILE", "", "PEM private key of --tls-cert-file",
 		func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
-	{"max-request-bytes", "EXTENDER_MAX_REQUEST_BYTES", "64Mi", "largest request body accepted (5,000 full Nodes are about 25M)",
-		func(c *Config, v string) error {
-			q, err := resource.ParseQuantity(strings.TrimSpace(v))
-			if err != nil {
-				return errors.New("not a size (such as \"64Mi\" or \"100M\")")
-			}
-			if n := q.Value(); n < 1024 || n > math.MaxInt32 {
-				return errors.New("must be between 1Ki and 2Gi")
-			}
-			c.MaxRequestBytes = q.Value()
-			return nil
-		}},
+	{"max-request-bytes", "EXTENDER_MAX_REQUEST_BYTES", "64Mi", "largest request body accepted (5,000 full Nodes are up to about 60M)",
+		func(c *Config, v string) error { return size(&c.MaxRequestBytes, v) }},
+	{"max-inflight-bytes", "EXTENDER_MAX_INFLIGHT_BYTES", "160Mi", "memory all calls in flight may hold together (bodies, decoded nodes, replies); calls beyond it get a 503",
+		func(c *Config, v string) error { return size(&c.MaxInFlightBytes, v) }},
 	{"read-header-timeout", "EXTENDER_READ_HEADER_TIMEOUT", "10s", "time to read a request's headers",
 		func(c *Config, v string) error { return positiveDuration(&c.ReadHeaderTimeout, v) }},
 	{"read-timeout", "EXTENDER_READ_TIMEOUT", "30s", "time to read a whole request",
@@ -131,6 +124,19 @@ var settings = []setting{
 			}
 			return errors.New("not text or json")
 		}},
+}
+
+// size parses a byte count such as "64Mi".
+func size(dst *int64, v string) error {
+	q, err := resource.ParseQuantity(strings.TrimSpace(v))
+	if err != nil {
+		return errors.New("not a size (such as \"64Mi\" or \"100M\")")
+	}
+	if n := q.Value(); n < 1024 || n > math.MaxInt32 {
+		return errors.New("must be between 1Ki and 2Gi")
+	}
+	*dst = q.Value()
+	return nil
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -189,6 +195,13 @@ func FromCLI(c *cli.Context) (*Config, error) {
 			errs = append(errs, fmt.Errorf("--%s / %s = %q: %w", s.flag, s.env, v, err))
 		}
 	}
+	if cfg.MaxRequestBytes > 0 && cfg.MaxInFlightBytes > 0 && cfg.MaxInFlightBytes < 2*cfg.MaxRequestBytes {
+		// A filter call of the largest body holds that body and a reply
+		// as large (the Nodes handed back); below twice the body limit it
+		// could never be answered.
+		errs = append(errs, fmt.Errorf("--max-inflight-bytes / EXTENDER_MAX_INFLIGHT_BYTES = %d is less than twice --max-request-bytes / EXTENDER_MAX_REQUEST_BYTES = %d: a filter call of the largest body holds it and a reply as large; raise the first or lower the second",
+			cfg.MaxInFlightBytes, cfg.MaxRequestBytes))
+	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		errs = append(errs, fmt.Errorf("--tls-cert-file / EXTENDER_TLS_CERT_FILE = %q and --tls-key-file / EXTENDER_TLS_KEY_FILE = %q: give both or neither",
 			cfg.TLSCertFile, cfg.TLSKeyFile))
@@ -234,6 +247,7 @@ func (c *Config) ServerOptions() server.Options {
 	return server.Options{
 		Params:            c.Params(),
 		MaxRequestBytes:   c.MaxRequestBytes,
+		MaxInFlightBytes:  c.MaxInFlightBytes,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.WriteTimeout,
@@ -260,6 +274,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.Bool("facilityMetrics", c.FacilityMetrics),
 		slog.Bool("tls", c.Certificate != nil),
 		slog.Int64("maxRequestBytes", c.MaxRequestBytes),
+		slog.Int64("maxInFlightBytes", c.MaxInFlightBytes),
 		slog.Duration("readTimeout", c.ReadTimeout),
 		slog.Duration("writeTimeout", c.WriteTimeout),
 	)

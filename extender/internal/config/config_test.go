@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Addr != ":9876" || cfg.StalenessThreshold != 5*time.Minute || cfg.Coefficients != powerest.DefaultCoefficients() ||
-		cfg.FacilityMetrics || cfg.Certificate != nil || cfg.MaxRequestBytes != 64<<20 || cfg.Kubeconfig != "" ||
+		cfg.FacilityMetrics || cfg.Certificate != nil || cfg.MaxRequestBytes != 64<<20 || cfg.MaxInFlightBytes != 160<<20 || cfg.Kubeconfig != "" ||
 		cfg.ReadTimeout != 30*time.Second || cfg.WriteTimeout != 30*time.Second || cfg.ReadHeaderTimeout != 10*time.Second || cfg.IdleTimeout != 2*time.Minute {
 		t.Errorf("defaults: %+v", cfg)
 	}
@@ -58,6 +58,7 @@ func TestTheDesignsVariables(t *testing.T) {
 		"MARGINAL_GPU_UTIL_COEFF_PERFORMANCE": "1",
 		"ENABLE_FACILITY_METRICS":             "true",
 		"EXTENDER_MAX_REQUEST_BYTES":          "100M",
+		"EXTENDER_MAX_INFLIGHT_BYTES":         "256Mi",
 		"EXTENDER_READ_TIMEOUT":               "1m",
 	})
 	if err != nil {
@@ -65,7 +66,7 @@ func TestTheDesignsVariables(t *testing.T) {
 	}
 	want := powerest.Coefficients{CPUUtil: 0.5, GPUUtilStandard: 0.4, GPUUtilPerformance: 1}
 	if cfg.Addr != "127.0.0.1:8443" || cfg.StalenessThreshold != 90*time.Second || cfg.Coefficients != want ||
-		!cfg.FacilityMetrics || cfg.MaxRequestBytes != 100_000_000 || cfg.ReadTimeout != time.Minute {
+		!cfg.FacilityMetrics || cfg.MaxRequestBytes != 100_000_000 || cfg.MaxInFlightBytes != 256<<20 || cfg.ReadTimeout != time.Minute {
 		t.Errorf("from variables: %+v", cfg)
 	}
 	p := cfg.Params()
@@ -110,6 +111,11 @@ func TestBadValuesNameTheKeyAndTheValue(t *testing.T) {
 		{"address", nil, map[string]string{"EXTENDER_ADDR": "9876"}, []string{"EXTENDER_ADDR", `"9876"`}},
 		{"size", []string{"--max-request-bytes", "lots"}, nil, []string{"EXTENDER_MAX_REQUEST_BYTES", `"lots"`}},
 		{"tiny size", []string{"--max-request-bytes", "10"}, nil, []string{"EXTENDER_MAX_REQUEST_BYTES", `"10"`}},
+		{"in-flight size", nil, map[string]string{"EXTENDER_MAX_INFLIGHT_BYTES": "a lot"}, []string{"EXTENDER_MAX_INFLIGHT_BYTES", "--max-inflight-bytes", `"a lot"`}},
+		// The default budget (160Mi) cannot hold a filter call of a 100Mi
+		// body and its reply.
+		{"budget below two bodies", []string{"--max-request-bytes", "100Mi"}, nil,
+			[]string{"EXTENDER_MAX_INFLIGHT_BYTES = 167772160", "EXTENDER_MAX_REQUEST_BYTES = 104857600", "twice"}},
 		{"timeout", nil, map[string]string{"EXTENDER_WRITE_TIMEOUT": "-1s"}, []string{"EXTENDER_WRITE_TIMEOUT", `"-1s"`}},
 		{"log level", []string{"--log-level", "loud"}, nil, []string{"EXTENDER_LOG_LEVEL", `"loud"`}},
 		{"log format", []string{"--log-format", "xml"}, nil, []string{"EXTENDER_LOG_FORMAT", `"xml"`}},

@@ -27,11 +27,12 @@ const (
 	ReasonRead     = "read"      // body cut short or timed out
 	ReasonDecode   = "decode"    // not an ExtenderArgs
 	ReasonInvalid  = "invalid"   // an ExtenderArgs without pod or nodes
+	ReasonBusy     = "busy"      // the memory budget for calls in flight is spent (503)
 )
 
 var (
 	verbs   = []string{VerbFilter, VerbPrioritize}
-	reasons = []string{ReasonTooLarge, ReasonRead, ReasonDecode, ReasonInvalid}
+	reasons = []string{ReasonTooLarge, ReasonRead, ReasonDecode, ReasonInvalid, ReasonBusy}
 )
 
 // Metrics records the extender's requests. Its methods are safe for
@@ -44,8 +45,8 @@ type Metrics struct {
 
 // New registers the extender's metrics with reg. snapshot gives the
 // current cluster view, staleness the TWIN_STALENESS_THRESHOLD, now the
-// clock.
-func New(reg prometheus.Registerer, snapshot func() *state.Snapshot, staleness time.Duration, now func() time.Time) *Metrics {
+// clock, inFlight the bytes the calls in flight hold.
+func New(reg prometheus.Registerer, snapshot func() *state.Snapshot, staleness time.Duration, now func() time.Time, inFlight func() int64) *Metrics {
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "joulie_extender_request_duration_seconds",
 		Help: "Time to answer a scheduler call, from the first byte read to the last written, by verb.",
@@ -55,13 +56,17 @@ func New(reg prometheus.Registerer, snapshot func() *state.Snapshot, staleness t
 	}, []string{"verb"})
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "joulie_extender_request_errors_total",
-		Help: "Scheduler calls refused with 400, by verb and reason (too_large, read, decode, invalid).",
+		Help: "Scheduler calls refused, by verb and reason: with 400 for too_large, read, decode, invalid; with 503 for busy.",
 	}, []string{"verb", "reason"})
+	inFlightBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "joulie_extender_inflight_bytes",
+		Help: "Memory the scheduler calls in flight hold (bodies, decoded nodes and pods, replies), counted against EXTENDER_MAX_INFLIGHT_BYTES.",
+	}, func() float64 { return float64(inFlight()) })
 	filtered := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "joulie_extender_filtered_nodes_total",
 		Help: "Nodes the filter turned away from performance pods, by the rule that rejected them.",
 	}, []string{"reason"})
-	reg.MustRegister(latency, errs, filtered, &freshness{snapshot: snapshot, staleness: staleness, now: now})
+	reg.MustRegister(latency, errs, filtered, inFlightBytes, &freshness{snapshot: snapshot, staleness: staleness, now: now})
 
 	m := &Metrics{
 		latency:  map[string]prometheus.Observer{},

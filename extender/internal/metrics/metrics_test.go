@@ -32,7 +32,7 @@ func snapshot() *state.Snapshot {
 func newMetrics(t *testing.T) (*prometheus.Registry, *Metrics) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	m := New(reg, snapshot, 5*time.Minute, func() time.Time { return now })
+	m := New(reg, snapshot, 5*time.Minute, func() time.Time { return now }, func() int64 { return 12345 })
 	return reg, m
 }
 
@@ -50,7 +50,7 @@ func TestMetricsPassLint(t *testing.T) {
 	}
 }
 
-func TestTwinFreshnessAtScrapeTime(t *testing.T) {
+func TestScrapeTimeGauges(t *testing.T) {
 	reg, _ := newMetrics(t)
 	want := `
 # HELP joulie_extender_cache_synced 1 once the cache has listed NodeTwins, NodeHardware and Nodes, 0 before.
@@ -66,9 +66,12 @@ joulie_extender_twin_oldest_age_seconds 600
 # TYPE joulie_extender_twins gauge
 joulie_extender_twins{freshness="fresh"} 1
 joulie_extender_twins{freshness="stale"} 2
+# HELP joulie_extender_inflight_bytes Memory the scheduler calls in flight hold (bodies, decoded nodes and pods, replies), counted against EXTENDER_MAX_INFLIGHT_BYTES.
+# TYPE joulie_extender_inflight_bytes gauge
+joulie_extender_inflight_bytes 12345
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"joulie_extender_cache_synced", "joulie_extender_known_nodes", "joulie_extender_twin_oldest_age_seconds", "joulie_extender_twins"); err != nil {
+		"joulie_extender_cache_synced", "joulie_extender_known_nodes", "joulie_extender_twin_oldest_age_seconds", "joulie_extender_twins", "joulie_extender_inflight_bytes"); err != nil {
 		t.Error(err)
 	}
 }

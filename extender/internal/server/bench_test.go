@@ -73,6 +73,7 @@ var benchBodies = sync.OnceValues(func() (byName, withNodes []byte) {
 func benchServer(b *testing.B) *testServer {
 	opts := defaultOptions()
 	opts.MaxRequestBytes = 64 << 20
+	opts.MaxInFlightBytes = 160 << 20
 	opts.ReadTimeout = time.Minute
 	opts.WriteTimeout = time.Minute
 	return newTestServer(b, opts, benchSnapshot())

@@ -4,10 +4,16 @@
 // Handlers are thin: they read the body within a size limit, decode it
 // with package wire, load the current state snapshot once (an atomic read,
 // no lock), ask package scoring for each node, and write the reply.
-// Buffers live in a pool, so a steady stream of requests allocates little
-// beyond the pod. Requests the server cannot read are answered 400 with a
-// JSON error body; the scheduler, with the extender marked ignorable,
-// then goes on without it.
+// Requests the server cannot read are answered 400 with a JSON error body;
+// the scheduler, with the extender marked ignorable, then goes on without
+// it.
+//
+// Memory follows what clients send, not what they announce: a body buffer
+// grows as bytes arrive, and every growth (body, decoded nodes, pod,
+// reply) is first taken from one budget shared by all calls in flight. A
+// call the budget cannot hold gets a 503. A few small sets of buffers are
+// kept for reuse, so a steady stream of requests allocates little beyond
+// the pod; large ones go back to the garbage collector.
 package server
 
 import (
@@ -20,8 +26,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -40,8 +46,12 @@ type Options struct {
 	// Params shape the score.
 	Params scoring.Params
 	// MaxRequestBytes bounds a request body; larger ones get a 400. A
-	// 5,000-node cluster without nodeCacheCapable sends about 25 MB.
+	// 5,000-node cluster without nodeCacheCapable sends up to about 60 MB.
 	MaxRequestBytes int64
+	// MaxInFlightBytes bounds the memory all calls in flight hold
+	// together; a call beyond it gets a 503. It must be positive, and at
+	// least twice MaxRequestBytes for the largest filter call to fit.
+	MaxInFlightBytes int64
 	// Timeouts of the HTTP server (see net/http.Server).
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -57,16 +67,44 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	log      *slog.Logger
 	now      func() time.Time
-	pool     sync.Pool // of *exchange
+	budget   budget
+	// free holds exchanges for reuse. A fixed number of them, each at
+	// most maxPooledBytes, rather than a sync.Pool: what idle buffers
+	// hold is then bounded by a constant, not by the most calls ever in
+	// flight at once.
+	free chan *exchange
 }
 
-// exchange holds one request's buffers, reused through the pool.
+const (
+	// firstRead is the body buffer's first size: a call by name for a
+	// few hundred nodes fits.
+	firstRead = 16 << 10
+	// maxPooledBytes bounds an exchange kept for reuse. One that served a
+	// call by name for 5,000 nodes holds 0.6 to 0.8 MiB (body, names,
+	// scores, reply); one that served full Nodes holds tens of MB and is
+	// let go.
+	maxPooledBytes = 1 << 20
+	// freeExchanges is how many are kept: a scheduler makes one call at
+	// a time, so 16 serve several schedulers and their bursts, and idle
+	// buffers never hold more than 16 MiB.
+	freeExchanges = 16
+)
+
+// exchange holds one request's buffers, reused through s.free.
 type exchange struct {
 	body    []byte
 	args    wire.Args
 	reasons []string
 	scores  []int64
 	out     []byte
+	// charged is what the exchange has taken from the budget for this
+	// call.
+	charged int
+}
+
+// retained is the memory the exchange's buffers keep between calls.
+func (ex *exchange) retained() int {
+	return cap(ex.body) + cap(ex.out) + cap(ex.reasons)*int(unsafe.Sizeof("")) + cap(ex.scores)*8 + ex.args.Retained()
 }
 
 // New returns a server reading cluster state from snapshot and registering
@@ -78,9 +116,10 @@ func New(opts Options, snapshot func() *state.Snapshot, reg *prometheus.Registry
 		gatherer: reg,
 		log:      log,
 		now:      time.Now,
+		budget:   budget{limit: opts.MaxInFlightBytes},
+		free:     make(chan *exchange, freeExchanges),
 	}
-	s.metrics = metrics.New(reg, snapshot, opts.Params.StalenessThreshold, func() time.Time { return s.now() })
-	s.pool.New = func() any { return new(exchange) }
+	s.metrics = metrics.New(reg, snapshot, opts.Params.StalenessThreshold, func() time.Time { return s.now() }, s.budget.used.Load)
 	return s
 }
 
@@ -141,80 +180,164 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, cert *tls.Cer
 	return nil
 }
 
-func (s *Server) get() *exchange { return s.pool.Get().(*exchange) }
-
-func (s *Server) put(ex *exchange) {
-	ex.args.Reset() // drop references into the body
-	clear(ex.reasons)
-	s.pool.Put(ex)
+func (s *Server) get() *exchange {
+	select {
+	case ex := <-s.free:
+		return ex
+	default:
+		ex := new(exchange)
+		ex.args.Reserve = func(n int) error { return s.charge(ex, n) }
+		return ex
+	}
 }
 
-// requestError is a request the server refuses with a 400.
+func (s *Server) put(ex *exchange) {
+	s.budget.give(int64(ex.charged))
+	ex.charged = 0
+	ex.args.Reset() // drop references into the body
+	clear(ex.reasons)
+	if ex.retained() > maxPooledBytes {
+		return // to the garbage collector
+	}
+	select {
+	case s.free <- ex:
+	default:
+	}
+}
+
+// charge takes n bytes of the budget for ex, before ex allocates them.
+func (s *Server) charge(ex *exchange, n int) error {
+	if !s.budget.take(int64(n)) {
+		return errBusy
+	}
+	ex.charged += n
+	return nil
+}
+
+// requestError is a request the server refuses: with a 400, or a 503
+// when the server is too busy for it.
 type requestError struct {
 	reason string // metrics label
 	msg    string
+	status int
 }
 
 func (e *requestError) Error() string { return e.msg }
+
+func badRequest(reason, msg string) *requestError {
+	return &requestError{reason, msg, http.StatusBadRequest}
+}
+
+func (s *Server) busy() *requestError {
+	return &requestError{metrics.ReasonBusy, fmt.Sprintf(
+		"extender busy: the calls in flight already hold %d of the %d bytes they may (EXTENDER_MAX_INFLIGHT_BYTES) and this one needs more; retry, or raise the limit if this happens without an attack",
+		s.budget.used.Load(), s.budget.limit), http.StatusServiceUnavailable}
+}
 
 // read reads and decodes the body into ex.args.
 func (s *Server) read(w http.ResponseWriter, r *http.Request, ex *exchange) *requestError {
 	limit := s.opts.MaxRequestBytes
 	if r.ContentLength > limit {
-		return &requestError{metrics.ReasonTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, limit)}
+		return badRequest(metrics.ReasonTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, limit))
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), ex.body[:0], r.ContentLength)
-	ex.body = body
-	if err != nil {
-		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return &requestError{metrics.ReasonTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit)}
+	if err := s.readBody(http.MaxBytesReader(w, r.Body, limit), ex, r.ContentLength); err != nil {
+		if errors.Is(err, errBusy) {
+			return s.busy()
 		}
-		return &requestError{metrics.ReasonRead, "read request body: " + err.Error()}
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return badRequest(metrics.ReasonTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", mbe.Limit))
+		}
+		return badRequest(metrics.ReasonRead, "read request body: "+err.Error())
 	}
-	if err := wire.DecodeArgs(body, &ex.args); err != nil {
-		return &requestError{metrics.ReasonDecode, "decode ExtenderArgs: " + err.Error()}
+	if err := wire.DecodeArgs(ex.body, &ex.args); err != nil {
+		if errors.Is(err, errBusy) {
+			return s.busy()
+		}
+		return badRequest(metrics.ReasonDecode, "decode ExtenderArgs: "+err.Error())
 	}
 	if ex.args.Pod == nil {
-		return &requestError{metrics.ReasonInvalid, "ExtenderArgs has no Pod"}
+		return badRequest(metrics.ReasonInvalid, "ExtenderArgs has no Pod")
 	}
 	if !ex.args.HasNodeNames && !ex.args.HasNodes {
-		return &requestError{metrics.ReasonInvalid, "ExtenderArgs has neither NodeNames nor Nodes"}
+		return badRequest(metrics.ReasonInvalid, "ExtenderArgs has neither NodeNames nor Nodes")
 	}
 	return nil
 }
 
-// readAll reads r to the end into buf, sized up front when the length is
-// known so that a 25 MB body is read without regrowing.
-func readAll(r io.Reader, buf []byte, length int64) ([]byte, error) {
-	if length > 0 && int64(cap(buf)) < length+1 {
-		// One byte spare, so that the read which sees EOF needs no growth.
-		buf = make([]byte, 0, length+1)
-	}
+// readBody reads r to the end into ex.body. The buffer grows only when it
+// is full, doubling from firstRead, and each growth is charged before it
+// is allocated: a client that announces 64 MiB and sends 1 KiB costs one
+// small buffer. A known length only caps the growth, so that the last
+// step is no larger than the body (plus the byte of room the read that
+// sees EOF needs).
+func (s *Server) readBody(r io.Reader, ex *exchange, length int64) error {
+	buf := ex.body[:0]
+	defer func() { ex.body = buf }()
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			size := int64(max(2*cap(buf), firstRead))
+			if length >= 0 {
+				size = min(size, length+1)
+			}
+			size = max(min(size, s.opts.MaxRequestBytes+1), int64(cap(buf))+1)
+			if err := s.charge(ex, int(size)-cap(buf)); err != nil {
+				return err
+			}
+			// Not append or slices.Grow: they may round the capacity up
+			// past what was charged.
+			grown := make([]byte, len(buf), size)
+			copy(grown, buf)
+			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			return buf, nil
+			return nil
 		}
 		if err != nil {
-			return buf, err
+			return err
 		}
 	}
 }
 
+// output makes ex.out an empty buffer of at least size bytes, charging
+// any growth first.
+func (s *Server) output(ex *exchange, size int) error {
+	if cap(ex.out) < size {
+		if err := s.charge(ex, size); err != nil {
+			return err
+		}
+		ex.out = make([]byte, 0, size)
+	}
+	ex.out = ex.out[:0]
+	return nil
+}
+
+// resize returns v with length n, reusing its storage when it can and
+// charging new storage first.
+func resize[T any](s *Server, ex *exchange, v []T, n int) ([]T, error) {
+	if cap(v) >= n {
+		return v[:n], nil
+	}
+	if err := s.charge(ex, n*int(unsafe.Sizeof(*new(T)))); err != nil {
+		return v, err
+	}
+	return make([]T, n), nil
+}
+
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, verb string, e *requestError) {
 	s.metrics.RequestError(verb, e.reason)
-	s.log.Warn("refused scheduler call", "verb", verb, "remote", r.RemoteAddr, "reason", e.reason, "err", e.msg)
+	s.log.Warn("refused scheduler call", "verb", verb, "remote", r.RemoteAddr, "status", e.status, "reason", e.reason, "err", e.msg)
 	body := wire.AppendError(nil, e.msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	// Tell the client this connection is done: the rest of an oversized
 	// body is not read.
 	w.Header().Set("Connection", "close")
-	w.WriteHeader(http.StatusBadRequest)
+	if e.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(e.status)
 	_, _ = w.Write(body)
 }
 
@@ -240,19 +363,39 @@ func (s *Server) guard(w http.ResponseWriter, verb string) {
 	}
 }
 
-func (s *Server) filter(w http.ResponseWriter, r *http.Request) {
+// call runs one scheduler call: it reads and decodes the request into an
+// exchange, lets answer write the reply, and refuses the call with the
+// error read or answer gives.
+func (s *Server) call(w http.ResponseWriter, r *http.Request, verb string, answer func(http.ResponseWriter, *http.Request, *exchange) *requestError) {
 	start := time.Now()
-	defer s.guard(w, metrics.VerbFilter)
+	defer s.guard(w, verb)
 	ex := s.get()
 	defer s.put(ex)
-	if err := s.read(w, r, ex); err != nil {
-		s.refuse(w, r, metrics.VerbFilter, err)
-		s.metrics.ObserveRequest(metrics.VerbFilter, time.Since(start))
-		return
+	e := s.read(w, r, ex)
+	if e == nil {
+		e = answer(w, r, ex)
 	}
+	if e != nil {
+		s.refuse(w, r, verb, e)
+	}
+	s.metrics.ObserveRequest(verb, time.Since(start))
+}
+
+func (s *Server) filter(w http.ResponseWriter, r *http.Request) {
+	s.call(w, r, metrics.VerbFilter, s.answerFilter)
+}
+
+func (s *Server) prioritize(w http.ResponseWriter, r *http.Request) {
+	s.call(w, r, metrics.VerbPrioritize, s.answerPrioritize)
+}
+
+func (s *Server) answerFilter(w http.ResponseWriter, r *http.Request, ex *exchange) *requestError {
 	a := &ex.args
 	n := a.Len()
-	ex.reasons = resize(ex.reasons, n)
+	var err error
+	if ex.reasons, err = resize(s, ex, ex.reasons, n); err != nil {
+		return s.busy()
+	}
 	// Only performance pods can be turned away; the rest pass untouched.
 	if workload.Classify(a.Pod) == workload.Performance {
 		snap := s.snapshot()
@@ -283,21 +426,15 @@ func (s *Server) filter(w http.ResponseWriter, r *http.Request) {
 				"rejectedDraining", rejected[scoring.RejectTwinDraining]+rejected[scoring.RejectLabelDraining])
 		}
 	}
-	ex.out = wire.AppendFilterResult(ex.out[:0], a, ex.reasons)
+	if err := s.output(ex, wire.FilterResultSize(a, ex.reasons)); err != nil {
+		return s.busy()
+	}
+	ex.out = wire.AppendFilterResult(ex.out, a, ex.reasons)
 	writeJSON(w, ex.out)
-	s.metrics.ObserveRequest(metrics.VerbFilter, time.Since(start))
+	return nil
 }
 
-func (s *Server) prioritize(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	defer s.guard(w, metrics.VerbPrioritize)
-	ex := s.get()
-	defer s.put(ex)
-	if err := s.read(w, r, ex); err != nil {
-		s.refuse(w, r, metrics.VerbPrioritize, err)
-		s.metrics.ObserveRequest(metrics.VerbPrioritize, time.Since(start))
-		return
-	}
+func (s *Server) answerPrioritize(w http.ResponseWriter, r *http.Request, ex *exchange) *requestError {
 	a := &ex.args
 	pod := scoring.Pod{
 		Performance: workload.Classify(a.Pod) == workload.Performance,
@@ -308,7 +445,10 @@ func (s *Server) prioritize(w http.ResponseWriter, r *http.Request) {
 	params := &s.opts.Params
 	batch := params.Batch(pod, snap.Cluster(now, params.StalenessThreshold), now)
 	n := a.Len()
-	ex.scores = resize(ex.scores, n)
+	var err error
+	if ex.scores, err = resize(s, ex, ex.scores, n); err != nil {
+		return s.busy()
+	}
 	for i := range n {
 		var twin *scoring.Twin
 		var hw powerest.Node
@@ -317,15 +457,10 @@ func (s *Server) prioritize(w http.ResponseWriter, r *http.Request) {
 		}
 		ex.scores[i] = scoring.ExtenderPriority(batch.Score(twin, hw), extenderv1.MaxExtenderPriority)
 	}
-	ex.out = wire.AppendHostPriorities(ex.out[:0], a, ex.scores)
-	writeJSON(w, ex.out)
-	s.metrics.ObserveRequest(metrics.VerbPrioritize, time.Since(start))
-}
-
-// resize returns s with length n, reusing its storage when it can.
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
+	if err := s.output(ex, wire.HostPrioritiesSize(a, ex.scores)); err != nil {
+		return s.busy()
 	}
-	return s[:n]
+	ex.out = wire.AppendHostPriorities(ex.out, a, ex.scores)
+	writeJSON(w, ex.out)
+	return nil
 }

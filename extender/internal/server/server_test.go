@@ -33,8 +33,9 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func defaultOptions() Options {
 	return Options{
-		Params:          scoring.Params{Coefficients: powerest.DefaultCoefficients(), StalenessThreshold: 5 * time.Minute},
-		MaxRequestBytes: 1 << 20,
+		Params:           scoring.Params{Coefficients: powerest.DefaultCoefficients(), StalenessThreshold: 5 * time.Minute},
+		MaxRequestBytes:  1 << 20,
+		MaxInFlightBytes: 64 << 20,
 	}
 }
 

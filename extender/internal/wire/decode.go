@@ -31,6 +31,16 @@ type Args struct {
 	HasNodes bool
 	Nodes    []Node
 
+	// Reserve, when set, is asked for memory before the decoder takes it:
+	// for the node lists and the unescaped text as they grow, and for the
+	// pod before encoding/json builds it. An error from it stops the
+	// decoding, and DecodeArgs returns that error as it is. Decoded values
+	// can weigh far more than the bytes that spell them ("{}," is a
+	// 104-byte Node, an empty container in the pod a 408-byte
+	// corev1.Container), so a server that bounds the memory of requests in
+	// flight must count these too, not only the body.
+	Reserve func(bytes int) error
+
 	// arena holds the names and labels that had to be unescaped.
 	arena []byte
 	scan  scanner
@@ -87,8 +97,10 @@ func DecodeArgs(data []byte, a *Args) error {
 	}
 	var seenPod, seenNodes, seenNames bool
 	_, err := s.objectLoop(func(rawKey []byte, escaped bool) error {
-		var key []byte
-		key, a.arena = unquote(rawKey, escaped, a.arena)
+		key, err := a.text(rawKey, escaped)
+		if err != nil {
+			return err
+		}
 		switch {
 		case bytes.EqualFold(key, keyPod):
 			if err := once(&seenPod, s, key); err != nil {
@@ -133,6 +145,7 @@ func once(seen *bool, s *scanner, key []byte) error {
 
 func (a *Args) decodePod(s *scanner) error {
 	start := s.pos
+	values := s.values
 	if err := s.skipValue(); err != nil {
 		return err
 	}
@@ -140,6 +153,9 @@ func (a *Args) decodePod(s *scanner) error {
 	if bytes.Equal(raw, []byte("null")) {
 		a.Pod = nil
 		return nil
+	}
+	if err := a.reserve(len(raw) + (s.values-values)*podValueBytes); err != nil {
+		return err
 	}
 	var p podJSON
 	if err := json.Unmarshal(raw, &p); err != nil {
@@ -154,19 +170,17 @@ func (a *Args) decodeNodeNames(s *scanner) error {
 	a.rawNames = a.rawNames[:0]
 	ok, err := s.arrayLoop(func() error {
 		if s.consumeNull() {
-			a.NodeNames = append(a.NodeNames, nil)
-			a.rawNames = append(a.rawNames, nil)
-			return nil
+			return a.appendName(nil, nil)
 		}
 		raw, escaped, err := s.readString()
 		if err != nil {
 			return err
 		}
-		var name []byte
-		name, a.arena = unquote(raw, escaped, a.arena)
-		a.NodeNames = append(a.NodeNames, name)
-		a.rawNames = append(a.rawNames, raw)
-		return nil
+		name, err := a.text(raw, escaped)
+		if err != nil {
+			return err
+		}
+		return a.appendName(name, raw)
 	})
 	a.HasNodeNames = ok
 	return err
@@ -175,8 +189,10 @@ func (a *Args) decodeNodeNames(s *scanner) error {
 func (a *Args) decodeNodeList(s *scanner) error {
 	seenItems := false
 	ok, err := s.objectLoop(func(rawKey []byte, escaped bool) error {
-		var key []byte
-		key, a.arena = unquote(rawKey, escaped, a.arena)
+		key, err := a.text(rawKey, escaped)
+		if err != nil {
+			return err
+		}
 		if !bytes.EqualFold(key, keyItems) {
 			return s.skipValue()
 		}
@@ -184,7 +200,7 @@ func (a *Args) decodeNodeList(s *scanner) error {
 			return err
 		}
 		a.Nodes = a.Nodes[:0]
-		_, err := s.arrayLoop(func() error {
+		_, err = s.arrayLoop(func() error {
 			s.skipSpace()
 			start := s.pos
 			var n Node
@@ -192,7 +208,11 @@ func (a *Args) decodeNodeList(s *scanner) error {
 				return err
 			}
 			n.Raw = s.data[start:s.pos]
-			a.Nodes = append(a.Nodes, n)
+			nodes, err := grow(a, a.Nodes)
+			if err != nil {
+				return err
+			}
+			a.Nodes = append(nodes, n)
 			return nil
 		})
 		return err
@@ -204,8 +224,10 @@ func (a *Args) decodeNodeList(s *scanner) error {
 func (a *Args) decodeNode(s *scanner, n *Node) error {
 	seenMeta := false
 	_, err := s.objectLoop(func(rawKey []byte, escaped bool) error {
-		var key []byte
-		key, a.arena = unquote(rawKey, escaped, a.arena)
+		key, err := a.text(rawKey, escaped)
+		if err != nil {
+			return err
+		}
 		if !bytes.EqualFold(key, keyMetadata) {
 			// spec and status, the bulk of a Node, are skipped here.
 			return s.skipValue()
@@ -221,8 +243,10 @@ func (a *Args) decodeNode(s *scanner, n *Node) error {
 func (a *Args) decodeNodeMeta(s *scanner, n *Node) error {
 	var seenName, seenLabels bool
 	_, err := s.objectLoop(func(rawKey []byte, escaped bool) error {
-		var key []byte
-		key, a.arena = unquote(rawKey, escaped, a.arena)
+		key, err := a.text(rawKey, escaped)
+		if err != nil {
+			return err
+		}
 		switch {
 		case bytes.EqualFold(key, keyName):
 			if err := once(&seenName, s, key); err != nil {
@@ -235,9 +259,9 @@ func (a *Args) decodeNodeMeta(s *scanner, n *Node) error {
 			if err != nil {
 				return err
 			}
-			n.Name, a.arena = unquote(raw, escaped, a.arena)
 			n.rawName = raw
-			return nil
+			n.Name, err = a.text(raw, escaped)
+			return err
 		case bytes.EqualFold(key, keyLabels):
 			if err := once(&seenLabels, s, key); err != nil {
 				return err
@@ -252,8 +276,10 @@ func (a *Args) decodeNodeMeta(s *scanner, n *Node) error {
 func (a *Args) decodeLabels(s *scanner, n *Node) error {
 	var seenProfile, seenDraining bool
 	_, err := s.objectLoop(func(rawKey []byte, escaped bool) error {
-		var key []byte
-		key, a.arena = unquote(rawKey, escaped, a.arena)
+		key, err := a.text(rawKey, escaped)
+		if err != nil {
+			return err
+		}
 		// Label values are strings; null is what encoding/json reads as "".
 		var value []byte
 		if !s.consumeNull() {
@@ -261,7 +287,9 @@ func (a *Args) decodeLabels(s *scanner, n *Node) error {
 			if err != nil {
 				return err
 			}
-			value, a.arena = unquote(raw, escaped, a.arena)
+			if value, err = a.text(raw, escaped); err != nil {
+				return err
+			}
 		}
 		switch string(key) {
 		case joulie.LabelPowerProfile:

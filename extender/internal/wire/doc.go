@@ -15,7 +15,10 @@
 // and give its resource demand.
 //
 // Decoded names point into the request body, so the body must stay
-// untouched while an Args is in use. Requests the decoder cannot read in
+// untouched while an Args is in use. Decoded values can weigh many times
+// the bytes that spell them, so the decoder asks Args.Reserve before it
+// takes memory, for a server to count against what it allows calls in
+// flight; the reply sizes are known before writing for the same reason. Requests the decoder cannot read in
 // full (bad syntax, truncation, wrong types where it looks, keys it reads
 // given twice) are refused with an error; the HTTP layer turns it into a
 // 400.

@@ -60,6 +60,47 @@ func AppendFilterResult(dst []byte, a *Args, reasons []string) []byte {
 	return append(dst, `},"Error":""}`...)
 }
 
+// FilterResultSize is the length AppendFilterResult adds for a and
+// reasons (a bound, when a reason needs escaping), so that the caller can
+// set the memory aside before it writes.
+func FilterResultSize(a *Args, reasons []string) int {
+	n := len(`{"NodeNames":[` + `]`)
+	if !a.HasNodeNames {
+		n = len(`{"Nodes":{"metadata":{},"items":[` + `]}`)
+	}
+	n += len(`,"FailedNodes":{},"FailedAndUnresolvableNodes":{` + `},"Error":""}`)
+	var kept, failed int
+	for i, reason := range reasons {
+		switch {
+		case reason != "":
+			failed++
+			n += len(`"":`) + len(a.rawName(i)) + textSize(reason)
+		case a.HasNodeNames:
+			kept++
+			n += len(`""`) + len(a.rawNames[i])
+		default:
+			kept++
+			n += len(a.Nodes[i].Raw)
+		}
+	}
+	return n + commas(kept) + commas(failed)
+}
+
+// commas is the number of commas between n elements.
+func commas(n int) int { return max(n-1, 0) }
+
+// textSize is the length appendText writes for s, or a bound when s needs
+// escaping: no byte takes more than six (a control character as \u00XX,
+// an invalid byte as \ufffd).
+func textSize(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return 6*len(s) + 2
+		}
+	}
+	return len(s) + 2
+}
+
 // name is the i-th candidate's name in whichever form the request had.
 func (a *Args) name(i int) []byte {
 	if a.HasNodeNames {
@@ -111,6 +152,17 @@ func AppendHostPriorities(dst []byte, a *Args, scores []int64) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
+}
+
+// HostPrioritiesSize is the length AppendHostPriorities adds for a and
+// scores.
+func HostPrioritiesSize(a *Args, scores []int64) int {
+	n := len(`[]`) + commas(len(scores))
+	var digits [20]byte
+	for i, score := range scores {
+		n += len(`{"Host":"","Score":}`) + len(a.rawName(i)) + len(strconv.AppendInt(digits[:0], score, 10))
+	}
+	return n
 }
 
 // AppendError appends the JSON body of a refused request.

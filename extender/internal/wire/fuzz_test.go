@@ -11,13 +11,18 @@ import (
 // FuzzDecodeArgs holds the decoder to encoding/json on any input: it never
 // panics, it accepts only valid JSON, it refuses nothing encoding/json
 // reads into the upstream ExtenderArgs (except keys it reads given twice),
-// it reads the same names, labels and pod, and the replies it writes from
-// what it read are valid JSON that reads back the same. Seeds are in
+// it reads the same names, labels and pod, it charges Reserve for all it
+// keeps, and the replies it writes from what it read are valid JSON that
+// reads back the same, of the sizes announced. Seeds are in
 // testdata/fuzz/FuzzDecodeArgs.
 func FuzzDecodeArgs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var a Args
+		var charged int
+		a := Args{Reserve: func(n int) error { charged += n; return nil }}
 		err := DecodeArgs(body, &a)
+		if kept(&a) > charged {
+			t.Fatalf("%q: the Args holds %d bytes, %d charged", body, kept(&a), charged)
+		}
 		var ref extenderv1.ExtenderArgs
 		refErr := json.Unmarshal(body, &ref)
 
@@ -52,8 +57,15 @@ func FuzzDecodeArgs(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("filter reply %q is not valid JSON", out)
 		}
+		if size := FilterResultSize(&a, reasons); size != len(out) {
+			t.Fatalf("filter reply %q is %d bytes, FilterResultSize says %d", out, len(out), size)
+		}
+		prio := AppendHostPriorities(nil, &a, scores)
+		if size := HostPrioritiesSize(&a, scores); size != len(prio) {
+			t.Fatalf("prioritize reply %q is %d bytes, HostPrioritiesSize says %d", prio, len(prio), size)
+		}
 		var pl extenderv1.HostPriorityList
-		if err := json.Unmarshal(AppendHostPriorities(nil, &a, scores), &pl); err != nil || len(pl) != a.Len() {
+		if err := json.Unmarshal(prio, &pl); err != nil || len(pl) != a.Len() {
 			t.Fatalf("prioritize reply: %d entries, %v", len(pl), err)
 		}
 		for i := range pl {

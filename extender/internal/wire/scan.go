@@ -36,6 +36,9 @@ type scanner struct {
 	// object, false for an array. It lives as long as the Args that owns
 	// the scanner, so its storage is reused from request to request.
 	stack []bool
+	// values counts the values skipValue has passed, nested ones included:
+	// what encoding/json would build from them is roughly proportional.
+	values int
 }
 
 // reset points the scanner at data.
@@ -43,6 +46,7 @@ func (s *scanner) reset(data []byte) {
 	s.data = data
 	s.pos = 0
 	s.stack = s.stack[:0]
+	s.values = 0
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
@@ -339,6 +343,7 @@ func (s *scanner) skipValue() error {
 	s.stack = s.stack[:0]
 	for {
 		// A value is expected here.
+		s.values++
 		switch s.peek() {
 		case '{':
 			s.pos++
