@@ -69,7 +69,7 @@ func Flags() []cli.Flag {
 		&cli.IntFlag{Name: "queue-hp-min", EnvVars: []string{"QUEUE_HP_MIN"}, Value: 1, Usage: "queue_aware_v1: minimum performance nodes"},
 		&cli.IntFlag{Name: "queue-hp-max", EnvVars: []string{"QUEUE_HP_MAX"}, Value: 0, Usage: "queue_aware_v1: maximum performance nodes (0: unbounded)"},
 		&cli.IntFlag{Name: "queue-perf-per-hp-node", EnvVars: []string{"QUEUE_PERF_PER_HP_NODE"}, Value: 10, Usage: "queue_aware_v1: performance pods one performance node absorbs"},
-		&cli.DurationFlag{Name: "min-eco-dwell", EnvVars: []string{"MIN_ECO_DWELL"}, Value: 5 * time.Minute, Usage: "time after a change before a node may go (back) to eco; 0 is the seed's behaviour"},
+		&cli.DurationFlag{Name: "min-eco-dwell", EnvVars: []string{"MIN_ECO_DWELL"}, Value: 5 * time.Minute, Usage: "time after a change before a node may go (back) to eco; 0 is the seed's behaviour; rule_swap_v1 ignores it"},
 		&cli.DurationFlag{Name: "twin-refresh-interval", EnvVars: []string{"TWIN_REFRESH_INTERVAL"}, Value: 2 * time.Minute, Usage: "rewrite an unchanged NodeTwin's lastUpdated this often (below the extender's staleness threshold)"},
 		&cli.DurationFlag{Name: "power-trend-window", EnvVars: []string{"POWER_TREND_WINDOW"}, Value: 5 * time.Minute, Usage: "window of the power trend"},
 		&cli.DurationFlag{Name: "measurement-max-age", EnvVars: []string{"MEASUREMENT_MAX_AGE"}, Value: 3 * time.Minute, Usage: "oldest agent power reading the twin uses"},

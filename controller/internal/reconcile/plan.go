@@ -175,13 +175,20 @@ func Compute(in Inputs, s Settings) Result {
 		plan = policy.Assign(eligible, res.HPCount)
 	}
 
+	// rule_swap_v1 exists to show a swap every RECONCILE_INTERVAL; a dwell
+	// longer than the interval would hold the node that just came back to
+	// performance there and stretch the swap to the dwell.
+	dwell := s.MinEcoDwell
+	if s.Policy == PolicyRuleSwap {
+		dwell = 0
+	}
 	res.Nodes = make([]NodePlan, 0, len(eligible)+len(released))
 	for _, e := range eligible {
 		n := byName[e.Name]
 		last := lastTransition(in.Profiles[e.Name])
 		d := policy.Guard(policy.GuardInput{
 			Current: CurrentState(n), Planned: plan[e.Name], PerfPods: perfOnNode[e.Name],
-			LastChange: last, MinEcoDwell: s.MinEcoDwell, Now: in.Now,
+			LastChange: last, MinEcoDwell: dwell, Now: in.Now,
 		})
 		if d.Next != CurrentState(n) || last.IsZero() {
 			last = in.Now

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -248,5 +249,43 @@ func TestTrendSlope(t *testing.T) {
 	tr.Observe("m", t0, 100)
 	if got := tr.Slopes(t0)["m"]; got != 0 {
 		t.Errorf("one sample gives slope %v, want 0", got)
+	}
+}
+
+// rule_swap_v1 exists to show a swap every RECONCILE_INTERVAL. With the
+// default 5-minute MIN_ECO_DWELL the node that just returned to
+// performance would be held there, and the swap would only happen every
+// five or six intervals. Each step applies the previous step's outcome the
+// way the controller publishes it (labels and the transition annotation).
+func TestRuleSwapSwapsEveryIntervalDespiteTheDwell(t *testing.T) {
+	s := settings(PolicyRuleSwap)
+	s.MinEcoDwell = 5 * time.Minute // the controller's default
+	nodes := []*corev1.Node{cpuNode("a", nil), cpuNode("b", nil), cpuNode("c", nil)}
+	profiles := map[string]*joulie.NodePowerProfile{}
+	prevEco := ""
+	for step := range 8 {
+		now := t0.Add(time.Duration(step) * s.Interval)
+		r := Compute(Inputs{Now: now, Nodes: nodes, Profiles: profiles}, s)
+		var eco []string
+		for _, p := range r.Nodes {
+			if p.Decision.Profile == joulie.ProfileEco {
+				eco = append(eco, p.Name)
+			}
+		}
+		if len(eco) != 1 {
+			t.Fatalf("step %d: eco nodes %v, want exactly one", step, eco)
+		}
+		if eco[0] == prevEco {
+			t.Fatalf("step %d (%v after the last): %s is still the eco node; rule_swap_v1 must swap every interval",
+				step, s.Interval, eco[0])
+		}
+		prevEco = eco[0]
+		for _, p := range r.Nodes {
+			n := nodes[slices.IndexFunc(nodes, func(n *corev1.Node) bool { return n.Name == p.Name })]
+			n.Labels[joulie.LabelPowerProfile] = string(p.Decision.Profile)
+			n.Labels[joulie.LabelDraining] = fmt.Sprint(p.Decision.Draining)
+			profiles[p.Name] = &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name,
+				Annotations: map[string]string{AnnotationLastTransition: p.LastTransition.UTC().Format(time.RFC3339)}}}
+		}
 	}
 }
