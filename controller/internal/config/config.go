@@ -19,6 +19,7 @@ import (
 	"joulie.io/joulie/controller/internal/policy"
 	"joulie.io/joulie/controller/internal/reconcile"
 	"joulie.io/joulie/controller/internal/twin"
+	"joulie.io/joulie/pkg/powerest"
 )
 
 // ErrUsage marks configuration errors (exit code 2).
@@ -90,7 +91,8 @@ func Flags() []cli.Flag {
 }
 
 // FromCLI reads and checks the configuration; the power-intent knobs come
-// from the environment (CPU_*, GPU_*, PERFORMANCE_CAP_WATTS, ECO_CAP_WATTS).
+// from the environment (CPU_*, GPU_*, PERFORMANCE_CAP_WATTS, ECO_CAP_WATTS),
+// and so do the marginal-power coefficients (MARGINAL_*).
 func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
 	cfg := Config{
 		Kubeconfig: c.String("kubeconfig"), MetricsAddr: c.String("metrics-address"),
@@ -145,6 +147,11 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 			"want lease duration > renew deadline > retry period > 0")
 	}
 	if s.Intent, err = intent.FromEnv(lookup); err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	// The utilization model estimates each pod's power as the extender
+	// does, with the same MARGINAL_* coefficients.
+	if s.Coefficients, err = powerest.CoefficientsFromEnv(lookup); err != nil {
 		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if cfg.Facility, err = facility.ConfigFromEnv(lookup); err != nil {
