@@ -4,9 +4,8 @@
 // the profile the policy wants, what the downgrade guard allows, the
 // NodePowerProfile spec, the node labels and the NodeTwin status, with the
 // node's power from its agent, Kepler, the utilization model of its pods'
-// requests (power.go) or its caps. The
-// Controller (controller.go) feeds it from informer caches and writes only
-// the differences.
+// requests (power.go) or its caps. The Controller (controller.go) feeds it
+// from informer caches and writes only the differences.
 package reconcile
 
 import (
