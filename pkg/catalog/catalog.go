@@ -57,6 +57,11 @@ type CPU struct {
 	// Density is Cores × BaseMHz relative to the class's reference part
 	// (AMD EPYC 9654 = 1.0), rounded to three decimals.
 	Density float64 `json:"density"`
+	// IdleWatts is the estimated draw of one idle package: the class's
+	// idleFractionOfTdp × TDPWatts, rounded to 0.1 W. It is 0 (unknown)
+	// for generic entries, whose figures are stand-ins too rough to model
+	// a node's draw from, and when the catalog sets no fraction.
+	IdleWatts float64 `json:"idleWatts,omitempty"`
 	// Source names where the figures come from.
 	Source string `json:"source"`
 }
@@ -94,6 +99,8 @@ type GPU struct {
 	// Density is FP16TFLOPS relative to the class's reference part
 	// (NVIDIA H100 SXM = 1.0), rounded to three decimals.
 	Density float64 `json:"density"`
+	// IdleWatts is the estimated draw of one idle device, as for CPU.
+	IdleWatts float64 `json:"idleWatts,omitempty"`
 	// Source names where the figures come from.
 	Source string `json:"source"`
 }

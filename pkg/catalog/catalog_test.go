@@ -20,16 +20,16 @@ func TestGoldenCatalog(t *testing.T) {
 	c := Default()
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CPU\tvendor\tfamily\tcores\tthreads\tbase MHz\tboost MHz\tTDP W\tcap W\tdensity")
+	fmt.Fprintln(tw, "CPU\tvendor\tfamily\tcores\tthreads\tbase MHz\tboost MHz\tTDP W\tcap W\tdensity\tidle W")
 	for _, e := range c.CPUs() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%g\t%g..%g\t%.3f\n", e.ID, e.Vendor, orDash(e.Family),
-			e.Cores, e.Threads, e.BaseMHz, e.BoostMHz, e.TDPWatts, e.CapMinWatts, e.CapMaxWatts, e.Density)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%g\t%g..%g\t%.3f\t%g\n", e.ID, e.Vendor, orDash(e.Family),
+			e.Cores, e.Threads, e.BaseMHz, e.BoostMHz, e.TDPWatts, e.CapMinWatts, e.CapMaxWatts, e.Density, e.IdleWatts)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "GPU\tvendor\tfamily\tmemory GiB\tTDP W\tcap W\tFP16 TFLOPS\tdensity")
+	fmt.Fprintln(tw, "GPU\tvendor\tfamily\tmemory GiB\tTDP W\tcap W\tFP16 TFLOPS\tdensity\tidle W")
 	for _, e := range c.GPUs() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%g\t%g..%g\t%g\t%.3f\n", e.ID, e.Vendor, orDash(e.Family),
-			e.MemoryGiB, e.TDPWatts, e.CapMinWatts, e.CapMaxWatts, e.FP16TFLOPS, e.Density)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%g\t%g..%g\t%g\t%.3f\t%g\n", e.ID, e.Vendor, orDash(e.Family),
+			e.MemoryGiB, e.TDPWatts, e.CapMinWatts, e.CapMaxWatts, e.FP16TFLOPS, e.Density, e.IdleWatts)
 	}
 	if err := tw.Flush(); err != nil {
 		t.Fatal(err)
@@ -78,6 +78,8 @@ func TestFiguresArePlausible(t *testing.T) {
 		check(e.CapMinWatts >= e.TDPWatts/2 && e.CapMaxWatts <= 1.25*e.TDPWatts, "cap range %g..%g far from TDP %g", e.CapMinWatts, e.CapMaxWatts, e.TDPWatts)
 		check(e.Density > 0 && e.Density < 3, "density %g", e.Density)
 		check(math.Abs(e.Density-float64(e.Cores*e.BaseMHz)/(96*2400)) < 0.0006, "density %g is not cores x base / EPYC 9654", e.Density)
+		check(e.Generic == (e.IdleWatts == 0), "idle %g W: every model and no generic entry has an idle figure", e.IdleWatts)
+		check(e.IdleWatts < e.CapMinWatts, "idle %g W not below the lowest cap %g W", e.IdleWatts, e.CapMinWatts)
 	}
 	for _, e := range c.GPUs() {
 		check := func(ok bool, format string, args ...any) {
@@ -94,6 +96,8 @@ func TestFiguresArePlausible(t *testing.T) {
 		check(e.CapMinWatts >= e.TDPWatts/4 && e.CapMinWatts <= e.TDPWatts*0.6, "cap minimum %g W for TDP %g W", e.CapMinWatts, e.TDPWatts)
 		check(e.FP16TFLOPS >= 50 && e.FP16TFLOPS <= 5000, "%g TFLOPS", e.FP16TFLOPS)
 		check(math.Abs(e.Density-e.FP16TFLOPS/989.5) < 0.0006, "density %g is not FP16 TFLOPS / H100 SXM", e.Density)
+		check(e.Generic == (e.IdleWatts == 0), "idle %g W: every model and no generic entry has an idle figure", e.IdleWatts)
+		check(e.IdleWatts < e.CapMinWatts, "idle %g W not below the lowest cap %g W", e.IdleWatts, e.CapMinWatts)
 	}
 	if e, _ := c.CPUByID("amd-epyc-9654"); e.Density != 1 {
 		t.Errorf("the CPU reference part has density %g, want 1", e.Density)

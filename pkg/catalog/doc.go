@@ -74,6 +74,15 @@
 // two are separate scales (1.0 is one reference socket or one reference
 // GPU), so a consumer that adds them makes a choice of weights.
 //
+// # Idle power
+//
+// IdleWatts is a rough estimate of what one idle package or device draws:
+// the class's idleFractionOfTdp (0.3 for CPUs, 0.15 for GPUs in the
+// embedded catalog) times its TDP. The controller adds it to the marginal
+// power of a node's pods to model the draw of a node nothing measures.
+// Generic entries have no idle figure: their figures are stand-ins, fine
+// for a cap but too rough to pass for a node's draw.
+//
 // # Power-cap ranges
 //
 // CapMinWatts..CapMaxWatts is a fallback for when the hardware does not

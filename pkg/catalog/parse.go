@@ -19,17 +19,19 @@ type document struct {
 }
 
 type cpuSection struct {
-	DensityReference string          `json:"densityReference"`
-	Families         []familyDoc     `json:"families"`
-	Models           []cpuModelDoc   `json:"models"`
-	Generic          []cpuGenericDoc `json:"generic"`
+	DensityReference  string          `json:"densityReference"`
+	IdleFractionOfTDP float64         `json:"idleFractionOfTdp"`
+	Families          []familyDoc     `json:"families"`
+	Models            []cpuModelDoc   `json:"models"`
+	Generic           []cpuGenericDoc `json:"generic"`
 }
 
 type gpuSection struct {
-	DensityReference string          `json:"densityReference"`
-	Families         []familyDoc     `json:"families"`
-	Models           []gpuModelDoc   `json:"models"`
-	Generic          []gpuGenericDoc `json:"generic"`
+	DensityReference  string          `json:"densityReference"`
+	IdleFractionOfTDP float64         `json:"idleFractionOfTdp"`
+	Families          []familyDoc     `json:"families"`
+	Models            []gpuModelDoc   `json:"models"`
+	Generic           []gpuGenericDoc `json:"generic"`
 }
 
 type familyDoc struct {
@@ -143,6 +145,13 @@ func buildCPUs(s *cpuSection, errs *[]error) ([]CPU, class) {
 			out[i].Density = round3(float64(out[i].Cores) * float64(out[i].BaseMHz) / unit)
 		}
 	}
+	if f, ok := b.idleFraction(s.IdleFractionOfTDP); ok {
+		for i := range out {
+			if !out[i].Generic {
+				out[i].IdleWatts = round1(f * out[i].TDPWatts)
+			}
+		}
+	}
 	return out, b.cls
 }
 
@@ -175,6 +184,13 @@ func buildGPUs(s *gpuSection, errs *[]error) ([]GPU, class) {
 		unit := out[ref].FP16TFLOPS
 		for i := range out {
 			out[i].Density = round3(out[i].FP16TFLOPS / unit)
+		}
+	}
+	if f, ok := b.idleFraction(s.IdleFractionOfTDP); ok {
+		for i := range out {
+			if !out[i].Generic {
+				out[i].IdleWatts = round1(f * out[i].TDPWatts)
+			}
 		}
 	}
 	return out, b.cls
@@ -391,6 +407,19 @@ func (b *builder) reference(id string, nModels int) (int, bool) {
 	return pos, len(*b.errs) == 0
 }
 
+// idleFraction checks the class's idleFractionOfTdp; ok is false when it
+// is absent (the catalog then gives no idle figures) or invalid.
+func (b *builder) idleFraction(f float64) (float64, bool) {
+	switch {
+	case f == 0:
+		return 0, false
+	case !(f > 0 && f < 1):
+		b.failf("idleFractionOfTdp must lie between 0 and 1 (exclusive), got %g", f)
+		return 0, false
+	}
+	return f, len(*b.errs) == 0
+}
+
 func (b *builder) checkWords(what, id, field string, list []string) {
 	for _, s := range list {
 		if !isWord(s) {
@@ -491,3 +520,5 @@ func validID(id string) bool {
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }

@@ -106,6 +106,31 @@ func TestParseSmallCatalog(t *testing.T) {
 	}
 }
 
+// Idle figures are the class's idleFractionOfTdp × TDP for models; generic
+// entries, and a class without the fraction, have none.
+func TestParseIdleFigures(t *testing.T) {
+	withCPU := strings.Replace(testCatalog, "  densityReference: acme-9654\n", "  densityReference: acme-9654\n  idleFractionOfTdp: 0.3\n", 1)
+	c, err := Parse([]byte(withCPU))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if e, _ := c.ResolveCPU("acme-9654"); e.IdleWatts != 108 { // 0.3 × 360
+		t.Errorf("acme-9654 idle %v W, want 108", e.IdleWatts)
+	}
+	if e, _ := c.ResolveCPU("Pentium"); !e.Generic || e.IdleWatts != 0 {
+		t.Errorf("generic CPU %s idle %v W, want none", e.ID, e.IdleWatts)
+	}
+	if g, _ := c.ResolveGPU("NVIDIA H100 SXM"); g.IdleWatts != 0 {
+		t.Errorf("GPU idle %v W without a GPU idleFractionOfTdp, want none", g.IdleWatts)
+	}
+	for _, bad := range []string{"1", "-0.1", "1.5"} {
+		broken := strings.Replace(withCPU, "idleFractionOfTdp: 0.3", "idleFractionOfTdp: "+bad, 1)
+		if _, err := Parse([]byte(broken)); err == nil || !strings.Contains(err.Error(), "cpu idleFractionOfTdp must lie between 0 and 1") {
+			t.Errorf("idleFractionOfTdp %s: error %v", bad, err)
+		}
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/catalog"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/test/harness"
 )
@@ -231,8 +232,15 @@ func TestControllerPlansAMixedCluster(t *testing.T) {
 	if d := twins[gpuA].Status.HardwareDensityScore; d != 100 {
 		t.Errorf("gpu-a density %v, want 100 (2 × EPYC 9654 + 8 × H100 from NodeHardware)", d)
 	}
-	if pm := twins[gpuA].Status.PowerMeasurement; pm == nil || pm.GPUTdpW != 5600 || pm.CPUTdpW != 800 || pm.Source != joulie.SourceStatic {
-		t.Errorf("gpu-a power measurement %+v, want TDPs from NodeHardware's ranges (8 × 700, 2 × 400)", pm)
+	// No agent reports gpu-a's power and no pod runs there: the
+	// utilization model gives its idle power, from the catalog's figures
+	// for the models its NodeHardware names.
+	epyc, _ := catalog.Default().CPUByID("amd-epyc-9654")
+	h100, _ := catalog.Default().GPUByID("nvidia-h100-sxm")
+	idleW := 2*epyc.IdleWatts + 8*h100.IdleWatts
+	if pm := twins[gpuA].Status.PowerMeasurement; pm == nil || pm.GPUTdpW != 5600 || pm.CPUTdpW != 800 ||
+		pm.Source != joulie.SourceUtilization || pm.MeasuredNodePowerW != idleW {
+		t.Errorf("gpu-a power measurement %+v, want TDPs from NodeHardware's ranges (8 × 700, 2 × 400) and source utilization at the idle %v W", pm, idleW)
 	}
 	if d := twins[gpuB].Status.HardwareDensityScore; d <= 25 || d >= 100 {
 		t.Errorf("gpu-b density %v, want between the CPU-only and the 8-GPU node", d)

@@ -27,6 +27,7 @@ func TestBadConfigurationExitsTwoNamingTheSetting(t *testing.T) {
 		{[2]string{"FACILITY_POLL_INTERVAL", "often"}, nil, "FACILITY_POLL_INTERVAL"},
 		{[2]string{"FACILITY_PROMETHEUS_URL", "::not a url"}, []string{"--enable-kepler-power"}, "FACILITY_PROMETHEUS_URL"},
 		{[2]string{"LOG_LEVEL", "loud"}, []string{"--kubeconfig", "/nonexistent"}, "LOG_LEVEL"},
+		{[2]string{"MARGINAL_GPU_UTIL_COEFF_STANDARD", "1.5"}, nil, `MARGINAL_GPU_UTIL_COEFF_STANDARD="1.5"`},
 	} {
 		t.Run(tc.env[0], func(t *testing.T) {
 			t.Setenv(tc.env[0], tc.env[1])

@@ -19,6 +19,7 @@ import (
 	"joulie.io/joulie/controller/internal/policy"
 	"joulie.io/joulie/controller/internal/reconcile"
 	"joulie.io/joulie/controller/internal/twin"
+	"joulie.io/joulie/pkg/powerest"
 )
 
 // ErrUsage marks configuration errors (exit code 2).
@@ -69,7 +70,7 @@ func Flags() []cli.Flag {
 		&cli.IntFlag{Name: "queue-hp-min", EnvVars: []string{"QUEUE_HP_MIN"}, Value: 1, Usage: "queue_aware_v1: minimum performance nodes"},
 		&cli.IntFlag{Name: "queue-hp-max", EnvVars: []string{"QUEUE_HP_MAX"}, Value: 0, Usage: "queue_aware_v1: maximum performance nodes (0: unbounded)"},
 		&cli.IntFlag{Name: "queue-perf-per-hp-node", EnvVars: []string{"QUEUE_PERF_PER_HP_NODE"}, Value: 10, Usage: "queue_aware_v1: performance pods one performance node absorbs"},
-		&cli.DurationFlag{Name: "min-eco-dwell", EnvVars: []string{"MIN_ECO_DWELL"}, Value: 5 * time.Minute, Usage: "time after a change before a node may go (back) to eco; 0 is the seed's behaviour"},
+		&cli.DurationFlag{Name: "min-eco-dwell", EnvVars: []string{"MIN_ECO_DWELL"}, Value: 5 * time.Minute, Usage: "time after a change before a node may go (back) to eco; 0 is the seed's behaviour; rule_swap_v1 ignores it"},
 		&cli.DurationFlag{Name: "twin-refresh-interval", EnvVars: []string{"TWIN_REFRESH_INTERVAL"}, Value: 2 * time.Minute, Usage: "rewrite an unchanged NodeTwin's lastUpdated this often (below the extender's staleness threshold)"},
 		&cli.DurationFlag{Name: "power-trend-window", EnvVars: []string{"POWER_TREND_WINDOW"}, Value: 5 * time.Minute, Usage: "window of the power trend"},
 		&cli.DurationFlag{Name: "measurement-max-age", EnvVars: []string{"MEASUREMENT_MAX_AGE"}, Value: 3 * time.Minute, Usage: "oldest agent power reading the twin uses"},
@@ -90,7 +91,8 @@ func Flags() []cli.Flag {
 }
 
 // FromCLI reads and checks the configuration; the power-intent knobs come
-// from the environment (CPU_*, GPU_*, PERFORMANCE_CAP_WATTS, ECO_CAP_WATTS).
+// from the environment (CPU_*, GPU_*, PERFORMANCE_CAP_WATTS, ECO_CAP_WATTS),
+// and so do the marginal-power coefficients (MARGINAL_*).
 func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
 	cfg := Config{
 		Kubeconfig: c.String("kubeconfig"), MetricsAddr: c.String("metrics-address"),
@@ -145,6 +147,11 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 			"want lease duration > renew deadline > retry period > 0")
 	}
 	if s.Intent, err = intent.FromEnv(lookup); err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	// The utilization model estimates each pod's power as the extender
+	// does, with the same MARGINAL_* coefficients.
+	if s.Coefficients, err = powerest.CoefficientsFromEnv(lookup); err != nil {
 		return cfg, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if cfg.Facility, err = facility.ConfigFromEnv(lookup); err != nil {

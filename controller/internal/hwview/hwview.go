@@ -2,8 +2,9 @@
 // hardware: from the agent's NodeHardware when it exists, otherwise from
 // the node's joulie.io/hw.* labels and its allocatable GPUs, resolved
 // against the hardware catalog. The view carries what planning and the
-// twin need: the family a node belongs to, its compute density, and its
-// CPU and GPU power ranges.
+// twin need: the family a node belongs to, its compute density, its CPU
+// and GPU power ranges, and what the utilization model of its draw needs
+// (cores and idle power).
 package hwview
 
 import (
@@ -45,6 +46,14 @@ type View struct {
 	// the host's own when it reports them, else the catalog's.
 	CPUMaxWattsPerSocket float64
 	GPUMaxWatts          float64
+	// CPUTotalCores counts the physical cores of all sockets: the host's
+	// own count when it reports one, else the catalog's per socket.
+	CPUTotalCores int
+	// CPUIdleWattsPerSocket and GPUIdleWatts are the catalog's idle figures
+	// for the models; 0 (unknown) when a model resolved only to a generic
+	// stand-in.
+	CPUIdleWattsPerSocket float64
+	GPUIdleWatts          float64
 	// Family is the hardware family of the family floor: the GPU model for
 	// GPU nodes, the CPU model for CPU-only nodes.
 	Family string
@@ -83,6 +92,15 @@ func fromHardware(st *joulie.NodeHardwareStatus, cat *catalog.Catalog) View {
 	if v.Sockets <= 0 {
 		v.Sockets = 1
 	}
+	v.CPUIdleWattsPerSocket = cpu.IdleWatts
+	switch {
+	case st.CPU.TotalCores > 0:
+		v.CPUTotalCores = int(st.CPU.TotalCores)
+	case st.CPU.CoresPerSocket > 0:
+		v.CPUTotalCores = v.Sockets * int(st.CPU.CoresPerSocket)
+	default:
+		v.CPUTotalCores = v.Sockets * cpu.Cores
+	}
 	var gpuDensity float64
 	if g := st.GPU; g != nil && g.Count > 0 {
 		raw := g.CatalogModel
@@ -91,7 +109,7 @@ func fromHardware(st *joulie.NodeHardwareStatus, cat *catalog.Catalog) View {
 		}
 		gpu, _ := cat.ResolveGPU(raw)
 		v.GPUModel, v.GPUProduct, v.GPUCount = gpu.ID, g.Model, int(g.Count)
-		v.GPUMaxWatts = gpu.CapMaxWatts
+		v.GPUMaxWatts, v.GPUIdleWatts = gpu.CapMaxWatts, gpu.IdleWatts
 		if g.CapRange != nil && g.CapRange.MaxWatts > 0 {
 			v.GPUMaxWatts = g.CapRange.MaxWatts
 		}
@@ -104,7 +122,7 @@ func fromHardware(st *joulie.NodeHardwareStatus, cat *catalog.Catalog) View {
 func fromLabels(node *corev1.Node, cat *catalog.Catalog) View {
 	v := View{Source: SourceLabels}
 	cpu, _ := cat.ResolveCPU(node.Labels[joulie.LabelHWCPUModel])
-	v.CPUModel, v.CPUMaxWattsPerSocket = cpu.ID, cpu.CapMaxWatts
+	v.CPUModel, v.CPUMaxWattsPerSocket, v.CPUIdleWattsPerSocket = cpu.ID, cpu.CapMaxWatts, cpu.IdleWatts
 	// Sockets from the node's logical CPUs over the model's threads per
 	// package; one when either is unknown.
 	v.Sockets = 1
@@ -113,6 +131,7 @@ func fromLabels(node *corev1.Node, cat *catalog.Catalog) View {
 			v.Sockets = s
 		}
 	}
+	v.CPUTotalCores = v.Sockets * cpu.Cores
 	count := 0
 	if c, err := strconv.Atoi(node.Labels[joulie.LabelHWGPUCount]); err == nil && c > 0 {
 		count = c
@@ -138,6 +157,7 @@ func fromLabels(node *corev1.Node, cat *catalog.Catalog) View {
 		}
 		gpu, _ := cat.ResolveGPU(raw)
 		v.GPUModel, v.GPUProduct, v.GPUCount, v.GPUMaxWatts = gpu.ID, node.Labels[joulie.LabelHWGPUModel], count, gpu.CapMaxWatts
+		v.GPUIdleWatts = gpu.IdleWatts
 		gpuDensity = gpu.Density
 	}
 	v.DensityScore = score(v.Sockets, cpu.Density, v.GPUCount, gpuDensity)

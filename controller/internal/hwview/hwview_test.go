@@ -68,3 +68,32 @@ func TestDensityOrdersDenserHardwareFirst(t *testing.T) {
 		t.Errorf("densities 8 GPUs %v, 2 GPUs %v, CPU only %v: want decreasing", big.DensityScore, small.DensityScore, cpuOnly.DensityScore)
 	}
 }
+
+// The utilization model needs cores and idle figures: from NodeHardware's
+// counts and the catalog's models, and none for a generic stand-in.
+func TestCoresAndIdleFigures(t *testing.T) {
+	cat := catalog.Default()
+	epyc, _ := cat.CPUByID("amd-epyc-9654")
+	h100, _ := cat.GPUByID("nvidia-h100-sxm")
+	hw := &joulie.NodeHardware{Status: joulie.NodeHardwareStatus{
+		CPU: joulie.CPUHardware{CatalogModel: "amd-epyc-9654", Sockets: 2, TotalCores: 190},
+		GPU: &joulie.GPUHardware{CatalogModel: "nvidia-h100-sxm", Count: 8},
+	}}
+	v := Build(node(nil, 0, nil), hw, cat)
+	if v.CPUTotalCores != 190 || v.CPUIdleWattsPerSocket != epyc.IdleWatts || v.GPUIdleWatts != h100.IdleWatts || epyc.IdleWatts <= 0 || h100.IdleWatts <= 0 {
+		t.Errorf("from NodeHardware: cores %d, idle %v W per socket and %v W per GPU; want 190, %v, %v",
+			v.CPUTotalCores, v.CPUIdleWattsPerSocket, v.GPUIdleWatts, epyc.IdleWatts, h100.IdleWatts)
+	}
+	hw.Status.CPU.TotalCores, hw.Status.CPU.CoresPerSocket = 0, 64
+	if v := Build(node(nil, 0, nil), hw, cat); v.CPUTotalCores != 128 {
+		t.Errorf("cores %d, want 2 sockets × 64 reported per socket", v.CPUTotalCores)
+	}
+	v = Build(node(map[string]string{joulie.LabelHWCPUModel: "amd-epyc-9654"}, 384, nil), nil, cat)
+	if v.CPUTotalCores != 192 || v.CPUIdleWattsPerSocket != epyc.IdleWatts {
+		t.Errorf("from labels: cores %d, idle %v W; want 2 × 96, %v", v.CPUTotalCores, v.CPUIdleWattsPerSocket, epyc.IdleWatts)
+	}
+	v = Build(node(nil, 0, corev1.ResourceList{joulie.ResourceNVIDIAGPU: resource.MustParse("4")}), nil, cat)
+	if v.CPUIdleWattsPerSocket != 0 || v.GPUIdleWatts != 0 || v.CPUTotalCores <= 0 {
+		t.Errorf("unidentified hardware: idle %v W per socket, %v W per GPU, cores %d; want no idle figures", v.CPUIdleWattsPerSocket, v.GPUIdleWatts, v.CPUTotalCores)
+	}
+}

@@ -3,8 +3,10 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +31,8 @@ import (
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/workload"
 )
 
 // FieldManager names the controller's writes.
@@ -114,9 +119,10 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 	if err := podInf.Informer().SetTransform(slimPod); err != nil {
 		return nil, err
 	}
-	// The performance demand per node is kept as an index, updated as pods
-	// change, so a reconcile does not scan every pod of the cluster.
-	if err := podInf.Informer().AddIndexers(cache.Indexers{perfIndex: perfIndexFunc}); err != nil {
+	// The performance demand per node, and the pods with requests on each
+	// node, are kept as indexes, updated as pods change, so a reconcile
+	// does not scan every pod of the cluster.
+	if err := podInf.Informer().AddIndexers(cache.Indexers{perfIndex: perfIndexFunc, loadIndex: loadIndexFunc}); err != nil {
 		return nil, err
 	}
 	c.podIndex = podInf.Informer().GetIndexer()
@@ -195,6 +201,9 @@ func (c *Controller) Snapshot() (Inputs, error) {
 			return in, err
 		}
 		in.PerfPods[strings.TrimPrefix(node, "node/")] = len(keys)
+	}
+	if in.Loads, err = c.loads(in.Nodes); err != nil {
+		return in, err
 	}
 	hws, err := c.hardware.List(labels.Everything())
 	if err != nil {
@@ -415,9 +424,76 @@ func perfIndexFunc(obj any) ([]string, error) {
 	return []string{"node/" + p.Spec.NodeName}, nil
 }
 
+const loadIndex = "joulie.io/node-load"
+
+// loadIndexFunc files an active pod that requests CPU or GPUs under its
+// node, class and effective request, "node/class/cpuMilli/gpuMilli"
+// (loadValue). Pods of one shape on one node share a value, so a
+// reconcile sums every node's load from the index's values and their
+// sizes, without reading or classifying a single pod. Unscheduled and
+// finished pods and pods without requests are not indexed.
+func loadIndexFunc(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" || !workload.IsActive(p) {
+		return nil, nil
+	}
+	d := powerest.PodDemand(p)
+	if d == (powerest.Demand{}) {
+		return nil, nil
+	}
+	return []string{loadValue(p.Spec.NodeName, workload.Classify(p) == workload.Performance, d)}, nil
+}
+
+func loadValue(node string, performance bool, d powerest.Demand) string {
+	class := "standard"
+	if performance {
+		class = "performance"
+	}
+	return fmt.Sprintf("%s/%s/%d/%d", node, class, int64(math.Round(d.CPUCores*1000)), int64(math.Round(d.GPUs*1000)))
+}
+
+// loads sums the load index into each node's load; every node gets an
+// entry, zero when nothing runs on it.
+func (c *Controller) loads(nodes []*corev1.Node) (map[string]NodeLoad, error) {
+	out := make(map[string]NodeLoad, len(nodes))
+	for _, n := range nodes {
+		out[n.Name] = NodeLoad{}
+	}
+	for _, v := range c.podIndex.ListIndexFuncValues(loadIndex) {
+		// Node names are DNS subdomains, which hold no '/'.
+		parts := strings.Split(v, "/")
+		if len(parts) != 4 {
+			return nil, fmt.Errorf("load index value %q is not node/class/cpuMilli/gpuMilli", v)
+		}
+		l, ok := out[parts[0]]
+		if !ok {
+			continue // a node that is gone
+		}
+		cpu, err1 := strconv.ParseInt(parts[2], 10, 64)
+		gpu, err2 := strconv.ParseInt(parts[3], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("load index value %q: %w", v, err)
+		}
+		keys, err := c.podIndex.IndexKeys(loadIndex, v)
+		if err != nil {
+			return nil, err
+		}
+		sum := &l.Standard
+		if parts[1] == "performance" {
+			sum = &l.Performance
+		}
+		n := float64(len(keys))
+		sum.CPUCores += n * float64(cpu) / 1000
+		sum.GPUs += n * float64(gpu) / 1000
+		out[parts[0]] = l
+	}
+	return out, nil
+}
+
 // slimPod keeps what the controller reads of a pod: identity, the
-// workload-class annotation, the node, the scheduling constraints and the
-// phase.
+// workload-class annotation, the node, the scheduling constraints, the
+// phase, and the effective CPU and GPU request (powerest.PodDemand) as
+// the requests of one container, in place of the whole pod spec.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -433,6 +509,15 @@ func slimPod(obj any) (any, error) {
 	}
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
+	}
+	if d := powerest.PodDemand(p); d.CPUCores > 0 || d.GPUs > 0 {
+		// NVIDIA and AMD GPUs are summed in the demand; one name holds
+		// both, which PodDemand reads back the same.
+		req := corev1.ResourceList{
+			corev1.ResourceCPU:       *resource.NewMilliQuantity(int64(math.Round(d.CPUCores*1000)), resource.DecimalSI),
+			joulie.ResourceNVIDIAGPU: *resource.NewMilliQuantity(int64(math.Round(d.GPUs*1000)), resource.DecimalSI),
+		}
+		slim.Spec.Containers = []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: req}}}
 	}
 	return slim, nil
 }

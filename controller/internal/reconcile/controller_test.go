@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	jfake "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
+	"joulie.io/joulie/pkg/powerest"
 )
 
 // fixture is a controller over fake clientsets whose informer caches are
@@ -246,4 +248,61 @@ func BenchmarkReconcile5000Nodes50000Pods(b *testing.B) {
 	if got := writes(f.kube.Actions(), f.jc.Actions()); len(got) != 0 {
 		b.Fatalf("a steady reconcile wrote %d times, first %s", len(got), got[0])
 	}
+}
+
+// The pod cache keeps only a pod's effective request, and a reconcile
+// reads each node's load from the load index: the same load the whole
+// pods give, also after a pod finishes.
+func TestSnapshotLoadsFromSlimPods(t *testing.T) {
+	f := newFixture(t, settings(PolicyStaticPartition), t0)
+	always := corev1.ContainerRestartPolicyAlways
+	amd := requesting("amd", "g", "500m", "", joulie.WorkloadClassPerformance, corev1.PodRunning)
+	amd.Spec.Containers[0].Resources.Limits = corev1.ResourceList{joulie.ResourceAMDGPU: resource.MustParse("2")}
+	amd.Spec.InitContainers = []corev1.Container{
+		{Name: "sidecar", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}},
+		{Name: "setup", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}},
+	}
+	amd.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	pods := []*corev1.Pod{
+		requesting("std", "g", "8", "1", "", corev1.PodRunning),
+		requesting("std-2", "g", "8", "1", "", corev1.PodRunning), // same shape: one index value
+		requesting("finishing", "g", "2", "", "", corev1.PodRunning),
+		amd,
+		requesting("starting", "h", "2", "", "", corev1.PodPending),
+		requesting("done", "g", "64", "4", "", corev1.PodFailed),
+		requesting("queued", "", "64", "", "", corev1.PodPending),
+		perfPod("no-requests", "g", corev1.PodRunning),
+	}
+	f.add(t, gpuNode("g", 8, nil), cpuNode("h", nil), cpuNode("idle", nil))
+	for _, p := range pods {
+		f.add(t, p)
+	}
+	check := func(when string) {
+		t.Helper()
+		in, err := f.ctrl.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := PodLoads(pods)
+		want["idle"] = NodeLoad{}
+		if len(in.Loads) != len(want) {
+			t.Errorf("%s: loads %+v, want %+v", when, in.Loads, want)
+		}
+		near := func(a, b powerest.Demand) bool {
+			return math.Abs(a.CPUCores-b.CPUCores) < 1e-9 && math.Abs(a.GPUs-b.GPUs) < 1e-9
+		}
+		for node, w := range want {
+			if got := in.Loads[node]; !near(got.Standard, w.Standard) || !near(got.Performance, w.Performance) {
+				t.Errorf("%s: %s: load %+v from the cache, want %+v", when, node, got, w)
+			}
+		}
+	}
+	// amd: max(0.5 + 0.25 sidecar, 4 + 0.25 init) + 0.1 overhead.
+	if g := PodLoads(pods)["g"]; g.Performance != (powerest.Demand{CPUCores: 4.35, GPUs: 2}) || g.Standard != (powerest.Demand{CPUCores: 18, GPUs: 2}) {
+		t.Fatalf("PodLoads of g = %+v", g)
+	}
+	check("all running")
+	pods[2].Status.Phase = corev1.PodSucceeded
+	f.add(t, pods[2])
+	check("one finished")
 }

@@ -2,9 +2,10 @@
 // API server. Compute (this file) is pure: from the nodes, their hardware,
 // the current profiles and the pods it derives, for every managed node,
 // the profile the policy wants, what the downgrade guard allows, the
-// NodePowerProfile spec, the node labels and the NodeTwin status. The
-// Controller (controller.go) feeds it from informer caches and writes only
-// the differences.
+// NodePowerProfile spec, the node labels and the NodeTwin status, with the
+// node's power from its agent, Kepler, the utilization model of its pods'
+// requests (power.go) or its caps. The Controller (controller.go) feeds it
+// from informer caches and writes only the differences.
 package reconcile
 
 import (
@@ -22,6 +23,7 @@ import (
 	"joulie.io/joulie/controller/internal/twin"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/catalog"
+	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/workload"
 )
 
@@ -53,6 +55,9 @@ type Settings struct {
 	// still count (3m: the agent publishes every minute).
 	MeasurementMaxAge time.Duration
 	Catalog           *catalog.Catalog
+	// Coefficients are the marginal-power coefficients of the utilization
+	// model, the extender's MARGINAL_* settings.
+	Coefficients powerest.Coefficients
 }
 
 // Facility is the facility poller's latest reading; nil fields are
@@ -81,6 +86,11 @@ type Inputs struct {
 	// KeplerPower is each node's power as Kepler measured it, when the
 	// controller is configured to read it.
 	KeplerPower map[string]NodeReading
+	// Loads are the requests of the active pods on each node (PodLoads
+	// builds it), for the utilization model of nodes nothing measures; nil
+	// when the pods are not known, which leaves those nodes on the static
+	// estimate.
+	Loads map[string]NodeLoad
 	// Trends is each node's power trend in W/min.
 	Trends map[string]float64
 	Now    time.Time
@@ -175,13 +185,20 @@ func Compute(in Inputs, s Settings) Result {
 		plan = policy.Assign(eligible, res.HPCount)
 	}
 
+	// rule_swap_v1 exists to show a swap every RECONCILE_INTERVAL; a dwell
+	// longer than the interval would hold the node that just came back to
+	// performance there and stretch the swap to the dwell.
+	dwell := s.MinEcoDwell
+	if s.Policy == PolicyRuleSwap {
+		dwell = 0
+	}
 	res.Nodes = make([]NodePlan, 0, len(eligible)+len(released))
 	for _, e := range eligible {
 		n := byName[e.Name]
 		last := lastTransition(in.Profiles[e.Name])
 		d := policy.Guard(policy.GuardInput{
 			Current: CurrentState(n), Planned: plan[e.Name], PerfPods: perfOnNode[e.Name],
-			LastChange: last, MinEcoDwell: s.MinEcoDwell, Now: in.Now,
+			LastChange: last, MinEcoDwell: dwell, Now: in.Now,
 		})
 		if d.Next != CurrentState(n) || last.IsZero() {
 			last = in.Now
@@ -221,12 +238,8 @@ func Compute(in Inputs, s Settings) Result {
 		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
 			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: cpuPct, GPUCapPct: gpuPct,
 			AmbientTempC: ambient}, s.Cooling)
-		powers[i] = power{out: out, source: joulie.SourceStatic, measured: out.NodeCappedPowerW}
-		if m := freshMeasurement(in.Profiles[p.Name], in.Now, s.MeasurementMaxAge); m != nil {
-			powers[i].source, powers[i].measured = joulie.SourceAgent, m.NodePowerWatts
-		} else if k, ok := in.KeplerPower[p.Name]; ok && (s.MeasurementMaxAge <= 0 || in.Now.Sub(k.Time) <= s.MeasurementMaxAge) {
-			powers[i].source, powers[i].measured = joulie.SourceKepler, k.Watts
-		}
+		powers[i].out = out
+		powers[i].source, powers[i].measured = nodePower(p, out.NodeCappedPowerW, in, s)
 		clusterW += powers[i].measured
 	}
 	if in.Facility.ITPowerW != nil {
@@ -237,8 +250,6 @@ func Compute(in Inputs, s Settings) Result {
 		p, pw := &res.Nodes[i], powers[i]
 		out := pw.out
 		out.PSUStress = psu
-		// Measured power comes from the node's agent, else Kepler, else the
-		// cap-based budget (SPEC.md).
 		pm := &joulie.PowerMeasurement{Source: pw.source, MeasuredNodePowerW: round1(pw.measured),
 			CPUCappedPowerW: round1(out.CPUCappedPowerW), GPUCappedPowerW: round1(out.GPUCappedPowerW), NodeCappedPowerW: round1(out.NodeCappedPowerW),
 			CPUTdpW: round1(out.CPUTdpW), GPUTdpW: round1(out.GPUTdpW), NodeTdpW: round1(out.NodeTdpW), PowerTrendWPerMin: round1(in.Trends[p.Name])}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"joulie.io/joulie/controller/internal/intent"
 	"joulie.io/joulie/controller/internal/policy"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/powerest"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -20,7 +22,8 @@ var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 func settings(p string) Settings {
 	sel, _ := labels.Parse(joulie.LabelManaged + "=true")
 	return Settings{NodeSelector: sel, Policy: p, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
-		Interval: time.Minute, Intent: intent.Default(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute}
+		Interval: time.Minute, Intent: intent.Default(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute,
+		Coefficients: powerest.DefaultCoefficients()}
 }
 
 func gpuNode(name string, gpus int, extra map[string]string) *corev1.Node {
@@ -248,5 +251,149 @@ func TestTrendSlope(t *testing.T) {
 	tr.Observe("m", t0, 100)
 	if got := tr.Slopes(t0)["m"]; got != 0 {
 		t.Errorf("one sample gives slope %v, want 0", got)
+	}
+}
+
+// rule_swap_v1 exists to show a swap every RECONCILE_INTERVAL. With the
+// default 5-minute MIN_ECO_DWELL the node that just returned to
+// performance would be held there, and the swap would only happen every
+// five or six intervals. Each step applies the previous step's outcome the
+// way the controller publishes it (labels and the transition annotation).
+func TestRuleSwapSwapsEveryIntervalDespiteTheDwell(t *testing.T) {
+	s := settings(PolicyRuleSwap)
+	s.MinEcoDwell = 5 * time.Minute // the controller's default
+	nodes := []*corev1.Node{cpuNode("a", nil), cpuNode("b", nil), cpuNode("c", nil)}
+	profiles := map[string]*joulie.NodePowerProfile{}
+	prevEco := ""
+	for step := range 8 {
+		now := t0.Add(time.Duration(step) * s.Interval)
+		r := Compute(Inputs{Now: now, Nodes: nodes, Profiles: profiles}, s)
+		var eco []string
+		for _, p := range r.Nodes {
+			if p.Decision.Profile == joulie.ProfileEco {
+				eco = append(eco, p.Name)
+			}
+		}
+		if len(eco) != 1 {
+			t.Fatalf("step %d: eco nodes %v, want exactly one", step, eco)
+		}
+		if eco[0] == prevEco {
+			t.Fatalf("step %d (%v after the last): %s is still the eco node; rule_swap_v1 must swap every interval",
+				step, s.Interval, eco[0])
+		}
+		prevEco = eco[0]
+		for _, p := range r.Nodes {
+			n := nodes[slices.IndexFunc(nodes, func(n *corev1.Node) bool { return n.Name == p.Name })]
+			n.Labels[joulie.LabelPowerProfile] = string(p.Decision.Profile)
+			n.Labels[joulie.LabelDraining] = fmt.Sprint(p.Decision.Draining)
+			profiles[p.Name] = &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name,
+				Annotations: map[string]string{AnnotationLastTransition: p.LastTransition.UTC().Format(time.RFC3339)}}}
+		}
+	}
+}
+
+// requesting is a pod on node asking for cores and NVIDIA GPUs.
+func requesting(name, node string, cores, gpus string, class string, phase corev1.PodPhase) *corev1.Pod {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cores)}
+	if gpus != "" {
+		req[joulie.ResourceNVIDIAGPU] = resource.MustParse(gpus)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
+		Status: corev1.PodStatus{Phase: phase}}
+	if class != "" {
+		p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: class}
+	}
+	return p
+}
+
+// Each source of powerMeasurement, in SPEC.md's order: the agent's fresh
+// reading, Kepler's, the utilization model of the pods' requests, and the
+// cap-based budget when the model has nothing to stand on.
+func TestPowerMeasurementSources(t *testing.T) {
+	// g: 2 × EPYC 9654 (96 cores, 400 W max, 0.3 × 360 = 108 W idle each)
+	// and 4 × H100 SXM (700 W max, 0.15 × 700 = 105 W idle each),
+	// uncapped: a budget of 800 + 2800 = 3600 W and 636 W idle.
+	const idleW, cappedW = 2*108 + 4*105, 2*400 + 4*700
+	// 64 of 192 cores: 0.8 × 64/192 × 800; one standard GPU: 0.6 × 1/4 ×
+	// 2800; two performance GPUs: 0.9 × 2/4 × 2800.
+	const busyW = idleW + 0.8*64/192*800 + 0.6*1/4*2800 + 0.9*2/4*2800
+	busy := PodLoads([]*corev1.Pod{
+		requesting("std", "g", "48", "1", "", corev1.PodRunning),
+		requesting("perf", "g", "16", "2", joulie.WorkloadClassPerformance, corev1.PodRunning),
+		requesting("done", "g", "96", "1", "", corev1.PodSucceeded),    // finished: draws nothing
+		requesting("queued", "", "96", "4", "", corev1.PodPending),     // not on a node yet
+		requesting("elsewhere", "h", "96", "4", "", corev1.PodRunning), // another node
+	})
+	full := PodLoads([]*corev1.Pod{requesting("all", "g", "192", "4", joulie.WorkloadClassPerformance, corev1.PodRunning)})
+	agent := map[string]*joulie.NodePowerProfile{"g": {ObjectMeta: metav1.ObjectMeta{Name: "g"},
+		Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{NodePowerWatts: 1234.5, Time: metav1.NewTime(t0.Add(-time.Minute))}}}}
+	staleAgent := map[string]*joulie.NodePowerProfile{"g": {ObjectMeta: metav1.ObjectMeta{Name: "g"},
+		Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{NodePowerWatts: 1234.5, Time: metav1.NewTime(t0.Add(-10 * time.Minute))}}}}
+	kepler := map[string]NodeReading{"g": {Watts: 999, Time: t0.Add(-time.Minute)}}
+	staleKepler := map[string]NodeReading{"g": {Watts: 999, Time: t0.Add(-10 * time.Minute)}}
+	known := gpuNode("g", 4, nil)
+	// No hardware labels, GPUs only from allocatable: the catalog knows
+	// neither model, so it has no idle figure.
+	unknown := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "g", Labels: map[string]string{joulie.LabelManaged: "true"}}}
+	unknown.Status.Allocatable = corev1.ResourceList{joulie.ResourceNVIDIAGPU: resource.MustParse("4")}
+	// A known CPU, but a GPU known only as a generic NVIDIA part.
+	genericGPU := cpuNode("g", map[string]string{joulie.LabelHWGPUCount: "4"})
+	genericGPU.Status.Allocatable = corev1.ResourceList{joulie.ResourceNVIDIAGPU: resource.MustParse("4")}
+
+	tests := []struct {
+		name     string
+		node     *corev1.Node
+		profiles map[string]*joulie.NodePowerProfile
+		kepler   map[string]NodeReading
+		loads    map[string]NodeLoad
+		source   joulie.MeasurementSource
+		watts    float64 // 0: the node's capped budget
+	}{
+		{"fresh agent reading wins over everything", known, agent, kepler, busy, joulie.SourceAgent, 1234.5},
+		{"fresh Kepler reading when the agent's is stale", known, staleAgent, kepler, busy, joulie.SourceKepler, 999},
+		{"utilization: idle plus the running pods' marginal power", known, staleAgent, staleKepler, busy, joulie.SourceUtilization, round1(busyW)},
+		{"utilization: an empty node draws its idle power", known, nil, nil, map[string]NodeLoad{}, joulie.SourceUtilization, idleW},
+		{"utilization never exceeds the capped budget", known, nil, nil, full, joulie.SourceUtilization, cappedW},
+		{"static: pods not known", known, nil, nil, nil, joulie.SourceStatic, 0},
+		{"static: hardware not identified, no idle figure", unknown, nil, nil, busy, joulie.SourceStatic, 0},
+		{"static: GPU model not identified, no GPU idle figure", genericGPU, nil, nil, busy, joulie.SourceStatic, 0},
+	}
+	s := settings(PolicyStaticPartition)
+	s.StaticHPFrac = 1 // performance: uncapped
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Inputs{Now: t0, Nodes: []*corev1.Node{tt.node}, Profiles: tt.profiles, KeplerPower: tt.kepler, Loads: tt.loads}
+			pm := byName(Compute(in, s))["g"].Twin.PowerMeasurement
+			want := tt.watts
+			if want == 0 {
+				want = pm.NodeCappedPowerW
+			}
+			if pm.Source != tt.source || pm.MeasuredNodePowerW != want {
+				t.Errorf("source %s, measured %v W; want %s, %v W (%+v)", pm.Source, pm.MeasuredNodePowerW, tt.source, want, pm)
+			}
+			if tt.node == known && pm.NodeCappedPowerW != cappedW {
+				t.Errorf("capped %v W, want %v", pm.NodeCappedPowerW, float64(cappedW))
+			}
+		})
+	}
+}
+
+// The utilization model feeds PSU stress like a measurement does: a
+// cluster of idle nodes is far from its rack budget, where their caps
+// alone would put it.
+func TestUtilizationModelFeedsPSUStress(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 10 {
+		nodes = append(nodes, gpuNode(fmt.Sprintf("g%d", i), 8, nil))
+	}
+	s := settings(PolicyStaticPartition)
+	s.StaticHPFrac = 1
+	static := Compute(Inputs{Now: t0, Nodes: nodes}, s).Nodes[0].Twin
+	modelled := Compute(Inputs{Now: t0, Nodes: nodes, Loads: map[string]NodeLoad{}}, s).Nodes[0].Twin
+	// Caps: 10 × (800 + 5600) W = 64 kW, over the 50 kW rack. Idle:
+	// 10 × (216 + 840) W = 10.56 kW, 21%.
+	if static.PredictedPsuStressScore != 100 || modelled.PredictedPsuStressScore != 21.1 {
+		t.Errorf("PSU stress %v from caps, %v from the model; want 100 and 21.1", static.PredictedPsuStressScore, modelled.PredictedPsuStressScore)
 	}
 }

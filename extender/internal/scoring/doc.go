@@ -18,8 +18,13 @@
 //	           − perfPressure × 0.3 for a standard pod on a performance node
 //
 // trendScale is 2 while the cluster's summed trend exceeds 500 W/min in
-// magnitude, else 6. perfPressure is the mean of (100 − headroom) over the
-// fresh performance nodes. Without a power measurement the twin's
-// predictedPowerHeadroomScore stands in for headroom; a node without a twin,
-// or whose twin is older than the staleness threshold, scores a neutral 50.
+// magnitude, else 6; the sum runs over the fresh, measured twins.
+// perfPressure is the mean of (100 − headroom) over the fresh, measured
+// performance nodes. A twin whose powerMeasurement has source agent, kepler
+// or utilization is measured; one without the block, or with source static
+// (the controller's cap-based stand-in, measuredNodePowerW =
+// nodeCappedPowerW), is not: its predictedPowerHeadroomScore stands in for
+// headroom, it gets no trend bonus, and it counts in neither aggregate. A
+// node without a twin, or whose twin is older than the staleness threshold,
+// scores a neutral 50.
 package scoring

@@ -42,8 +42,12 @@ type Twin struct {
 	// PUE is estimatedPUE; 0 when the twin has none.
 	PUE float64
 	// Measured is true when the twin carries a powerMeasurement block; the
-	// four fields below are only meaningful then.
-	Measured     bool
+	// fields below are only meaningful then.
+	Measured bool
+	// Source says where MeasuredW came from. static is the controller's
+	// cap-based stand-in (MeasuredW = CappedW), which says nothing about
+	// the node's draw: it counts as no measurement.
+	Source       joulie.MeasurementSource
 	MeasuredW    float64
 	CappedW      float64
 	TdpW         float64
@@ -60,17 +64,24 @@ func (t *Twin) Stale(now time.Time, threshold time.Duration) bool {
 	return t.LastUpdated.IsZero() || t.LastUpdated.Before(now.Add(-threshold))
 }
 
+// HasMeasurement reports whether the twin carries power that stands for
+// the node's draw: read by the agent or Kepler, or modelled from its pods
+// (utilization). The static estimate is the node's budget, not its draw;
+// taken as measured it would leave every such node without headroom and
+// count every such performance node as fully congested.
+func (t *Twin) HasMeasurement() bool {
+	return t.Measured && t.Source != joulie.SourceStatic
+}
+
 // hasBudget reports whether headroom can be projected from measured power:
 // a measurement with a positive budget to divide by.
 func (t *Twin) hasBudget() bool {
-	return t.Measured && t.CappedW > 0 && !math.IsInf(t.CappedW, 1)
+	return t.HasMeasurement() && t.CappedW > 0 && !math.IsInf(t.CappedW, 1)
 }
 
 // Headroom is the node's headroom before any new pod, 0..100: what is left
 // of its power budget by measurement, or the twin's predicted headroom
-// when nothing is measured. It is what performance-node congestion is
-// measured by, so that a busy performance node counts as busy even though
-// the twin's cap-based prediction for it stays high.
+// when nothing is measured (no powerMeasurement, or source static).
 func (t *Twin) Headroom() float64 {
 	if t.hasBudget() {
 		return clamp((t.CappedW-t.MeasuredW)/t.CappedW*100, 0, 100)
@@ -100,16 +111,17 @@ type Pod struct {
 // Cluster holds the aggregates over all nodes that each node's score
 // depends on. Compute it once per scheduling request with ClusterSum.
 type Cluster struct {
-	// TrendWPerMin is the sum of the fresh twins' power trends.
+	// TrendWPerMin is the sum of the fresh, measured twins' power trends.
 	TrendWPerMin float64
-	// PerfPressure is the mean congestion, 100 − headroom, of the fresh
-	// performance nodes; 0 when there are none.
+	// PerfPressure is the mean congestion, 100 − headroom, of the fresh,
+	// measured performance nodes; 0 when there are none.
 	PerfPressure float64
 }
 
 // ClusterSum accumulates Cluster over a set of twins without allocating.
 // Stale twins are left out, as they are from scoring: old trends and old
-// congestion say nothing about the cluster now.
+// congestion say nothing about the cluster now; so are twins without a
+// measurement.
 type ClusterSum struct {
 	trend     float64
 	congested float64
@@ -121,9 +133,16 @@ func (s *ClusterSum) Add(t *Twin, now time.Time, threshold time.Duration) {
 	if t == nil || t.Stale(now, threshold) {
 		return
 	}
-	if t.Measured && finite(t.TrendWPerMin) {
+	if !t.HasMeasurement() {
+		return
+	}
+	if finite(t.TrendWPerMin) {
 		s.trend += t.TrendWPerMin
 	}
+	// Congestion is measured by measured headroom only, so that a busy
+	// performance node counts as busy even though the twin's cap-based
+	// prediction for it stays high; a node nothing measures says nothing
+	// about congestion either way.
 	if t.Class == joulie.ClassPerformance {
 		s.congested += 100 - t.Headroom()
 		s.perfNodes++
@@ -262,7 +281,7 @@ func (b *Batch) explain(twin *Twin, hw powerest.Node, r *Breakdown) {
 	}
 	r.HeadroomTerm = r.Headroom * headroomWeight
 	r.CoolingTerm = (100 - twin.CoolingStress) * coolingWeight
-	if twin.Measured {
+	if twin.HasMeasurement() {
 		r.TrendBonus = trendBonus(twin.TrendWPerMin, b.trendScale)
 	}
 	if !b.pod.Performance {

@@ -23,7 +23,7 @@ var cpuNode = powerest.Node{CPUTotalCores: 64, CPUMaxWatts: 500}
 func measured(class joulie.SchedulableClass, cappedW, measuredW, cooling, trend float64) *Twin {
 	return &Twin{
 		Class: class, CoolingStress: cooling, PredictedHeadroom: 80,
-		Measured: true, CappedW: cappedW, MeasuredW: measuredW, TdpW: cappedW * 1.5, TrendWPerMin: trend,
+		Measured: true, Source: joulie.SourceAgent, CappedW: cappedW, MeasuredW: measuredW, TdpW: cappedW * 1.5, TrendWPerMin: trend,
 		LastUpdated: now.Add(-30 * time.Second),
 	}
 }
@@ -236,7 +236,7 @@ func TestClusterSum(t *testing.T) {
 		measured(joulie.ClassPerformance, 1000, 800, 0, 300),                      // headroom 20: congestion 80
 		measured(joulie.ClassPerformance, 1000, 400, 0, 250),                      // headroom 60: congestion 40
 		measured(joulie.ClassEco, 500, 500, 0, -20),                               // eco: trend only
-		{Class: joulie.ClassPerformance, PredictedHeadroom: 70, LastUpdated: now}, // unmeasured: congestion 30
+		{Class: joulie.ClassPerformance, PredictedHeadroom: 70, LastUpdated: now}, // unmeasured: left out
 		stale, // left out
 		nil,   // no twin
 	}
@@ -248,7 +248,7 @@ func TestClusterSum(t *testing.T) {
 	if c.TrendWPerMin != 530 {
 		t.Errorf("cluster trend %v, want 530", c.TrendWPerMin)
 	}
-	if want := (80.0 + 40 + 30) / 3; math.Abs(c.PerfPressure-want) > 1e-9 {
+	if want := (80.0 + 40) / 2; math.Abs(c.PerfPressure-want) > 1e-9 {
 		t.Errorf("performance pressure %v, want %v", c.PerfPressure, want)
 	}
 	if got := (&ClusterSum{}).Cluster(); got != (Cluster{}) {
@@ -376,4 +376,49 @@ func BenchmarkScore5000(b *testing.B) {
 		}
 	}
 	_ = sink
+}
+
+// Each source of the twin's powerMeasurement: agent, Kepler and the
+// controller's utilization model stand for the node's draw; static is the
+// node's capped budget in the measured field, which the extender treats as
+// no measurement: the twin's predicted headroom, no trend bonus, and left
+// out of the performance pressure and the cluster trend.
+func TestPowerMeasurementSources(t *testing.T) {
+	p := defaultParams()
+	pod := Pod{Demand: powerest.Demand{CPUCores: 8}} // adds 50 W on cpuNode
+	tests := []struct {
+		source     joulie.MeasurementSource
+		measuredW  float64
+		headroom   float64 // projected, with the pod
+		pressure   float64 // of a cluster of this one performance node
+		trend      float64 // cluster trend
+		trendBonus float64
+	}{
+		// (600 − 350) / 600 × 100; congestion 100 − 50; −clamp(12/6).
+		{joulie.SourceAgent, 300, 250.0 / 6, 50, 12, -2},
+		{joulie.SourceKepler, 300, 250.0 / 6, 50, 12, -2},
+		{joulie.SourceUtilization, 300, 250.0 / 6, 50, 12, -2},
+		// The controller writes the budget as measured power: without the
+		// fallback every such node had no headroom and was 100% congested.
+		{joulie.SourceStatic, 600, 80, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.source), func(t *testing.T) {
+			tw := measured(joulie.ClassPerformance, 600, tt.measuredW, 20, 12)
+			tw.Source = tt.source
+			var sum ClusterSum
+			sum.Add(tw, now, p.StalenessThreshold)
+			c := sum.Cluster()
+			if math.Abs(c.PerfPressure-tt.pressure) > 1e-9 || c.TrendWPerMin != tt.trend {
+				t.Errorf("cluster %+v; want perfPressure %v, trend %v", c, tt.pressure, tt.trend)
+			}
+			b := p.Explain(pod, Cluster{}, tw, cpuNode, now)
+			if math.Abs(b.Headroom-tt.headroom) > 1e-9 || b.TrendBonus != tt.trendBonus {
+				t.Errorf("headroom %v, trend bonus %v; want %v, %v (%+v)", b.Headroom, b.TrendBonus, tt.headroom, tt.trendBonus, b)
+			}
+			if want := tt.headroom*0.7 + 80*0.15 + tt.trendBonus; math.Abs(b.Total-want) > 1e-9 {
+				t.Errorf("score %v, want %v", b.Total, want)
+			}
+		})
+	}
 }

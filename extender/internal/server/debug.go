@@ -24,15 +24,16 @@ type debugScoring struct {
 }
 
 // debugNode is one node. headroom is the node's headroom before any pod
-// (measured when possible, else predicted); baseScore its score before
-// anything pod-specific: headroom, cooling and trend, or 50 without a
-// fresh twin.
+// (measured when possible, else predicted: powerSource static counts as
+// no measurement); baseScore its score before anything pod-specific:
+// headroom, cooling and trend, or 50 without a fresh twin.
 type debugNode struct {
 	NodeName          string   `json:"nodeName"`
 	SchedulableClass  string   `json:"schedulableClass"`
 	Headroom          float64  `json:"headroom"`
 	CoolingStress     float64  `json:"coolingStress"`
 	MeasuredPowerW    float64  `json:"measuredPowerW"`
+	PowerSource       string   `json:"powerSource,omitempty"`
 	CappedPowerW      float64  `json:"cappedPowerW"`
 	NodeTdpW          float64  `json:"nodeTdpW"`
 	PowerTrendWPerMin float64  `json:"powerTrendWPerMin"`
@@ -83,6 +84,7 @@ func (s *Server) debugScoring(w http.ResponseWriter, _ *http.Request) {
 			d.Headroom = t.Headroom()
 			d.CoolingStress = t.CoolingStress
 			d.MeasuredPowerW = t.MeasuredW
+			d.PowerSource = string(t.Source)
 			d.CappedPowerW = t.CappedW
 			d.NodeTdpW = t.TdpW
 			d.PowerTrendWPerMin = t.TrendWPerMin

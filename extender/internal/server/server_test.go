@@ -477,7 +477,7 @@ func TestDebugScoring(t *testing.T) {
 		byName[n["nodeName"].(string)] = n
 	}
 	perf := byName["perf"]
-	if perf["headroom"] != 50.0 || perf["cappedPowerW"] != 600.0 || perf["cpuMaxWattsTotal"] != 500.0 || perf["stale"] != false {
+	if perf["headroom"] != 50.0 || perf["cappedPowerW"] != 600.0 || perf["cpuMaxWattsTotal"] != 500.0 || perf["stale"] != false || perf["powerSource"] != "agent" {
 		t.Errorf("perf node %v", perf)
 	}
 	// 50 × 0.7 + 80 × 0.15 = 47.

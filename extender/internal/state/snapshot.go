@@ -154,6 +154,7 @@ func TwinOf(st *joulie.NodeTwinStatus) scoring.Twin {
 	}
 	if m := st.PowerMeasurement; m != nil {
 		t.Measured = true
+		t.Source = m.Source
 		t.MeasuredW = m.MeasuredNodePowerW
 		t.CappedW = m.NodeCappedPowerW
 		t.TdpW = m.NodeTdpW

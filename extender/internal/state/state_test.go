@@ -101,7 +101,7 @@ func TestTwinOf(t *testing.T) {
 	got := TwinOf(&twin("a", joulie.ClassEco, 420).Status)
 	want := scoring.Twin{
 		Class: joulie.ClassEco, PredictedHeadroom: 70, CoolingStress: 20, PUE: 1.3,
-		Measured: true, MeasuredW: 420, CappedW: 1000, TdpW: 1400, TrendWPerMin: -5, LastUpdated: updated.Time,
+		Measured: true, Source: joulie.SourceAgent, MeasuredW: 420, CappedW: 1000, TdpW: 1400, TrendWPerMin: -5, LastUpdated: updated.Time,
 	}
 	if got != want {
 		t.Errorf("TwinOf = %+v\nwant %+v", got, want)
