@@ -76,9 +76,10 @@
 //
 // # Idle power
 //
-// IdleWatts is a rough estimate of what one idle package or device draws:
-// the class's idleFractionOfTdp (0.3 for CPUs, 0.15 for GPUs in the
-// embedded catalog) times its TDP. The controller adds it to the marginal
+// IdleWatts is an estimate of what one idle package or device draws: the
+// class's idleFractionOfTdp (0.18 for CPUs, 0.10 for GPUs in the embedded
+// catalog, each from a public measurement of the class's reference part,
+// cited in catalog.yaml) times its TDP. The controller adds it to the marginal
 // power of a node's pods to model the draw of a node nothing measures.
 // Generic entries have no idle figure: their figures are stand-ins, fine
 // for a cap but too rough to pass for a node's draw.

@@ -311,10 +311,10 @@ func requesting(name, node string, cores, gpus string, class string, phase corev
 // reading, Kepler's, the utilization model of the pods' requests, and the
 // cap-based budget when the model has nothing to stand on.
 func TestPowerMeasurementSources(t *testing.T) {
-	// g: 2 × EPYC 9654 (96 cores, 400 W max, 0.3 × 360 = 108 W idle each)
-	// and 4 × H100 SXM (700 W max, 0.15 × 700 = 105 W idle each),
-	// uncapped: a budget of 800 + 2800 = 3600 W and 636 W idle.
-	const idleW, cappedW = 2*108 + 4*105, 2*400 + 4*700
+	// g: 2 × EPYC 9654 (96 cores, 400 W max, 0.18 × 360 = 64.8 W idle
+	// each) and 4 × H100 SXM (700 W max, 0.10 × 700 = 70 W idle each),
+	// uncapped: a budget of 800 + 2800 = 3600 W and 409.6 W idle.
+	const idleW, cappedW = 2*64.8 + 4*70, 2*400 + 4*700
 	// 64 of 192 cores: 0.8 × 64/192 × 800; one standard GPU: 0.6 × 1/4 ×
 	// 2800; two performance GPUs: 0.9 × 2/4 × 2800.
 	const busyW = idleW + 0.8*64/192*800 + 0.6*1/4*2800 + 0.9*2/4*2800
@@ -349,20 +349,26 @@ func TestPowerMeasurementSources(t *testing.T) {
 		loads    map[string]NodeLoad
 		source   joulie.MeasurementSource
 		watts    float64 // 0: the node's capped budget
+		eco      bool    // capped at the eco defaults (60%) instead of uncapped
 	}{
-		{"fresh agent reading wins over everything", known, agent, kepler, busy, joulie.SourceAgent, 1234.5},
-		{"fresh Kepler reading when the agent's is stale", known, staleAgent, kepler, busy, joulie.SourceKepler, 999},
-		{"utilization: idle plus the running pods' marginal power", known, staleAgent, staleKepler, busy, joulie.SourceUtilization, round1(busyW)},
-		{"utilization: an empty node draws its idle power", known, nil, nil, map[string]NodeLoad{}, joulie.SourceUtilization, idleW},
-		{"utilization never exceeds the capped budget", known, nil, nil, full, joulie.SourceUtilization, cappedW},
-		{"static: pods not known", known, nil, nil, nil, joulie.SourceStatic, 0},
-		{"static: hardware not identified, no idle figure", unknown, nil, nil, busy, joulie.SourceStatic, 0},
-		{"static: GPU model not identified, no GPU idle figure", genericGPU, nil, nil, busy, joulie.SourceStatic, 0},
+		{"fresh agent reading wins over everything", known, agent, kepler, busy, joulie.SourceAgent, 1234.5, false},
+		{"fresh Kepler reading when the agent's is stale", known, staleAgent, kepler, busy, joulie.SourceKepler, 999, false},
+		{"utilization: idle plus the running pods' marginal power", known, staleAgent, staleKepler, busy, joulie.SourceUtilization, round1(busyW), false},
+		{"utilization: an empty node draws its idle power", known, nil, nil, map[string]NodeLoad{}, joulie.SourceUtilization, idleW, false},
+		// A full node models to 409.6 + 0.8 × 800 + 0.9 × 2800 = 3569.6 W,
+		// over an eco budget of 0.6 × 3600 = 2160 W.
+		{"utilization never exceeds the capped budget", known, nil, nil, full, joulie.SourceUtilization, 0.6 * cappedW, true},
+		{"static: pods not known", known, nil, nil, nil, joulie.SourceStatic, 0, false},
+		{"static: hardware not identified, no idle figure", unknown, nil, nil, busy, joulie.SourceStatic, 0, false},
+		{"static: GPU model not identified, no GPU idle figure", genericGPU, nil, nil, busy, joulie.SourceStatic, 0, false},
 	}
-	s := settings(PolicyStaticPartition)
-	s.StaticHPFrac = 1 // performance: uncapped
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			s := settings(PolicyStaticPartition)
+			s.StaticHPFrac = 1 // performance: uncapped
+			if tt.eco {
+				s.StaticHPFrac = 0
+			}
 			in := Inputs{Now: t0, Nodes: []*corev1.Node{tt.node}, Profiles: tt.profiles, KeplerPower: tt.kepler, Loads: tt.loads}
 			pm := byName(Compute(in, s))["g"].Twin.PowerMeasurement
 			want := tt.watts
@@ -372,7 +378,7 @@ func TestPowerMeasurementSources(t *testing.T) {
 			if pm.Source != tt.source || pm.MeasuredNodePowerW != want {
 				t.Errorf("source %s, measured %v W; want %s, %v W (%+v)", pm.Source, pm.MeasuredNodePowerW, tt.source, want, pm)
 			}
-			if tt.node == known && pm.NodeCappedPowerW != cappedW {
+			if tt.node == known && !tt.eco && pm.NodeCappedPowerW != cappedW {
 				t.Errorf("capped %v W, want %v", pm.NodeCappedPowerW, float64(cappedW))
 			}
 		})
@@ -392,8 +398,8 @@ func TestUtilizationModelFeedsPSUStress(t *testing.T) {
 	static := Compute(Inputs{Now: t0, Nodes: nodes}, s).Nodes[0].Twin
 	modelled := Compute(Inputs{Now: t0, Nodes: nodes, Loads: map[string]NodeLoad{}}, s).Nodes[0].Twin
 	// Caps: 10 × (800 + 5600) W = 64 kW, over the 50 kW rack. Idle:
-	// 10 × (216 + 840) W = 10.56 kW, 21%.
-	if static.PredictedPsuStressScore != 100 || modelled.PredictedPsuStressScore != 21.1 {
-		t.Errorf("PSU stress %v from caps, %v from the model; want 100 and 21.1", static.PredictedPsuStressScore, modelled.PredictedPsuStressScore)
+	// 10 × (129.6 + 560) W = 6.896 kW, 13.8%.
+	if static.PredictedPsuStressScore != 100 || modelled.PredictedPsuStressScore != 13.8 {
+		t.Errorf("PSU stress %v from caps, %v from the model; want 100 and 13.8", static.PredictedPsuStressScore, modelled.PredictedPsuStressScore)
 	}
 }
