@@ -2,23 +2,33 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	jouliev1alpha1client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	"joulie.io/joulie/test/harness"
 )
 
 // policyMessage is part of what the chart's admission policy says when it
 // refuses an agent.
 const policyMessage = "may only write objects named after its own node"
+
+// metadataMessage is part of what the policy says when an agent's create
+// carries metadata.
+const metadataMessage = "only without labels, annotations, finalizers or ownerReferences"
 
 // chartAgentPolicy is the chart's ValidatingAdmissionPolicy; the API
 // server names it in a refusal.
@@ -137,6 +147,196 @@ func TestAgentWritesOnlyObjectsOfItsOwnNode(t *testing.T) {
 	}
 	if !slices.Equal(gotLines, want) {
 		t.Errorf("writes audited for %s:\n got %q\nwant %q", userA, gotLines, want)
+	}
+}
+
+// The chart's agent role grants exactly the calls joulie-agentd makes
+// (agentd/internal/kubesync), asked of the API server's authorizer as the
+// agent itself: nothing that lists or watches hardware, nothing that writes
+// an object's metadata, nothing the agent does not do.
+func TestAgentRoleGrantsOnlyTheAgentsCalls(t *testing.T) {
+	const node = "node-access"
+	kc := kubernetes.NewForConfigOrDie(cp.AgentConfig(t, node))
+	cases := []struct {
+		verb, group, resource, subresource string
+		allowed                            bool
+	}{
+		{"get", "joulie.io", "nodehardwares", "", true},
+		{"create", "joulie.io", "nodehardwares", "", true},
+		{"list", "joulie.io", "nodehardwares", "", false},
+		{"watch", "joulie.io", "nodehardwares", "", false},
+		{"update", "joulie.io", "nodehardwares", "", false},
+		{"patch", "joulie.io", "nodehardwares", "", false},
+		{"delete", "joulie.io", "nodehardwares", "", false},
+		{"update", "joulie.io", "nodehardwares", "status", true},
+		{"patch", "joulie.io", "nodehardwares", "status", false},
+		{"get", "joulie.io", "nodehardwares", "status", false},
+		{"get", "joulie.io", "nodepowerprofiles", "", true},
+		{"list", "joulie.io", "nodepowerprofiles", "", true},
+		{"watch", "joulie.io", "nodepowerprofiles", "", true},
+		{"update", "joulie.io", "nodepowerprofiles", "", false},
+		{"patch", "joulie.io", "nodepowerprofiles", "", false},
+		{"create", "joulie.io", "nodepowerprofiles", "", false},
+		{"update", "joulie.io", "nodepowerprofiles", "status", true},
+		{"patch", "joulie.io", "nodepowerprofiles", "status", false},
+		{"list", "joulie.io", "telemetryprofiles", "", true},
+		{"get", "joulie.io", "telemetryprofiles", "", false},
+		{"watch", "joulie.io", "telemetryprofiles", "", false},
+		{"get", "", "nodes", "", true},
+		{"list", "", "nodes", "", false},
+		{"patch", "", "nodes", "", false},
+		{"get", "joulie.io", "nodetwins", "", false},
+	}
+	for _, c := range cases {
+		review, err := kc.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: c.verb, Group: c.group, Resource: c.resource, Subresource: c.subresource, Name: node,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("access review of %s %s/%s: %v", c.verb, c.resource, c.subresource, err)
+		}
+		if review.Status.Allowed != c.allowed {
+			t.Errorf("agent of %s may %s %s (subresource %q): %v, want %v", node, c.verb, c.resource, c.subresource, review.Status.Allowed, c.allowed)
+		}
+	}
+}
+
+// An agent owns its NodeHardware's status, not its metadata: labels,
+// annotations, finalizers and ownerReferences are the administrator's (a
+// finalizer holds up the object's deletion, an ownerReference with
+// blockOwnerDeletion its owner's). The policy refuses a create that carries
+// any, RBAC refuses updates and patches of the object, and a status update
+// keeps the stored metadata whatever the request holds; the agent's own
+// writes, a bare create and status updates, go through.
+func TestAgentWritesNoMetadataOfItsOwnNodeHardware(t *testing.T) {
+	const node = "node-meta"
+	admin := versioned.NewForConfigOrDie(cp.AdminConfig()).JoulieV1alpha1()
+	agent := versioned.NewForConfigOrDie(cp.AgentConfig(t, node)).JoulieV1alpha1()
+	t.Cleanup(func() {
+		_ = admin.NodeHardwares().Delete(context.Background(), node, metav1.DeleteOptions{})
+		_ = admin.NodePowerProfiles().Delete(context.Background(), node, metav1.DeleteOptions{})
+	})
+	waitForAgentPolicy(t)
+	user := harness.AgentUser(node)
+	before := len(cp.Writes(t, user))
+	ctx := t.Context()
+
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node,
+		UID: "6a1e4a5c-0000-4000-8000-000000000001", BlockOwnerDeletion: ptr.To(true)}
+	metadata := []struct {
+		field string
+		set   func(*metav1.ObjectMeta)
+	}{
+		{"labels", func(m *metav1.ObjectMeta) { m.Labels = map[string]string{"example.com/rack": "r1"} }},
+		{"annotations", func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{"example.com/note": "x"} }},
+		{"finalizers", func(m *metav1.ObjectMeta) { m.Finalizers = []string{"example.com/hold"} }},
+		{"ownerReferences", func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{owner} }},
+	}
+	for _, m := range metadata {
+		hw := nodeHardware(node)
+		m.set(&hw.ObjectMeta)
+		_, err := agent.NodeHardwares().Create(ctx, hw, metav1.CreateOptions{})
+		if err == nil {
+			t.Errorf("agent creating its NodeHardware with %s: created, want Forbidden by ValidatingAdmissionPolicy %s", m.field, chartAgentPolicy)
+			removeHardware(t, admin, node) // so the next case starts afresh
+			continue
+		}
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), metadataMessage) || !strings.Contains(err.Error(), "'"+chartAgentPolicy+"'") {
+			t.Errorf("agent creating its NodeHardware with %s: want Forbidden by ValidatingAdmissionPolicy %s, got %v", m.field, chartAgentPolicy, err)
+		}
+	}
+
+	// The agent's own create: a name and nothing else, as kubesync sends it.
+	hw, err := agent.NodeHardwares().Create(ctx, nodeHardware(node), metav1.CreateOptions{FieldManager: "joulie-agentd"})
+	if err != nil {
+		t.Fatalf("agent creating its bare NodeHardware: %v", err)
+	}
+	for _, m := range metadata {
+		upd := hw.DeepCopy()
+		m.set(&upd.ObjectMeta)
+		_, err := agent.NodeHardwares().Update(ctx, upd, metav1.UpdateOptions{})
+		wantRBACRefusal(t, "agent updating its NodeHardware's "+m.field, err)
+		var patch struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		m.set(&patch.Metadata)
+		body, err := json.Marshal(patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = agent.NodeHardwares().Patch(ctx, node, types.MergePatchType, body, metav1.PatchOptions{})
+		wantRBACRefusal(t, "agent patching its NodeHardware's "+m.field, err)
+	}
+
+	// Status: the hardware lands, the metadata in the same request does not.
+	upd := hw.DeepCopy()
+	for _, m := range metadata {
+		m.set(&upd.ObjectMeta)
+	}
+	upd.Status = hardwareStatus()
+	if _, err := agent.NodeHardwares().UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: "joulie-agentd"}); err != nil {
+		t.Fatalf("agent publishing its hardware: %v", err)
+	}
+	stored, err := admin.NodeHardwares().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.CPU.Model != hardwareStatus().CPU.Model {
+		t.Errorf("status update by the agent not stored: CPU %+v", stored.Status.CPU)
+	}
+	if len(stored.Labels)+len(stored.Annotations)+len(stored.Finalizers)+len(stored.OwnerReferences) != 0 {
+		t.Errorf("a status update by the agent wrote metadata: labels %v, annotations %v, finalizers %v, ownerReferences %v",
+			stored.Labels, stored.Annotations, stored.Finalizers, stored.OwnerReferences)
+	}
+
+	// Its profile's metadata is not the agent's either.
+	if _, err := admin.NodePowerProfiles().Create(ctx, &jouliev1alpha1.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec:       jouliev1alpha1.NodePowerProfileSpec{Profile: jouliev1alpha1.ProfileEco},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("admin creating NodePowerProfile %s: %v", node, err)
+	}
+	_, err = agent.NodePowerProfiles().Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{})
+	wantRBACRefusal(t, "agent patching its profile's finalizers", err)
+
+	var got []string
+	for _, w := range cp.Writes(t, user)[before:] {
+		got = append(got, strings.TrimPrefix(w.String(), user+" "))
+	}
+	want := []string{
+		"create nodehardwares " + node + " -> 403",
+		"create nodehardwares " + node + " -> 403",
+		"create nodehardwares " + node + " -> 403",
+		"create nodehardwares " + node + " -> 403",
+		"create nodehardwares " + node + " -> 201",
+	}
+	for range metadata {
+		want = append(want, "update nodehardwares "+node+" -> 403", "patch nodehardwares "+node+" -> 403")
+	}
+	want = append(want, "update nodehardwares/status "+node+" -> 200", "patch nodepowerprofiles "+node+" -> 403")
+	if !slices.Equal(got, want) {
+		t.Errorf("writes audited for %s:\n got %q\nwant %q", user, got, want)
+	}
+}
+
+// removeHardware deletes a NodeHardware as the administrator, finalizers
+// and all, and waits until it is gone.
+func removeHardware(t *testing.T, admin jouliev1alpha1client.JoulieV1alpha1Interface, node string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := admin.NodeHardwares().Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("admin clearing the finalizers of NodeHardware %s: %v", node, err)
+	}
+	if err := admin.NodeHardwares().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("admin deleting NodeHardware %s: %v", node, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.NodeHardwares().Get(ctx, node, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("NodeHardware %s still there 10s after its deletion", node)
 	}
 }
 

@@ -13,9 +13,11 @@ import (
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 )
 
-// poolAccess is what a pool's own identity needs: the nodes it selects,
-// and the agent's rights on every one of their objects (the agents'
-// one-node admission policy does not apply to it).
+// poolAccess is what a pool's own identity needs, and no more: list the
+// nodes it selects, and the agent's calls (the chart's agent role, less
+// TelemetryProfile routing, which pool mode does not read) on every one of
+// their objects; the agents' one-node admission policy does not apply to
+// it.
 const poolAccess = `
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -24,15 +26,15 @@ metadata:
 rules:
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list"]
 - apiGroups: ["joulie.io"]
   resources: ["nodehardwares"]
-  verbs: ["get", "list", "watch", "create", "update", "patch"]
+  verbs: ["get", "create"]
 - apiGroups: ["joulie.io"]
   resources: ["nodehardwares/status", "nodepowerprofiles/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["update"]
 - apiGroups: ["joulie.io"]
-  resources: ["nodepowerprofiles", "telemetryprofiles"]
+  resources: ["nodepowerprofiles"]
   verbs: ["get", "list", "watch"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1

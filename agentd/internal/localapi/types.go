@@ -89,7 +89,8 @@ type Status struct {
 	// ObservedGeneration is the NodePowerProfile generation the results
 	// below answer; 0 in standalone mode.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// CPUMode is the CPU backend in force: none, rapl, amdsmi or dvfs.
+	// CPUMode is the CPU backend in force: none, rapl, amdsmi, dvfs, or
+	// http for a simulated node.
 	CPUMode joulie.ControlBackend `json:"cpuMode,omitempty"`
 	// CPU and GPU are the outcomes of the last enforcement, as published
 	// on NodePowerProfile status.

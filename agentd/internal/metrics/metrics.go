@@ -18,7 +18,10 @@ import (
 type Source func() []agent.Snapshot
 
 var (
-	modes   = []joulie.ControlBackend{joulie.BackendNone, joulie.BackendRAPL, joulie.BackendAMDSMI, joulie.BackendDVFS}
+	// modes are the CPU modes a host reports: the seed's none, rapl and
+	// dvfs, amdsmi for the AMD socket cap, and http for a node driven
+	// through a simulator (TelemetryProfile routing, pool mode).
+	modes   = []joulie.ControlBackend{joulie.BackendNone, joulie.BackendRAPL, joulie.BackendAMDSMI, joulie.BackendDVFS, joulie.BackendHTTP}
 	results = []joulie.ControlResult{joulie.ResultApplied, joulie.ResultBlocked, joulie.ResultError, joulie.ResultNone}
 )
 
@@ -27,7 +30,7 @@ var (
 		"Constant 1, labelled with the agent's version and mode (standalone or cluster).",
 		[]string{"node", "version", "mode"}, nil)
 	backendMode = prometheus.NewDesc("joulie_backend_mode",
-		"1 for the CPU control backend in force (none, rapl, amdsmi, dvfs), 0 for the others.",
+		"1 for the CPU control backend in force (none, rapl, amdsmi, dvfs, http), 0 for the others.",
 		[]string{"node", "mode"}, nil)
 	throttlePct = prometheus.NewDesc("joulie_dvfs_throttle_pct",
 		"Share of CPU cores the DVFS fallback holds at reduced frequency, in percent.",

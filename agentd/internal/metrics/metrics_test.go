@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,10 +53,11 @@ func TestMetricsPassLint(t *testing.T) {
 func TestMetricsValues(t *testing.T) {
 	c := NewCollector(func() []agent.Snapshot { return []agent.Snapshot{snapshot()} })
 	want := `
-# HELP joulie_backend_mode 1 for the CPU control backend in force (none, rapl, amdsmi, dvfs), 0 for the others.
+# HELP joulie_backend_mode 1 for the CPU control backend in force (none, rapl, amdsmi, dvfs, http), 0 for the others.
 # TYPE joulie_backend_mode gauge
 joulie_backend_mode{mode="amdsmi",node="node-a"} 0
 joulie_backend_mode{mode="dvfs",node="node-a"} 1
+joulie_backend_mode{mode="http",node="node-a"} 0
 joulie_backend_mode{mode="none",node="node-a"} 0
 joulie_backend_mode{mode="rapl",node="node-a"} 0
 # HELP joulie_dvfs_actions_total DVFS throttle changes, by direction.
@@ -94,6 +96,43 @@ joulie_sync_up{node="node-a"} 0
 	}
 	if _, err := reg.Gather(); err != nil {
 		t.Fatalf("pedantic registry: %v", err)
+	}
+}
+
+// Every CPU mode a host can be in (host: none, rapl, amdsmi, dvfs;
+// httphost, for routed and pool nodes: http) is exactly one
+// joulie_backend_mode series at 1, so counting nodes by mode misses none.
+func TestBackendModeMarksEveryCPUMode(t *testing.T) {
+	for _, m := range []joulie.ControlBackend{joulie.BackendNone, joulie.BackendRAPL, joulie.BackendAMDSMI, joulie.BackendDVFS, joulie.BackendHTTP} {
+		t.Run(string(m), func(t *testing.T) {
+			s := snapshot()
+			s.CPUMode = m
+			reg := prometheus.NewPedanticRegistry()
+			reg.MustRegister(NewCollector(func() []agent.Snapshot { return []agent.Snapshot{s} }))
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var on []string
+			for _, f := range families {
+				if f.GetName() != "joulie_backend_mode" {
+					continue
+				}
+				for _, mt := range f.GetMetric() {
+					if mt.GetGauge().GetValue() != 1 {
+						continue
+					}
+					for _, l := range mt.GetLabel() {
+						if l.GetName() == "mode" {
+							on = append(on, l.GetValue())
+						}
+					}
+				}
+			}
+			if !slices.Equal(on, []string{string(m)}) {
+				t.Errorf("CPU mode %s: joulie_backend_mode is 1 for modes %q, want exactly [%s]", m, on, m)
+			}
+		})
 	}
 }
 
