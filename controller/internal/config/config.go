@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"joulie.io/joulie/controller/internal/facility"
-	"joulie.io/joulie/controller/internal/intent"
-	"joulie.io/joulie/controller/internal/policy"
 	"joulie.io/joulie/controller/internal/reconcile"
-	"joulie.io/joulie/controller/internal/twin"
+	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/twin"
 )
 
 // ErrUsage marks configuration errors (exit code 2).

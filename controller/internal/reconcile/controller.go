@@ -26,11 +26,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"joulie.io/joulie/controller/internal/policy"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/workload"
 )

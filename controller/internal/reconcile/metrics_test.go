@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"joulie.io/joulie/controller/internal/policy"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/policy"
 )
 
 func TestMetricsPassLintAndCountThePlan(t *testing.T) {

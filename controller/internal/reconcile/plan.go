@@ -17,13 +17,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"joulie.io/joulie/controller/internal/hwview"
-	"joulie.io/joulie/controller/internal/intent"
-	"joulie.io/joulie/controller/internal/policy"
-	"joulie.io/joulie/controller/internal/twin"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/catalog"
+	"joulie.io/joulie/pkg/hwview"
+	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/twin"
 	"joulie.io/joulie/pkg/workload"
 )
 
