@@ -1,4 +1,4 @@
-package reconcile
+package plan
 
 import (
 	corev1 "k8s.io/api/core/v1"
