@@ -42,6 +42,7 @@ import (
 	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
+	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -122,30 +123,30 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	// The facility and Kepler pollers run on every replica, so a standby
 	// that takes over already has current values.
-	facilityReading := func() reconcile.Facility { return reconcile.Facility{} }
+	facilityReading := func() plan.Facility { return plan.Facility{} }
 	if cfg.Facility.Enabled {
 		poller, err := facility.New(cfg.Facility, reg, log)
 		if err != nil {
 			return err
 		}
 		go poller.Run(ctx)
-		facilityReading = func() reconcile.Facility {
+		facilityReading = func() plan.Facility {
 			r := poller.Latest()
-			return reconcile.Facility{AmbientTempC: r.AmbientTempC, ITPowerW: r.ITPowerW, PUE: r.PUE}
+			return plan.Facility{AmbientTempC: r.AmbientTempC, ITPowerW: r.ITPowerW, PUE: r.PUE}
 		}
 	}
-	var keplerPower func() map[string]reconcile.NodeReading
+	var keplerPower func() map[string]plan.NodeReading
 	if cfg.Kepler {
 		kp, err := facility.NewNodePower(cfg.Facility, cfg.KeplerQuery, cfg.KeplerNodeLabel, log)
 		if err != nil {
 			return err
 		}
 		go kp.Run(ctx)
-		keplerPower = func() map[string]reconcile.NodeReading {
+		keplerPower = func() map[string]plan.NodeReading {
 			latest := kp.Latest()
-			out := make(map[string]reconcile.NodeReading, len(latest))
+			out := make(map[string]plan.NodeReading, len(latest))
 			for node, r := range latest {
-				out[node] = reconcile.NodeReading{Watts: r.Watts, Time: r.Time}
+				out[node] = plan.NodeReading{Watts: r.Watts, Time: r.Time}
 			}
 			return out
 		}
@@ -179,7 +180,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		jf := externalversions.NewSharedInformerFactory(jc, 0)
 		ctrl, err := reconcile.New(kube, jc, kf, jf, reconcile.Options{
 			Settings: cfg.Settings, TwinRefresh: cfg.TwinRefresh, Debounce: cfg.Debounce,
-			Trends: reconcile.NewTrends(cfg.TrendWindow), Recorder: recorder, Metrics: metrics, Logger: log,
+			Trends: plan.NewTrends(cfg.TrendWindow), Recorder: recorder, Metrics: metrics, Logger: log,
 			Facility: facilityReading, KeplerPower: keplerPower,
 			OnSync: func(error) {
 				st.synced.Store(true)

@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"joulie.io/joulie/controller/internal/facility"
-	"joulie.io/joulie/controller/internal/intent"
-	"joulie.io/joulie/controller/internal/policy"
-	"joulie.io/joulie/controller/internal/reconcile"
-	"joulie.io/joulie/controller/internal/twin"
+	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/twin"
 )
 
 // ErrUsage marks configuration errors (exit code 2).
@@ -32,7 +32,7 @@ type Config struct {
 	QPS         float64
 	Burst       int
 
-	Settings       reconcile.Settings
+	Settings       plan.Settings
 	TwinRefresh    time.Duration
 	TrendWindow    time.Duration
 	Debounce       time.Duration
@@ -63,7 +63,7 @@ func Flags() []cli.Flag {
 		&cli.Float64Flag{Name: "kube-api-qps", EnvVars: []string{"KUBE_API_QPS"}, Value: 20, Usage: "client queries per second to the API server"},
 		&cli.IntFlag{Name: "kube-api-burst", EnvVars: []string{"KUBE_API_BURST"}, Value: 40, Usage: "client burst to the API server"},
 		&cli.StringFlag{Name: "node-selector", EnvVars: []string{"NODE_SELECTOR"}, Value: "joulie.io/managed=true", Usage: "label selector of managed nodes"},
-		&cli.StringFlag{Name: "policy", EnvVars: []string{"POLICY_TYPE"}, Value: reconcile.PolicyQueueAware, Usage: "static_partition, queue_aware_v1 or rule_swap_v1 (debug)"},
+		&cli.StringFlag{Name: "policy", EnvVars: []string{"POLICY_TYPE"}, Value: plan.PolicyQueueAware, Usage: "static_partition, queue_aware_v1 or rule_swap_v1 (debug)"},
 		&cli.DurationFlag{Name: "reconcile-interval", EnvVars: []string{"RECONCILE_INTERVAL"}, Value: time.Minute, Usage: "replan at least this often"},
 		&cli.Float64Flag{Name: "static-hp-frac", EnvVars: []string{"STATIC_HP_FRAC"}, Value: 0.5, Usage: "static_partition: fraction of performance nodes"},
 		&cli.Float64Flag{Name: "queue-hp-base-frac", EnvVars: []string{"QUEUE_HP_BASE_FRAC"}, Value: 0.6, Usage: "queue_aware_v1: base fraction of performance nodes"},
@@ -109,14 +109,14 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 	if err != nil {
 		return bad("NODE_SELECTOR", fmt.Sprintf("%q", c.String("node-selector")), err.Error())
 	}
-	s := reconcile.Settings{NodeSelector: sel, Policy: c.String("policy"), StaticHPFrac: c.Float64("static-hp-frac"),
+	s := plan.Settings{NodeSelector: sel, Policy: c.String("policy"), StaticHPFrac: c.Float64("static-hp-frac"),
 		Queue: policy.QueueAware{BaseFrac: c.Float64("queue-hp-base-frac"), Min: c.Int("queue-hp-min"), Max: c.Int("queue-hp-max"),
 			PerfPerHPNode: c.Int("queue-perf-per-hp-node")},
 		Interval: c.Duration("reconcile-interval"), MinEcoDwell: c.Duration("min-eco-dwell"),
 		Cooling: twin.DefaultLinearCoolingModel(), RackCapacityW: c.Float64("rack-capacity-watts"),
 		MeasurementMaxAge: c.Duration("measurement-max-age")}
 	switch s.Policy {
-	case reconcile.PolicyStaticPartition, reconcile.PolicyQueueAware, reconcile.PolicyRuleSwap:
+	case plan.PolicyStaticPartition, plan.PolicyQueueAware, plan.PolicyRuleSwap:
 	default:
 		return bad("POLICY_TYPE", fmt.Sprintf("%q", s.Policy), "want static_partition, queue_aware_v1 or rule_swap_v1")
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"joulie.io/joulie/controller/internal/twin"
+	"joulie.io/joulie/pkg/twin"
 )
 
 // Reading is what the poller knows. Each value is the last good one of

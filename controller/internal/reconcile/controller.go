@@ -1,3 +1,7 @@
+// Package reconcile is joulie-controller's glue to the API server: informers
+// and listers feed one snapshot of the cluster to the pure decision step,
+// pkg/plan's Compute, and the Controller writes only what differs from it
+// (profiles, node labels, twins), records Events and exports metrics.
 package reconcile
 
 import (
@@ -26,11 +30,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"joulie.io/joulie/controller/internal/policy"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/workload"
 )
@@ -45,17 +50,17 @@ const clusterKey = "cluster"
 
 // Options configure a Controller.
 type Options struct {
-	Settings Settings
+	Settings plan.Settings
 	// TwinRefresh rewrites an unchanged NodeTwin's lastUpdated this often
 	// (2m), below the extender's 5-minute staleness threshold, so a live
 	// controller never looks stale while a steady tick writes nothing.
 	TwinRefresh time.Duration
 	// Debounce delays a reconcile after a change so a burst is one pass.
 	Debounce time.Duration
-	Facility func() Facility
+	Facility func() plan.Facility
 	// KeplerPower, when set, gives the nodes' power as Kepler measured it.
-	KeplerPower func() map[string]NodeReading
-	Trends      *Trends
+	KeplerPower func() map[string]plan.NodeReading
+	Trends      *plan.Trends
 	Recorder    record.EventRecorder
 	Metrics     *Metrics
 	Logger      *slog.Logger
@@ -94,10 +99,10 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 		o.Now = time.Now
 	}
 	if o.Trends == nil {
-		o.Trends = NewTrends(0)
+		o.Trends = plan.NewTrends(0)
 	}
 	if o.Facility == nil {
-		o.Facility = func() Facility { return Facility{} }
+		o.Facility = func() plan.Facility { return plan.Facility{} }
 	}
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
@@ -185,8 +190,8 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // Snapshot reads the inputs of one reconcile from the informer caches.
-func (c *Controller) Snapshot() (Inputs, error) {
-	in := Inputs{Now: c.opts.Now(), Facility: c.opts.Facility()}
+func (c *Controller) Snapshot() (plan.Inputs, error) {
+	in := plan.Inputs{Now: c.opts.Now(), Facility: c.opts.Facility()}
 	if c.opts.KeplerPower != nil {
 		in.KeplerPower = c.opts.KeplerPower()
 	}
@@ -241,7 +246,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res := Compute(in, c.opts.Settings)
+	res := plan.Compute(in, c.opts.Settings)
 	c.opts.Metrics.observePlan(res)
 	var errs []error
 	planned := make(map[string]bool, len(res.Nodes))
@@ -266,7 +271,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 }
 
 // apply writes one node's profile, labels and twin where they differ.
-func (c *Controller) apply(ctx context.Context, node *corev1.Node, p *NodePlan, in Inputs) error {
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, p *plan.NodePlan, in plan.Inputs) error {
 	c.event(node, p)
 	// The profile goes first: the labels tell the scheduler what the node
 	// is, so they follow the target, not precede it.
@@ -282,15 +287,15 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, p *NodePlan, 
 // applyProfile publishes the node's NodePowerProfile by server-side apply
 // under the controller's field manager: the controller owns the spec and
 // the transition annotation, the agent owns the status.
-func (c *Controller) applyProfile(ctx context.Context, p *NodePlan, cur *joulie.NodePowerProfile) error {
-	if cur != nil && specEqual(cur.Spec, p.Spec) && cur.Annotations[AnnotationLastTransition] != "" &&
-		!lastTransition(cur).Before(p.LastTransition.Truncate(time.Second)) {
+func (c *Controller) applyProfile(ctx context.Context, p *plan.NodePlan, cur *joulie.NodePowerProfile) error {
+	if cur != nil && specEqual(cur.Spec, p.Spec) && cur.Annotations[plan.AnnotationLastTransition] != "" &&
+		!plan.LastTransition(cur).Before(p.LastTransition.Truncate(time.Second)) {
 		return nil
 	}
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": joulie.SchemeGroupVersion.String(), "kind": "NodePowerProfile",
 		"metadata": map[string]any{"name": p.Name,
-			"annotations": map[string]string{AnnotationLastTransition: p.LastTransition.UTC().Format(time.RFC3339)}},
+			"annotations": map[string]string{plan.AnnotationLastTransition: p.LastTransition.UTC().Format(time.RFC3339)}},
 		"spec": p.Spec,
 	})
 	if err != nil {
@@ -306,7 +311,7 @@ func (c *Controller) applyProfile(ctx context.Context, p *NodePlan, cur *joulie.
 // a profile the controller plans): the plan is the authority.
 var force = true
 
-func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *NodePlan) error {
+func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *plan.NodePlan) error {
 	profile, draining := string(p.Decision.Profile), strconv.FormatBool(p.Decision.Draining)
 	if node.Labels[joulie.LabelPowerProfile] == profile && node.Labels[joulie.LabelDraining] == draining {
 		return nil
@@ -323,7 +328,7 @@ func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *Node
 
 // applyTwin publishes NodeTwin status by server-side apply on the status
 // subresource, creating the (status-only) object first when it is missing.
-func (c *Controller) applyTwin(ctx context.Context, p *NodePlan, now time.Time) error {
+func (c *Controller) applyTwin(ctx context.Context, p *plan.NodePlan, now time.Time) error {
 	client := c.joulie.JoulieV1alpha1().NodeTwins()
 	cur, err := c.twins.Get(p.Name)
 	switch {
@@ -354,7 +359,7 @@ func (c *Controller) applyTwin(ctx context.Context, p *NodePlan, now time.Time) 
 
 // collect deletes the profiles and twins of nodes that are gone, and the
 // twins of nodes no longer planned.
-func (c *Controller) collect(ctx context.Context, in Inputs, planned map[string]bool) []error {
+func (c *Controller) collect(ctx context.Context, in plan.Inputs, planned map[string]bool) []error {
 	exists := make(map[string]bool, len(in.Nodes))
 	for _, n := range in.Nodes {
 		exists[n.Name] = true
@@ -387,7 +392,7 @@ func (c *Controller) collect(ctx context.Context, in Inputs, planned map[string]
 // event records guard transitions in metrics and as Events on the node.
 // Ticks that change nothing (including a node still blocked) are not
 // events, so the event stream is a history of decisions.
-func (c *Controller) event(node *corev1.Node, p *NodePlan) {
+func (c *Controller) event(node *corev1.Node, p *plan.NodePlan) {
 	t := p.Decision.Transition
 	if t == policy.None {
 		return
@@ -418,7 +423,7 @@ const perfIndex = "joulie.io/performance-demand"
 // empty); other pods are not indexed.
 func perfIndexFunc(obj any) ([]string, error) {
 	p, ok := obj.(*corev1.Pod)
-	if !ok || !IsPerformanceDemand(p) {
+	if !ok || !plan.IsPerformanceDemand(p) {
 		return nil, nil
 	}
 	return []string{"node/" + p.Spec.NodeName}, nil
@@ -454,10 +459,10 @@ func loadValue(node string, performance bool, d powerest.Demand) string {
 
 // loads sums the load index into each node's load; every node gets an
 // entry, zero when nothing runs on it.
-func (c *Controller) loads(nodes []*corev1.Node) (map[string]NodeLoad, error) {
-	out := make(map[string]NodeLoad, len(nodes))
+func (c *Controller) loads(nodes []*corev1.Node) (map[string]plan.NodeLoad, error) {
+	out := make(map[string]plan.NodeLoad, len(nodes))
 	for _, n := range nodes {
-		out[n.Name] = NodeLoad{}
+		out[n.Name] = plan.NodeLoad{}
 	}
 	for _, v := range c.podIndex.ListIndexFuncValues(loadIndex) {
 		// Node names are DNS subdomains, which hold no '/'.

@@ -21,6 +21,7 @@ import (
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	jfake "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
+	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/powerest"
 )
 
@@ -34,7 +35,7 @@ type fixture struct {
 	jf   externalversions.SharedInformerFactory
 }
 
-func newFixture(tb testing.TB, s Settings, now time.Time) *fixture {
+func newFixture(tb testing.TB, s plan.Settings, now time.Time) *fixture {
 	f := &fixture{kube: kubefake.NewSimpleClientset(), jc: jfake.NewSimpleClientset()}
 	// The simple fake cannot server-side apply; the tests read the applied
 	// bodies from the recorded actions instead.
@@ -82,14 +83,14 @@ func (f *fixture) settle(tb testing.TB, now time.Time) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, p := range Compute(in, f.ctrl.opts.Settings).Nodes {
+	for _, p := range plan.Compute(in, f.ctrl.opts.Settings).Nodes {
 		n, _ := f.ctrl.nodes.Get(p.Name)
 		n = n.DeepCopy()
 		n.Labels[joulie.LabelPowerProfile], n.Labels[joulie.LabelDraining] = string(p.Decision.Profile), fmt.Sprint(p.Decision.Draining)
 		tw := &joulie.NodeTwin{ObjectMeta: metav1.ObjectMeta{Name: p.Name}, Status: p.Twin}
 		tw.Status.LastUpdated = metav1.NewTime(now)
 		f.add(tb, n, tw, &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name,
-			Annotations: map[string]string{AnnotationLastTransition: p.LastTransition.UTC().Format(time.RFC3339)}}, Spec: p.Spec})
+			Annotations: map[string]string{plan.AnnotationLastTransition: p.LastTransition.UTC().Format(time.RFC3339)}}, Spec: p.Spec})
 	}
 }
 
@@ -121,7 +122,7 @@ func writes(actions ...[]k8stesting.Action) []string {
 }
 
 func TestSyncWritesProfilesLabelsAndTwinsThenNothing(t *testing.T) {
-	s := settings(PolicyStaticPartition)
+	s := settings(plan.PolicyStaticPartition)
 	f := newFixture(t, s, t0)
 	nodes := []*corev1.Node{gpuNode("gpu-a", 8, nil), gpuNode("gpu-b", 8, nil)}
 	for _, n := range nodes {
@@ -141,7 +142,7 @@ func TestSyncWritesProfilesLabelsAndTwinsThenNothing(t *testing.T) {
 	}
 	var b joulie.NodePowerProfile
 	applied(t, f.jc.Actions(), "nodepowerprofiles", "", "gpu-b", &b)
-	if b.Spec.Profile != joulie.ProfileEco || b.Annotations[AnnotationLastTransition] == "" || b.Kind != "NodePowerProfile" {
+	if b.Spec.Profile != joulie.ProfileEco || b.Annotations[plan.AnnotationLastTransition] == "" || b.Kind != "NodePowerProfile" {
 		t.Fatalf("gpu-b profile applied as %+v", b)
 	}
 	n, _ := f.kube.CoreV1().Nodes().Get(context.Background(), "gpu-b", metav1.GetOptions{})
@@ -166,7 +167,7 @@ func TestSyncWritesProfilesLabelsAndTwinsThenNothing(t *testing.T) {
 }
 
 func TestTwinHeartbeatRewritesOnlyLastUpdated(t *testing.T) {
-	s := settings(PolicyStaticPartition)
+	s := settings(plan.PolicyStaticPartition)
 	f := newFixture(t, s, t0)
 	f.add(t, gpuNode("g", 8, nil))
 	f.settle(t, t0.Add(-3*time.Minute)) // written 3 minutes ago
@@ -185,7 +186,7 @@ func TestTwinHeartbeatRewritesOnlyLastUpdated(t *testing.T) {
 }
 
 func TestDeletedNodeLosesItsObjects(t *testing.T) {
-	f := newFixture(t, settings(PolicyStaticPartition), t0)
+	f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
 	f.add(t, &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, &joulie.NodeTwin{ObjectMeta: metav1.ObjectMeta{Name: "gone"}})
 	if err := f.ctrl.Sync(context.Background()); err != nil {
 		// The fake has no such objects to delete; NotFound is ignored.
@@ -202,7 +203,7 @@ func TestDeletedNodeLosesItsObjects(t *testing.T) {
 // 100 ms and 300 MiB). It reports the heap the caches and one reconcile
 // hold, and fails if a steady reconcile writes.
 func BenchmarkReconcile5000Nodes50000Pods(b *testing.B) {
-	s := settings(PolicyQueueAware)
+	s := settings(plan.PolicyQueueAware)
 	f := newFixture(b, s, t0)
 	runtime.GC()
 	var before runtime.MemStats
@@ -254,7 +255,7 @@ func BenchmarkReconcile5000Nodes50000Pods(b *testing.B) {
 // reads each node's load from the load index: the same load the whole
 // pods give, also after a pod finishes.
 func TestSnapshotLoadsFromSlimPods(t *testing.T) {
-	f := newFixture(t, settings(PolicyStaticPartition), t0)
+	f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
 	always := corev1.ContainerRestartPolicyAlways
 	amd := requesting("amd", "g", "500m", "", joulie.WorkloadClassPerformance, corev1.PodRunning)
 	amd.Spec.Containers[0].Resources.Limits = corev1.ResourceList{joulie.ResourceAMDGPU: resource.MustParse("2")}
@@ -283,8 +284,8 @@ func TestSnapshotLoadsFromSlimPods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := PodLoads(pods)
-		want["idle"] = NodeLoad{}
+		want := plan.PodLoads(pods)
+		want["idle"] = plan.NodeLoad{}
 		if len(in.Loads) != len(want) {
 			t.Errorf("%s: loads %+v, want %+v", when, in.Loads, want)
 		}
@@ -298,8 +299,8 @@ func TestSnapshotLoadsFromSlimPods(t *testing.T) {
 		}
 	}
 	// amd: max(0.5 + 0.25 sidecar, 4 + 0.25 init) + 0.1 overhead.
-	if g := PodLoads(pods)["g"]; g.Performance != (powerest.Demand{CPUCores: 4.35, GPUs: 2}) || g.Standard != (powerest.Demand{CPUCores: 18, GPUs: 2}) {
-		t.Fatalf("PodLoads of g = %+v", g)
+	if g := plan.PodLoads(pods)["g"]; g.Performance != (powerest.Demand{CPUCores: 4.35, GPUs: 2}) || g.Standard != (powerest.Demand{CPUCores: 18, GPUs: 2}) {
+		t.Fatalf("plan.PodLoads of g = %+v", g)
 	}
 	check("all running")
 	pods[2].Status.Phase = corev1.PodSucceeded

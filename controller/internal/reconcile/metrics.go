@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/plan"
 )
 
 // Metrics are the controller's Prometheus metrics.
@@ -60,7 +61,7 @@ func (m *Metrics) wrote(resource string, err error) {
 	m.Writes.WithLabelValues(resource).Inc()
 }
 
-func (m *Metrics) observePlan(r Result) {
+func (m *Metrics) observePlan(r plan.Result) {
 	counts := map[joulie.SchedulableClass]int{joulie.ClassPerformance: 0, joulie.ClassDraining: 0, joulie.ClassEco: 0}
 	for _, n := range r.Nodes {
 		if n.Managed {
@@ -125,7 +126,7 @@ func (c *twinCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (c *twinCollector) observe(r Result) {
+func (c *twinCollector) observe(r plan.Result) {
 	out := make([]nodeMetric, 0, len(r.Nodes))
 	for _, n := range r.Nodes {
 		m := nodeMetric{node: n.Name, profile: string(n.Decision.Profile), class: string(n.Twin.SchedulableClass),

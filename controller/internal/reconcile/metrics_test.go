@@ -7,14 +7,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"joulie.io/joulie/controller/internal/policy"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 )
 
 func TestMetricsPassLintAndCountThePlan(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	m.observePlan(Result{Eligible: 3, HPCount: 1, PerfPods: 4, Nodes: []NodePlan{
+	m.observePlan(plan.Result{Eligible: 3, HPCount: 1, PerfPods: 4, Nodes: []plan.NodePlan{
 		{Name: "gpu-1", Managed: true, Decision: policy.Decision{Class: joulie.ClassPerformance, Profile: joulie.ProfilePerformance},
 			Twin: joulie.NodeTwinStatus{SchedulableClass: joulie.ClassPerformance, PredictedPowerHeadroomScore: 73.5,
 				PowerMeasurement: &joulie.PowerMeasurement{Source: joulie.SourceAgent, MeasuredNodePowerW: 2400}}},
@@ -53,7 +54,7 @@ joulie_twin_power_headroom_score{node="gpu-3"} 0
 		t.Error("plan gauges not set")
 	}
 	// A node that leaves the plan leaves the metrics with it.
-	m.observePlan(Result{Nodes: []NodePlan{{Name: "gpu-1", Managed: true}}})
+	m.observePlan(plan.Result{Nodes: []plan.NodePlan{{Name: "gpu-1", Managed: true}}})
 	if n, err := testutil.GatherAndCount(reg, "joulie_twin_power_headroom_score"); err != nil || n != 1 {
 		t.Errorf("after three nodes left: %d headroom series (%v), want 1", n, err)
 	}

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"joulie.io/joulie/extender/internal/scoring"
 	"joulie.io/joulie/extender/internal/server"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 )
 
 // ErrUsage marks errors of configuration, which exit with status 2.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"joulie.io/joulie/extender/internal/scoring"
 	"joulie.io/joulie/extender/internal/state"
+	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/version"
 )
 

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"joulie.io/joulie/extender/internal/scoring"
 	"joulie.io/joulie/extender/internal/state"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/scoring"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	"joulie.io/joulie/extender/internal/scoring"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 )
 
 // debugScoring is the body of GET /debug/scoring: the design's shape

@@ -34,10 +34,10 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"joulie.io/joulie/extender/internal/metrics"
-	"joulie.io/joulie/extender/internal/scoring"
 	"joulie.io/joulie/extender/internal/state"
 	"joulie.io/joulie/extender/internal/wire"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/workload"
 )
 

@@ -23,10 +23,10 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"joulie.io/joulie/extender/internal/fixture"
-	"joulie.io/joulie/extender/internal/scoring"
 	"joulie.io/joulie/extender/internal/state"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -14,10 +14,10 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/utils/ptr"
 
-	"joulie.io/joulie/extender/internal/scoring"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	joulieclient "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 )
 
 var updated = metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))

@@ -1,12 +1,17 @@
-// Package reconcile is the controller's decision step and its glue to the
-// API server. Compute (this file) is pure: from the nodes, their hardware,
-// the current profiles and the pods it derives, for every managed node,
-// the profile the policy wants, what the downgrade guard allows, the
-// NodePowerProfile spec, the node labels and the NodeTwin status, with the
-// node's power from its agent, Kepler, the utilization model of its pods'
-// requests (power.go) or its caps. The Controller (controller.go) feeds it
-// from informer caches and writes only the differences.
-package reconcile
+// Package plan is the controller's decision step. Compute derives from the
+// nodes, their hardware, the current profiles and the pods, for every
+// managed node, the profile the policy wants, what the downgrade guard
+// allows, the NodePowerProfile spec, the node labels and the NodeTwin
+// status, with the node's power from its agent, Kepler, the utilization
+// model of its pods' requests (power.go) or its caps. Trends turns the
+// measured power it is fed into each node's trend.
+//
+// Nothing here reads the API, the clock or the network: callers pass one
+// snapshot of the cluster and the time. joulie-controller feeds it from
+// informer caches and writes only the differences
+// (controller/internal/reconcile); the simulator in test/ feeds it its
+// simulated cluster, so both run the same decisions.
+package plan
 
 import (
 	"math"
@@ -17,13 +22,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"joulie.io/joulie/controller/internal/hwview"
-	"joulie.io/joulie/controller/internal/intent"
-	"joulie.io/joulie/controller/internal/policy"
-	"joulie.io/joulie/controller/internal/twin"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/catalog"
+	"joulie.io/joulie/pkg/hwview"
+	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/twin"
 	"joulie.io/joulie/pkg/workload"
 )
 
@@ -195,7 +200,7 @@ func Compute(in Inputs, s Settings) Result {
 	res.Nodes = make([]NodePlan, 0, len(eligible)+len(released))
 	for _, e := range eligible {
 		n := byName[e.Name]
-		last := lastTransition(in.Profiles[e.Name])
+		last := LastTransition(in.Profiles[e.Name])
 		d := policy.Guard(policy.GuardInput{
 			Current: CurrentState(n), Planned: plan[e.Name], PerfPods: perfOnNode[e.Name],
 			LastChange: last, MinEcoDwell: dwell, Now: in.Now,
@@ -208,7 +213,7 @@ func Compute(in Inputs, s Settings) Result {
 	}
 	for _, n := range released {
 		d := policy.Guard(policy.GuardInput{Current: CurrentState(n), Planned: joulie.ProfilePerformance})
-		last := lastTransition(in.Profiles[n.Name])
+		last := LastTransition(in.Profiles[n.Name])
 		if d.Next != CurrentState(n) || last.IsZero() {
 			last = in.Now
 		}
@@ -288,7 +293,10 @@ func CountPerformancePods(pods []*corev1.Pod) map[string]int {
 	return out
 }
 
-func lastTransition(p *joulie.NodePowerProfile) time.Time {
+// LastTransition is when the controller last changed the guard state of
+// p's node, from AnnotationLastTransition; zero when p or the annotation
+// is missing or unreadable.
+func LastTransition(p *joulie.NodePowerProfile) time.Time {
 	if p == nil {
 		return time.Time{}
 	}

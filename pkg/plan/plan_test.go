@@ -1,4 +1,4 @@
-package reconcile
+package plan
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"joulie.io/joulie/controller/internal/intent"
-	"joulie.io/joulie/controller/internal/policy"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 )
 

@@ -4,7 +4,9 @@
 // density ordering, and the family floor. Everything here is a pure
 // function over values, so the properties the seed promises
 // (determinism, monotonic in pressure, bounds, family floor, density
-// order) are table-tested; the controller feeds it from informers.
+// order) are table-tested. Nothing here reads the API, the clock or the
+// network: the controller feeds it from informers, the simulator in test/
+// from its simulated cluster.
 package policy
 
 import (

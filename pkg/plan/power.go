@@ -1,10 +1,10 @@
-package reconcile
+package plan
 
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"joulie.io/joulie/controller/internal/hwview"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/hwview"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/workload"
 )

@@ -2,7 +2,8 @@
 // agent enforces, with the operator seed's knobs: percentage or absolute
 // CPU caps, percentage GPU caps and, where a GPU model's range is known,
 // absolute watts per GPU next to the percentage. It is a pure function of
-// its configuration and the node's hardware view.
+// its configuration and the node's hardware view: nothing here reads the
+// API, the clock or the network.
 package intent
 
 import (

@@ -5,7 +5,9 @@
 // Nothing here reads the API, the clock or the network; callers pass the
 // node's twin and hardware, the pod's class and demand, the cluster-wide
 // aggregates and the current time. That keeps every rule testable with a
-// table and lets the HTTP layer score thousands of nodes without locks.
+// table, lets the extender's HTTP layer score thousands of nodes without
+// locks, and lets the simulator in test/ filter and score with the very
+// rules joulie-extender runs.
 //
 // The score of a node for a pod, before clamping to 0..100:
 //

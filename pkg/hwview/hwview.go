@@ -1,10 +1,12 @@
-// Package hwview builds the controller's normalized view of a node's
-// hardware: from the agent's NodeHardware when it exists, otherwise from
-// the node's joulie.io/hw.* labels and its allocatable GPUs, resolved
-// against the hardware catalog. The view carries what planning and the
-// twin need: the family a node belongs to, its compute density, its CPU
-// and GPU power ranges, and what the utilization model of its draw needs
-// (cores and idle power).
+// Package hwview builds the normalized view of a node's hardware that
+// planning works from: from the agent's NodeHardware when it exists,
+// otherwise from the node's joulie.io/hw.* labels and its allocatable
+// GPUs, resolved against the hardware catalog. The view carries what
+// planning and the twin need: the family a node belongs to, its compute
+// density, its CPU and GPU power ranges, and what the utilization model of
+// its draw needs (cores and idle power). Build is a pure function of the
+// objects it is given; nothing here reads the API, the clock or the
+// network.
 package hwview
 
 import (
@@ -33,7 +35,7 @@ const (
 	referenceGPUs    = 8
 )
 
-// View is one node's hardware as the controller plans with it.
+// View is one node's hardware as planning sees it.
 type View struct {
 	Source Source
 	// CPUModel and GPUModel are catalog IDs ("" when there is no GPU).
