@@ -39,15 +39,19 @@ func TestGenerateIsDeterministic(t *testing.T) {
 
 func TestGenerateStopsAtJobsOrHorizonWithoutLosingBurstJobs(t *testing.T) {
 	c := smallConfig()
+	// Mostly long bursts, so that most stops fall inside one.
+	c.Bursts = Bursts{Share: 0.9, MeanSize: 20, Spread: time.Hour}
 	long := Generate(3, c)
 	if len(long) != 5000 {
 		t.Fatalf("%d jobs, want 5000", len(long))
 	}
 	// A shorter list is the start of the longer one: stopping early must
 	// not drop the late members of a burst that began before the stop.
-	c.Jobs = 1000
-	if short := Generate(3, c); !reflect.DeepEqual(short, long[:1000]) {
-		t.Error("the first 1000 jobs differ from a 1000-job list")
+	for n := 1; n <= 300; n++ {
+		c.Jobs = n
+		if short := Generate(3, c); !reflect.DeepEqual(short, long[:n]) {
+			t.Fatalf("the first %d jobs differ from a %d-job list", n, n)
+		}
 	}
 	c.Jobs, c.Horizon = 0, long[2000].Arrival
 	byHorizon := Generate(3, c)
