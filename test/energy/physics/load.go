@@ -348,11 +348,17 @@ func (v *validator) check(ok bool, key, format string, args ...any) bool {
 	if ok {
 		return true
 	}
+	// The key's own node, in the variant, else in the base it kept the
+	// value from; failing both, the nearest enclosing key given.
 	where := v.c.prefix + key
-	n := v.c.locate(key)
+	n := v.c.at[key]
 	if n == nil && v.fallback != nil {
-		n = v.fallback.locate(key)
-		where = fmt.Sprintf("%s (kept by %s from the base)", key, strings.TrimSuffix(v.c.prefix, "."))
+		if n = v.fallback.at[key]; n != nil {
+			where = fmt.Sprintf("%s (kept by %s from the base)", key, strings.TrimSuffix(v.c.prefix, "."))
+		}
+	}
+	if n == nil {
+		n = v.c.locate(key)
 	}
 	line, col := 0, 0
 	if n != nil {

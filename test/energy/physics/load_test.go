@@ -212,6 +212,8 @@ func TestBadFilesAreRefusedWithFileLineAndKey(t *testing.T) {
 			[]string{"variants.hot.capping.minCapFraction: 0.8 is above tableCapFraction 0.6"}},
 		{"variant whose curve breaks the base's floor", "", "variants:\n  hot:\n    cpuNode:\n      points: [{load: 0, watts: 100}, {load: 1, watts: 150}]\n",
 			[]string{"bad.yaml:14:19: capping.minCapFraction (kept by variants.hot from the base): 0.5 × cpuNode's maximum 150 W = 75 W is below its idle draw 100 W"}},
+		{"variant changing a block around a kept value", "", "variants:\n  hot:\n    capping: {tableCapFraction: 0.4}\n",
+			[]string{"bad.yaml:14:19: capping.minCapFraction (kept by variants.hot from the base): 0.5 is above tableCapFraction 0.4"}},
 		{"variant named default", "", "variants:\n  default: {}\n",
 			[]string{"bad.yaml:23:3: variants.default: a variant needs a name other than \"default\""}},
 		{"variants not a block", "", "variants: [hot]\n",

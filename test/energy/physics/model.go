@@ -112,7 +112,8 @@ type Class struct {
 	StretchAtTableCap float64
 }
 
-// Model is one complete physics model. It is immutable.
+// Model is one complete physics model. Default, Sensitivity and a File's
+// variants hand out shared models: read them, do not modify them.
 type Model struct {
 	// Name is "default" for a file's base model, else the variant's name.
 	Name string
