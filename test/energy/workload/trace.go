@@ -156,8 +156,9 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 			t.fail(rec, "name", "empty: every pod needs a name")
 		} else if first, dup := seen[j.ID]; dup {
 			t.fail(rec, "name", "%q is also the name of the pod on line %d", j.ID, first)
+		} else {
+			seen[j.ID] = p.line
 		}
-		seen[j.ID] = p.line
 		j.CPUMilli, _ = t.count(rec, "cpu_milli", false, maxQuantity)
 		j.MemoryMiB, _ = t.count(rec, "memory_mib", false, maxQuantity)
 		gpus, gpusOK := t.count(rec, "num_gpu", false, maxGPUs)
@@ -312,8 +313,9 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 			t.fail(rec, "sn", "empty: every node needs a name")
 		} else if first, dup := seen[n.Name]; dup {
 			t.fail(rec, "sn", "%q is also the name of the node on line %d", n.Name, first)
+		} else {
+			seen[n.Name] = line
 		}
-		seen[n.Name] = line
 		n.CPUMilli, _ = t.count(rec, "cpu_milli", false, maxQuantity)
 		n.MemoryMiB, _ = t.count(rec, "memory_mib", false, maxQuantity)
 		gpus, _ := t.count(rec, "gpu", false, maxGPUs)

@@ -214,7 +214,9 @@ func TestMalformedPodListsAreRefusedWithFileLineAndColumn(t *testing.T) {
 			[]string{"pods.csv:2:11: num_gpu: 5000 is out of range (at most 1024)"}},
 		{"time out of range", header + "p1,1000,5,0,0,,BE,Succeeded,0,99999999999,0\n",
 			[]string{"pods.csv:2:31: deletion_time: 99999999999 is out of range"}},
-		{"duplicate name", header + good + good, []string{"pods.csv:3:1: name: \"p0\" is also the name of the pod on line 2"}},
+		{"duplicate name", header + good + good + good, []string{
+			"pods.csv:3:1: name: \"p0\" is also the name of the pod on line 2",
+			"pods.csv:4:1: name: \"p0\" is also the name of the pod on line 2"}},
 		{"empty name", header + ",1,1,0,0,,BE,Running,0,,0\n", []string{"pods.csv:2:1: name: empty"}},
 		{"short row, then a good one, then a bad number", header + "p1,1000\n" + good + "p2,1,1,0,0,,BE,Running,x,,0\n",
 			[]string{"pods.csv:2:1: wrong number of fields (the header has 11)", "pods.csv:4:24: creation_time: \"x\" is not a whole number"}},
