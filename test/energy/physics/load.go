@@ -165,11 +165,17 @@ func Parse(data []byte, name string) (*File, error) {
 	if err := dec.Decode(&second); err != io.EOF {
 		return nil, fmt.Errorf("%s:%d:%d: the file holds more than one YAML document; keep one", name, second.Line, second.Column)
 	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty; it must hold the keys cpuNode, gpuNode, capping and classes", name)
+	}
 	top := root.Content[0]
 	if top.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s:%d:%d: the file must be a block of keys, not %s", name, top.Line, top.Column, describe(top))
 	}
-	variants, rest := splitVariants(top)
+	variants, dup, rest := splitVariants(top)
+	if dup != nil {
+		return nil, fmt.Errorf("%s:%d:%d: %s: duplicate key", name, dup.Line, dup.Column, variantsKey)
+	}
 
 	base := &checker{file: name, at: map[string]*yaml.Node{}}
 	base.walk(rest, reflect.TypeFor[doc](), "", false)
@@ -200,6 +206,7 @@ func parseVariants(f *File, vs, rest *yaml.Node, name string, base *checker) []e
 		return []error{fmt.Errorf("%s:%d:%d: %s: want a block of named variants, got %s", name, vs.Line, vs.Column, variantsKey, describe(vs))}
 	}
 	var errs []error
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(vs.Content); i += 2 {
 		k, v := vs.Content[i], vs.Content[i+1]
 		path := variantsKey + "." + k.Value
@@ -207,10 +214,11 @@ func parseVariants(f *File, vs, rest *yaml.Node, name string, base *checker) []e
 		case k.Kind != yaml.ScalarNode || k.Value == "" || k.Value == "default":
 			errs = append(errs, fmt.Errorf("%s:%d:%d: %s: a variant needs a name other than \"default\"", name, k.Line, k.Column, path))
 			continue
-		case f.variants[k.Value] != nil:
+		case seen[k.Value]:
 			errs = append(errs, fmt.Errorf("%s:%d:%d: %s: duplicate variant", name, k.Line, k.Column, path))
 			continue
 		}
+		seen[k.Value] = true
 		c := &checker{file: name, prefix: path + ".", at: map[string]*yaml.Node{}}
 		c.walk(v, reflect.TypeFor[doc](), "", true)
 		if len(c.errs) > 0 {
@@ -235,19 +243,22 @@ func parseVariants(f *File, vs, rest *yaml.Node, name string, base *checker) []e
 	return errs
 }
 
-// splitVariants returns the value of the top-level variants key and a
-// copy of top without it.
-func splitVariants(top *yaml.Node) (variants, rest *yaml.Node) {
+// splitVariants returns the value of the top-level variants key, the key
+// of a second one if any, and a copy of top without them.
+func splitVariants(top *yaml.Node) (variants, dup, rest *yaml.Node) {
 	r := *top
 	r.Content = nil
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == variantsKey && variants == nil {
+		switch {
+		case top.Content[i].Value != variantsKey:
+			r.Content = append(r.Content, top.Content[i], top.Content[i+1])
+		case variants == nil:
 			variants = top.Content[i+1]
-			continue
+		case dup == nil:
+			dup = top.Content[i]
 		}
-		r.Content = append(r.Content, top.Content[i], top.Content[i+1])
 	}
-	return variants, &r
+	return variants, dup, &r
 }
 
 // build validates a decoded document and turns it into a Model. Errors are
