@@ -1,0 +1,213 @@
+package physics
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Boundness says what limits a job's speed, and so how much a power cap
+// slows it.
+type Boundness string
+
+// The boundness classes. The gpu-* classes run on GPUs and are slowed by
+// the GPU cap; the cpu-* classes by the CPU cap.
+const (
+	GPUCompute Boundness = "gpu-compute"
+	GPUMixed   Boundness = "gpu-mixed"
+	GPULow     Boundness = "gpu-low"
+	CPUCompute Boundness = "cpu-compute"
+	CPUMemory  Boundness = "cpu-memory"
+	CPULow     Boundness = "cpu-low"
+)
+
+// boundnesses lists every class; its order is the index of a class in
+// Model.classes.
+var boundnesses = [...]Boundness{GPUCompute, GPUMixed, GPULow, CPUCompute, CPUMemory, CPULow}
+
+// Boundnesses returns every class, GPU classes first.
+func Boundnesses() []Boundness { return slices.Clone(boundnesses[:]) }
+
+// GPU reports whether jobs of the class run on GPUs.
+func (b Boundness) GPU() bool { return b == GPUCompute || b == GPUMixed || b == GPULow }
+
+// Valid reports whether b is one of the classes.
+func (b Boundness) Valid() bool { return b.index() >= 0 }
+
+func (b Boundness) index() int {
+	for i, c := range boundnesses {
+		if c == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// Point is one measured point of a power curve.
+type Point struct {
+	Load  float64 // 0..1
+	Watts float64
+}
+
+// Curve is a node's power as a piecewise-linear function of its load. Its
+// points start at load 0, end at load 1, and rise with the load.
+type Curve struct {
+	points []Point
+}
+
+// Points returns the curve's points.
+func (c Curve) Points() []Point { return slices.Clone(c.points) }
+
+// Idle is the draw at load 0.
+func (c Curve) Idle() float64 { return c.points[0].Watts }
+
+// Max is the draw at full load.
+func (c Curve) Max() float64 { return c.points[len(c.points)-1].Watts }
+
+// At is the draw at load, interpolated linearly between the points. A load
+// outside 0..1 is taken as the nearest end: a node cannot be busier than
+// all of its CPUs.
+func (c Curve) At(load float64) float64 {
+	load = unit("load", load)
+	i, _ := slices.BinarySearchFunc(c.points, load, func(p Point, l float64) int {
+		switch {
+		case p.Load < l:
+			return -1
+		case p.Load > l:
+			return 1
+		}
+		return 0
+	})
+	if i == 0 {
+		return c.points[0].Watts
+	}
+	lo, hi := c.points[i-1], c.points[i]
+	return lo.Watts + (hi.Watts-lo.Watts)*(load-lo.Load)/(hi.Load-lo.Load)
+}
+
+// GPUNode is the model of a GPU node: a host curve and per-GPU figures.
+type GPUNode struct {
+	Host            Curve
+	GPUIdleWatts    float64
+	GPUDynamicWatts float64
+}
+
+// GPUMaxWatts is one GPU's maximum draw, the base of its cap fraction.
+func (g GPUNode) GPUMaxWatts() float64 { return g.GPUIdleWatts + g.GPUDynamicWatts }
+
+// GPUWatts is one GPU's natural draw at utilization util (0..1; outside,
+// the nearest end).
+func (g GPUNode) GPUWatts(util float64) float64 {
+	return g.GPUIdleWatts + g.GPUDynamicWatts*unit("GPU utilization", util)
+}
+
+// Class holds a boundness class's figures.
+type Class struct {
+	// Utilization is the share of its device a job of the class keeps busy
+	// at full speed: of its requested CPUs, or of each of its GPUs.
+	Utilization float64
+	// StretchAtTableCap is its runtime under a cap of the model's
+	// TableCapFraction, relative to its uncapped runtime.
+	StretchAtTableCap float64
+}
+
+// Model is one complete physics model. Default, Sensitivity and a File's
+// variants hand out shared models: read them, do not modify them.
+type Model struct {
+	// Name is "default" for a file's base model, else the variant's name.
+	Name string
+	// Source names the file it was read from.
+	Source string
+	// Description is the file's or the variant's description.
+	Description string
+
+	CPUNode Curve
+	GPUNode GPUNode
+	// TableCapFraction is the cap at which the classes' stretch is given.
+	TableCapFraction float64
+	// MinCapFraction is the floor: lower caps are treated as this one.
+	MinCapFraction float64
+
+	classes [len(boundnesses)]Class
+}
+
+// Class returns the figures of class b. It panics on a b that is not one
+// of the classes, a defect of the caller.
+func (m *Model) Class(b Boundness) Class {
+	i := b.index()
+	if i < 0 {
+		panic(fmt.Sprintf("physics: unknown boundness class %q", b))
+	}
+	return m.classes[i]
+}
+
+// EffectiveCap is the cap fraction the model applies for a requested cap
+// fraction f: f itself within MinCapFraction..1, 1 above (a cap above the
+// maximum does not limit), MinCapFraction below. A cap must be positive;
+// 0 or NaN panics, since a caller passing the zero value most likely
+// meant "no cap", which is 1.
+func (m *Model) EffectiveCap(f float64) float64 {
+	if !(f > 0) {
+		panic(fmt.Sprintf("physics: cap fraction %v is not in (0,1]; 1 means no cap", f))
+	}
+	return min(max(f, m.MinCapFraction), 1)
+}
+
+// Capped is the draw of a device whose natural draw is natural under a
+// limit of limit watts.
+func Capped(natural, limit float64) float64 { return min(natural, limit) }
+
+// CPUNodeWatts is a CPU node's draw at CPU load (0..1) under a package cap
+// of fraction capFrac (1 for none).
+func (m *Model) CPUNodeWatts(load, capFrac float64) float64 {
+	c := m.CPUNode
+	return Capped(c.At(load), m.EffectiveCap(capFrac)*c.Max())
+}
+
+// GPUNodeWatts is a GPU node's draw: the host at CPU load hostLoad under a
+// package cap of fraction hostCap, plus one GPU per entry of gpuUtil at
+// that utilization under a GPU cap of fraction gpuCap. Use 1 for no cap.
+func (m *Model) GPUNodeWatts(hostLoad, hostCap float64, gpuUtil []float64, gpuCap float64) float64 {
+	g := m.GPUNode
+	w := Capped(g.Host.At(hostLoad), m.EffectiveCap(hostCap)*g.Host.Max())
+	limit := m.EffectiveCap(gpuCap) * g.GPUMaxWatts()
+	for _, u := range gpuUtil {
+		w += Capped(g.GPUWatts(u), limit)
+	}
+	return w
+}
+
+// Stretch is how many times longer a job of class b runs under a cap of
+// fraction capFrac than at full speed: linear in the effective cap, from 1
+// at no cap through the class's StretchAtTableCap at TableCapFraction, and
+// on along that line down to MinCapFraction.
+func (m *Model) Stretch(b Boundness, capFrac float64) float64 {
+	f := m.EffectiveCap(capFrac)
+	s := m.Class(b).StretchAtTableCap
+	return 1 + (s-1)*(1-f)/(1-m.TableCapFraction)
+}
+
+// Run is the closed form of a job's share of a device over its whole run:
+// a job of class b with work (its runtime at full speed) on a share whose
+// natural draw is naturalWatts and whose capped maximum is maxWatts ×
+// capFrac runs for work × Stretch and draws Capped(naturalWatts,
+// EffectiveCap(capFrac) × maxWatts) all that time. It returns the
+// stretched runtime and the energy in joules. For a job on n H100s,
+// naturalWatts and maxWatts are n × GPUWatts(utilization) and
+// n × GPUMaxWatts().
+func (m *Model) Run(b Boundness, work time.Duration, naturalWatts, maxWatts, capFrac float64) (time.Duration, float64) {
+	s := m.Stretch(b, capFrac)
+	p := Capped(naturalWatts, m.EffectiveCap(capFrac)*maxWatts)
+	runtime := time.Duration(math.Round(float64(work) * s))
+	return runtime, p * work.Seconds() * s
+}
+
+// unit clamps v into 0..1 and panics on NaN, which would otherwise pass
+// through every comparison and turn a simulation's energy into NaN.
+func unit(what string, v float64) float64 {
+	if math.IsNaN(v) {
+		panic("physics: " + what + " is NaN")
+	}
+	return min(max(v, 0), 1)
+}
