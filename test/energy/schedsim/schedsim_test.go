@@ -439,3 +439,38 @@ func TestBindChecksNodeAndDuplicates(t *testing.T) {
 		t.Error("Bind changed the caller's pod")
 	}
 }
+
+func TestPreFilterNarrowsNodesByName(t *testing.T) {
+	s := newScheduler(t, DefaultProfile, []*v1.Node{makeNode("a", 4, 16, 0, nil), makeNode("b", 4, 16, 0, nil), makeNode("c", 4, 16, 0, nil)}, nil, 1)
+	onB := func(name string, milliCPU int64) *v1.Pod {
+		p := makePod(name, milliCPU, 1, 0)
+		p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"b"}}},
+			}}},
+		}}
+		return p
+	}
+	if node := place(t, s, onB("first", 3000)); node != "b" {
+		t.Fatalf("pod pinned to b by name went to %s", node)
+	}
+	// NodeAffinity's PreFilter leaves only b, so the other two nodes are
+	// reported as kube-scheduler reports nodes a PreFilterResult left out.
+	_, err := s.Schedule(context.Background(), onB("second", 3000))
+	want := "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+	if !errors.Is(err, ErrUnschedulable) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want unschedulable with %q", err, want)
+	}
+}
+
+func TestPreFilterRejectionMakesThePodUnschedulable(t *testing.T) {
+	s := newScheduler(t, DefaultProfile, []*v1.Node{makeNode("a", 4, 16, 0, nil)}, nil, 1)
+	p := makePod("with-claim", 1000, 1, 0)
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "missing"},
+	}}}
+	_, err := s.Schedule(context.Background(), p)
+	if !errors.Is(err, ErrUnschedulable) || !strings.Contains(err.Error(), `persistentvolumeclaim "missing" not found`) {
+		t.Fatalf("got %v, want unschedulable for the missing claim", err)
+	}
+}
