@@ -108,7 +108,8 @@ func New(profile Profile, nodes []*v1.Node, ext Extender, opts Options) (*Schedu
 // nodes and pods given to the Scheduler count.
 func (s *Scheduler) build(ctx context.Context, profile *config.KubeSchedulerProfile, parallelism int, nodes []*v1.Node) error {
 	// The framework's instrumentation writes to the scheduler's metric
-	// vectors, which exist only once registered; Register is idempotent.
+	// vectors, which are nil until initialised; Register initialises them
+	// once per process.
 	metrics.Register()
 
 	client := fake.NewClientset()
