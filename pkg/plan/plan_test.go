@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/plan/plantest"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
@@ -26,33 +27,6 @@ func settings(p string) Settings {
 		Coefficients: powerest.DefaultCoefficients()}
 }
 
-func gpuNode(name string, gpus int, extra map[string]string) *corev1.Node {
-	l := map[string]string{joulie.LabelManaged: "true", joulie.LabelHWCPUModel: "amd-epyc-9654",
-		joulie.LabelHWGPUModel: "nvidia-h100-sxm", joulie.LabelHWGPUCount: fmt.Sprint(gpus)}
-	for k, v := range extra {
-		l[k] = v
-	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
-	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("384")}
-	return n
-}
-
-func cpuNode(name string, extra map[string]string) *corev1.Node {
-	l := map[string]string{joulie.LabelManaged: "true", joulie.LabelHWCPUModel: "amd-epyc-9654"}
-	for k, v := range extra {
-		l[k] = v
-	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
-	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("384")}
-	return n
-}
-
-func perfPod(name, node string, phase corev1.PodPhase) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
-		Annotations: map[string]string{joulie.AnnotationWorkloadClass: joulie.WorkloadClassPerformance}},
-		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
-}
-
 func byName(r Result) map[string]NodePlan {
 	m := map[string]NodePlan{}
 	for _, n := range r.Nodes {
@@ -62,7 +36,7 @@ func byName(r Result) map[string]NodePlan {
 }
 
 func TestMixedClusterStaticPartitionKeepsEachFamily(t *testing.T) {
-	in := Inputs{Now: t0, Nodes: []*corev1.Node{gpuNode("gpu-a", 8, nil), gpuNode("gpu-b", 8, nil), cpuNode("cpu-a", nil), cpuNode("cpu-b", nil)}}
+	in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 8, nil), plantest.CPUNode("cpu-a", nil), plantest.CPUNode("cpu-b", nil)}}
 	r := Compute(in, settings(PolicyStaticPartition))
 	if r.Eligible != 4 || r.HPCount != 2 {
 		t.Fatalf("eligible %d, hp %d; want 4, 2", r.Eligible, r.HPCount)
@@ -90,8 +64,8 @@ func TestMixedClusterStaticPartitionKeepsEachFamily(t *testing.T) {
 func TestPerformancePodsDrainBeforeEco(t *testing.T) {
 	// gpu-b is performance today (its labels say so) and runs a
 	// performance pod; the plan wants it eco.
-	nodes := []*corev1.Node{gpuNode("gpu-a", 8, nil), gpuNode("gpu-b", 4, map[string]string{joulie.LabelPowerProfile: "performance"})}
-	pods := []*corev1.Pod{perfPod("train", "gpu-b", corev1.PodRunning)}
+	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 4, map[string]string{joulie.LabelPowerProfile: "performance"})}
+	pods := []*corev1.Pod{plantest.PerfPod("train", "gpu-b", corev1.PodRunning)}
 	in := Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods)}
 	s := settings(PolicyStaticPartition)
 	got := byName(Compute(in, s))["gpu-b"]
@@ -110,12 +84,12 @@ func TestPerformancePodsDrainBeforeEco(t *testing.T) {
 }
 
 func TestIneligibleNodesLeaveThePlanAndAreReleased(t *testing.T) {
-	cordoned := gpuNode("gpu-c", 8, map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "false"})
+	cordoned := plantest.GPUNode("gpu-c", 8, map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "false"})
 	cordoned.Spec.Unschedulable = true
-	reserved := cpuNode("cpu-r", map[string]string{joulie.LabelReserved: "true"})
-	unmanaged := cpuNode("cpu-u", nil)
+	reserved := plantest.CPUNode("cpu-r", map[string]string{joulie.LabelReserved: "true"})
+	unmanaged := plantest.CPUNode("cpu-u", nil)
 	delete(unmanaged.Labels, joulie.LabelManaged)
-	in := Inputs{Now: t0, Nodes: []*corev1.Node{gpuNode("gpu-a", 8, nil), cordoned, reserved, unmanaged},
+	in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), cordoned, reserved, unmanaged},
 		Profiles: map[string]*joulie.NodePowerProfile{"gpu-c": {ObjectMeta: metav1.ObjectMeta{Name: "gpu-c"}}}}
 	r := Compute(in, settings(PolicyStaticPartition))
 	if r.Eligible != 1 {
@@ -137,14 +111,14 @@ func TestIneligibleNodesLeaveThePlanAndAreReleased(t *testing.T) {
 func TestQueuePressureRaisesThePerformanceCount(t *testing.T) {
 	var nodes []*corev1.Node
 	for i := range 10 {
-		nodes = append(nodes, cpuNode(fmt.Sprintf("n%02d", i), nil))
+		nodes = append(nodes, plantest.CPUNode(fmt.Sprintf("n%02d", i), nil))
 	}
 	s := settings(PolicyQueueAware)
 	prev := -1
 	for _, p := range []int{0, 10, 61, 75, 91, 500} {
 		var pods []*corev1.Pod
 		for i := range p {
-			pods = append(pods, perfPod(fmt.Sprintf("p%d", i), "", corev1.PodPending))
+			pods = append(pods, plantest.PerfPod(fmt.Sprintf("p%d", i), "", corev1.PodPending))
 		}
 		r := Compute(Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods)}, s)
 		if r.HPCount < prev || r.HPCount > 10 {
@@ -167,8 +141,8 @@ func TestDwellHoldsEcoButNeverPerformance(t *testing.T) {
 	prof := func(name string) *joulie.NodePowerProfile {
 		return &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{AnnotationLastTransition: just}}}
 	}
-	nodes := []*corev1.Node{gpuNode("a", 8, map[string]string{joulie.LabelPowerProfile: "performance"}),
-		gpuNode("b", 8, map[string]string{joulie.LabelPowerProfile: "performance"})}
+	nodes := []*corev1.Node{plantest.GPUNode("a", 8, map[string]string{joulie.LabelPowerProfile: "performance"}),
+		plantest.GPUNode("b", 8, map[string]string{joulie.LabelPowerProfile: "performance"})}
 	in := Inputs{Now: t0, Nodes: nodes, Profiles: map[string]*joulie.NodePowerProfile{"a": prof("a"), "b": prof("b")}}
 	b := byName(Compute(in, s))["b"]
 	if b.Planned != joulie.ProfileEco || b.Decision.Profile != joulie.ProfilePerformance || b.Decision.Transition != policy.Dwell {
@@ -183,7 +157,7 @@ func TestDwellHoldsEcoButNeverPerformance(t *testing.T) {
 
 func TestTwinUsesAgentPowerFacilityAndTrend(t *testing.T) {
 	pue, temp, it := 1.3, 30.0, 30000.0
-	n := gpuNode("g", 4, nil)
+	n := plantest.GPUNode("g", 4, nil)
 	in := Inputs{Now: t0, Nodes: []*corev1.Node{n},
 		Profiles: map[string]*joulie.NodePowerProfile{"g": {ObjectMeta: metav1.ObjectMeta{Name: "g"},
 			Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{NodePowerWatts: 1234.5, Time: metav1.NewTime(t0.Add(-time.Minute))}}}},
@@ -218,7 +192,7 @@ func TestTwinUsesAgentPowerFacilityAndTrend(t *testing.T) {
 func TestComputeIsDeterministic(t *testing.T) {
 	var nodes []*corev1.Node
 	for i := range 50 {
-		nodes = append(nodes, gpuNode(fmt.Sprintf("g%02d", i), 1+i%8, nil), cpuNode(fmt.Sprintf("c%02d", i), nil))
+		nodes = append(nodes, plantest.GPUNode(fmt.Sprintf("g%02d", i), 1+i%8, nil), plantest.CPUNode(fmt.Sprintf("c%02d", i), nil))
 	}
 	s := settings(PolicyQueueAware)
 	a := Compute(Inputs{Now: t0, Nodes: nodes}, s)
@@ -262,7 +236,7 @@ func TestTrendSlope(t *testing.T) {
 func TestRuleSwapSwapsEveryIntervalDespiteTheDwell(t *testing.T) {
 	s := settings(PolicyRuleSwap)
 	s.MinEcoDwell = 5 * time.Minute // the controller's default
-	nodes := []*corev1.Node{cpuNode("a", nil), cpuNode("b", nil), cpuNode("c", nil)}
+	nodes := []*corev1.Node{plantest.CPUNode("a", nil), plantest.CPUNode("b", nil), plantest.CPUNode("c", nil)}
 	profiles := map[string]*joulie.NodePowerProfile{}
 	prevEco := ""
 	for step := range 8 {
@@ -292,21 +266,6 @@ func TestRuleSwapSwapsEveryIntervalDespiteTheDwell(t *testing.T) {
 	}
 }
 
-// requesting is a pod on node asking for cores and NVIDIA GPUs.
-func requesting(name, node string, cores, gpus string, class string, phase corev1.PodPhase) *corev1.Pod {
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cores)}
-	if gpus != "" {
-		req[joulie.ResourceNVIDIAGPU] = resource.MustParse(gpus)
-	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}},
-		Status: corev1.PodStatus{Phase: phase}}
-	if class != "" {
-		p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: class}
-	}
-	return p
-}
-
 // Each source of powerMeasurement, in SPEC.md's order: the agent's fresh
 // reading, Kepler's, the utilization model of the pods' requests, and the
 // cap-based budget when the model has nothing to stand on.
@@ -319,26 +278,26 @@ func TestPowerMeasurementSources(t *testing.T) {
 	// 2800; two performance GPUs: 0.9 × 2/4 × 2800.
 	const busyW = idleW + 0.8*64/192*800 + 0.6*1/4*2800 + 0.9*2/4*2800
 	busy := PodLoads([]*corev1.Pod{
-		requesting("std", "g", "48", "1", "", corev1.PodRunning),
-		requesting("perf", "g", "16", "2", joulie.WorkloadClassPerformance, corev1.PodRunning),
-		requesting("done", "g", "96", "1", "", corev1.PodSucceeded),    // finished: draws nothing
-		requesting("queued", "", "96", "4", "", corev1.PodPending),     // not on a node yet
-		requesting("elsewhere", "h", "96", "4", "", corev1.PodRunning), // another node
+		plantest.Requesting("std", "g", "48", "1", "", corev1.PodRunning),
+		plantest.Requesting("perf", "g", "16", "2", joulie.WorkloadClassPerformance, corev1.PodRunning),
+		plantest.Requesting("done", "g", "96", "1", "", corev1.PodSucceeded),    // finished: draws nothing
+		plantest.Requesting("queued", "", "96", "4", "", corev1.PodPending),     // not on a node yet
+		plantest.Requesting("elsewhere", "h", "96", "4", "", corev1.PodRunning), // another node
 	})
-	full := PodLoads([]*corev1.Pod{requesting("all", "g", "192", "4", joulie.WorkloadClassPerformance, corev1.PodRunning)})
+	full := PodLoads([]*corev1.Pod{plantest.Requesting("all", "g", "192", "4", joulie.WorkloadClassPerformance, corev1.PodRunning)})
 	agent := map[string]*joulie.NodePowerProfile{"g": {ObjectMeta: metav1.ObjectMeta{Name: "g"},
 		Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{NodePowerWatts: 1234.5, Time: metav1.NewTime(t0.Add(-time.Minute))}}}}
 	staleAgent := map[string]*joulie.NodePowerProfile{"g": {ObjectMeta: metav1.ObjectMeta{Name: "g"},
 		Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{NodePowerWatts: 1234.5, Time: metav1.NewTime(t0.Add(-10 * time.Minute))}}}}
 	kepler := map[string]NodeReading{"g": {Watts: 999, Time: t0.Add(-time.Minute)}}
 	staleKepler := map[string]NodeReading{"g": {Watts: 999, Time: t0.Add(-10 * time.Minute)}}
-	known := gpuNode("g", 4, nil)
+	known := plantest.GPUNode("g", 4, nil)
 	// No hardware labels, GPUs only from allocatable: the catalog knows
 	// neither model, so it has no idle figure.
 	unknown := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "g", Labels: map[string]string{joulie.LabelManaged: "true"}}}
 	unknown.Status.Allocatable = corev1.ResourceList{joulie.ResourceNVIDIAGPU: resource.MustParse("4")}
 	// A known CPU, but a GPU known only as a generic NVIDIA part.
-	genericGPU := cpuNode("g", map[string]string{joulie.LabelHWGPUCount: "4"})
+	genericGPU := plantest.CPUNode("g", map[string]string{joulie.LabelHWGPUCount: "4"})
 	genericGPU.Status.Allocatable = corev1.ResourceList{joulie.ResourceNVIDIAGPU: resource.MustParse("4")}
 
 	tests := []struct {
@@ -391,7 +350,7 @@ func TestPowerMeasurementSources(t *testing.T) {
 func TestUtilizationModelFeedsPSUStress(t *testing.T) {
 	var nodes []*corev1.Node
 	for i := range 10 {
-		nodes = append(nodes, gpuNode(fmt.Sprintf("g%d", i), 8, nil))
+		nodes = append(nodes, plantest.GPUNode(fmt.Sprintf("g%d", i), 8, nil))
 	}
 	s := settings(PolicyStaticPartition)
 	s.StaticHPFrac = 1

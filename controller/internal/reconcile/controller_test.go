@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/plan/plantest"
 	jfake "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/plan"
@@ -124,7 +125,7 @@ func writes(actions ...[]k8stesting.Action) []string {
 func TestSyncWritesProfilesLabelsAndTwinsThenNothing(t *testing.T) {
 	s := settings(plan.PolicyStaticPartition)
 	f := newFixture(t, s, t0)
-	nodes := []*corev1.Node{gpuNode("gpu-a", 8, nil), gpuNode("gpu-b", 8, nil)}
+	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 8, nil)}
 	for _, n := range nodes {
 		if _, err := f.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -169,7 +170,7 @@ func TestSyncWritesProfilesLabelsAndTwinsThenNothing(t *testing.T) {
 func TestTwinHeartbeatRewritesOnlyLastUpdated(t *testing.T) {
 	s := settings(plan.PolicyStaticPartition)
 	f := newFixture(t, s, t0)
-	f.add(t, gpuNode("g", 8, nil))
+	f.add(t, plantest.GPUNode("g", 8, nil))
 	f.settle(t, t0.Add(-3*time.Minute)) // written 3 minutes ago
 	tw, _ := f.ctrl.twins.Get("g")
 	if _, err := f.jc.JoulieV1alpha1().NodeTwins().Create(context.Background(), tw, metav1.CreateOptions{}); err != nil {
@@ -212,9 +213,9 @@ func BenchmarkReconcile5000Nodes50000Pods(b *testing.B) {
 		var n *corev1.Node
 		switch i % 3 {
 		case 0:
-			n = cpuNode(fmt.Sprintf("node-%04d", i), nil)
+			n = plantest.CPUNode(fmt.Sprintf("node-%04d", i), nil)
 		default:
-			n = gpuNode(fmt.Sprintf("node-%04d", i), 1+i%8, nil)
+			n = plantest.GPUNode(fmt.Sprintf("node-%04d", i), 1+i%8, nil)
 		}
 		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("380"), corev1.ResourceMemory: resource.MustParse("1536Gi")}
 		f.add(b, n)
@@ -257,7 +258,7 @@ func BenchmarkReconcile5000Nodes50000Pods(b *testing.B) {
 func TestSnapshotLoadsFromSlimPods(t *testing.T) {
 	f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
 	always := corev1.ContainerRestartPolicyAlways
-	amd := requesting("amd", "g", "500m", "", joulie.WorkloadClassPerformance, corev1.PodRunning)
+	amd := plantest.Requesting("amd", "g", "500m", "", joulie.WorkloadClassPerformance, corev1.PodRunning)
 	amd.Spec.Containers[0].Resources.Limits = corev1.ResourceList{joulie.ResourceAMDGPU: resource.MustParse("2")}
 	amd.Spec.InitContainers = []corev1.Container{
 		{Name: "sidecar", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}},
@@ -265,16 +266,16 @@ func TestSnapshotLoadsFromSlimPods(t *testing.T) {
 	}
 	amd.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	pods := []*corev1.Pod{
-		requesting("std", "g", "8", "1", "", corev1.PodRunning),
-		requesting("std-2", "g", "8", "1", "", corev1.PodRunning), // same shape: one index value
-		requesting("finishing", "g", "2", "", "", corev1.PodRunning),
+		plantest.Requesting("std", "g", "8", "1", "", corev1.PodRunning),
+		plantest.Requesting("std-2", "g", "8", "1", "", corev1.PodRunning), // same shape: one index value
+		plantest.Requesting("finishing", "g", "2", "", "", corev1.PodRunning),
 		amd,
-		requesting("starting", "h", "2", "", "", corev1.PodPending),
-		requesting("done", "g", "64", "4", "", corev1.PodFailed),
-		requesting("queued", "", "64", "", "", corev1.PodPending),
-		perfPod("no-requests", "g", corev1.PodRunning),
+		plantest.Requesting("starting", "h", "2", "", "", corev1.PodPending),
+		plantest.Requesting("done", "g", "64", "4", "", corev1.PodFailed),
+		plantest.Requesting("queued", "", "64", "", "", corev1.PodPending),
+		plantest.PerfPod("no-requests", "g", corev1.PodRunning),
 	}
-	f.add(t, gpuNode("g", 8, nil), cpuNode("h", nil), cpuNode("idle", nil))
+	f.add(t, plantest.GPUNode("g", 8, nil), plantest.CPUNode("h", nil), plantest.CPUNode("idle", nil))
 	for _, p := range pods {
 		f.add(t, p)
 	}
