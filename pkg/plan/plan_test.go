@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/plan/plantest"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/plan/plantest"
 	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 )

@@ -24,4 +24,3 @@ func settings(p string) plan.Settings {
 		Interval: time.Minute, Intent: intent.Default(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute,
 		Coefficients: powerest.DefaultCoefficients()}
 }
-

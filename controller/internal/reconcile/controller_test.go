@@ -19,10 +19,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/plan/plantest"
 	jfake "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/plan/plantest"
 	"joulie.io/joulie/pkg/powerest"
 )
 
