@@ -113,7 +113,7 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*m
 	}
 	s := &Snapshot{Synced: synced, Built: built, twins: make([]scoring.Twin, 0, len(twins))}
 	for _, t := range twins {
-		s.twins = append(s.twins, TwinOf(&t.Status))
+		s.twins = append(s.twins, scoring.TwinOf(&t.Status))
 	}
 	for i, t := range twins {
 		get(t.Name).Twin = &s.twins[i]
@@ -121,7 +121,7 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*m
 	for _, h := range hardware {
 		n := get(h.Name)
 		n.HasHardware = true
-		n.Hardware = HardwareOf(&h.Status)
+		n.Hardware = scoring.HardwareOf(&h.Status)
 	}
 	for _, m := range nodes {
 		l := scoring.Labels{Profile: m.Labels[joulie.LabelPowerProfile], Draining: m.Labels[joulie.LabelDraining]}
@@ -141,64 +141,3 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*m
 	return s
 }
 
-// TwinOf is the scoring view of a NodeTwin's status.
-func TwinOf(st *joulie.NodeTwinStatus) scoring.Twin {
-	t := scoring.Twin{
-		Class:             st.SchedulableClass,
-		PredictedHeadroom: st.PredictedPowerHeadroomScore,
-		CoolingStress:     st.PredictedCoolingStressScore,
-		LastUpdated:       st.LastUpdated.Time,
-	}
-	if st.EstimatedPUE != nil {
-		t.PUE = *st.EstimatedPUE
-	}
-	if m := st.PowerMeasurement; m != nil {
-		t.Measured = true
-		t.Source = m.Source
-		t.MeasuredW = m.MeasuredNodePowerW
-		t.CappedW = m.NodeCappedPowerW
-		t.TdpW = m.NodeTdpW
-		t.TrendWPerMin = m.PowerTrendWPerMin
-	}
-	return t
-}
-
-// HardwareOf is the marginal-power view of a NodeHardware's status: cores
-// and maximum power of all CPU sockets together, GPU count and maximum
-// power per GPU. Figures the agent could not discover stay zero, which the
-// estimate treats as unknown.
-func HardwareOf(st *joulie.NodeHardwareStatus) powerest.Node {
-	cpu := &st.CPU
-	n := powerest.Node{CPUTotalCores: float64(cpu.TotalCores)}
-	if n.CPUTotalCores <= 0 {
-		n.CPUTotalCores = float64(cpu.Sockets) * float64(cpu.CoresPerSocket)
-	}
-	// The cap range is per package; the packages' own ranges, when the
-	// agent lists them, add up to the node's CPU maximum more exactly.
-	var perPackage float64
-	for _, p := range cpu.Packages {
-		if p.CapRange != nil {
-			perPackage += p.CapRange.MaxWatts
-		}
-	}
-	switch {
-	case perPackage > 0:
-		n.CPUMaxWatts = perPackage
-	case cpu.CapRange != nil:
-		sockets := max(int(cpu.Sockets), len(cpu.Packages), 1)
-		n.CPUMaxWatts = cpu.CapRange.MaxWatts * float64(sockets)
-	}
-	if g := st.GPU; g != nil && g.Count > 0 {
-		n.GPUCount = float64(g.Count)
-		if g.CapRange != nil {
-			n.GPUMaxWattsPerGPU = g.CapRange.MaxWatts
-		} else {
-			for _, d := range g.Devices {
-				if d.CapRange != nil {
-					n.GPUMaxWattsPerGPU = math.Max(n.GPUMaxWattsPerGPU, d.CapRange.MaxWatts)
-				}
-			}
-		}
-	}
-	return n
-}

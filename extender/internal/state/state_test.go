@@ -98,7 +98,7 @@ func TestBuild(t *testing.T) {
 }
 
 func TestTwinOf(t *testing.T) {
-	got := TwinOf(&twin("a", joulie.ClassEco, 420).Status)
+	got := scoring.TwinOf(&twin("a", joulie.ClassEco, 420).Status)
 	want := scoring.Twin{
 		Class: joulie.ClassEco, PredictedHeadroom: 70, CoolingStress: 20, PUE: 1.3,
 		Measured: true, Source: joulie.SourceAgent, MeasuredW: 420, CappedW: 1000, TdpW: 1400, TrendWPerMin: -5, LastUpdated: updated.Time,
@@ -106,7 +106,7 @@ func TestTwinOf(t *testing.T) {
 	if got != want {
 		t.Errorf("TwinOf = %+v\nwant %+v", got, want)
 	}
-	bare := TwinOf(&joulie.NodeTwinStatus{SchedulableClass: joulie.ClassPerformance})
+	bare := scoring.TwinOf(&joulie.NodeTwinStatus{SchedulableClass: joulie.ClassPerformance})
 	if bare.Measured || bare.PUE != 0 || !bare.LastUpdated.IsZero() {
 		t.Errorf("twin without measurement, PUE or time: %+v", bare)
 	}
@@ -133,7 +133,7 @@ func TestHardwareOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := HardwareOf(&tt.st); got != tt.want {
+			if got := scoring.HardwareOf(&tt.st); got != tt.want {
 				t.Errorf("HardwareOf = %+v, want %+v", got, tt.want)
 			}
 		})
