@@ -140,4 +140,3 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*m
 	}
 	return s
 }
-
