@@ -1,0 +1,519 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/hwview"
+	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
+	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/twin"
+	"joulie.io/joulie/test/energy/physics"
+	"joulie.io/joulie/test/energy/schedsim"
+	"joulie.io/joulie/test/energy/workload"
+)
+
+// Options are a run's settings; the zero value of each field but Model
+// takes the default the real programs use.
+type Options struct {
+	// Seed seeds the scheduler's tie-breaks.
+	Seed int64
+	// Model is the physics; required.
+	Model *physics.Model
+	// ReconcileInterval is the controller's RECONCILE_INTERVAL (1m).
+	ReconcileInterval time.Duration
+	// AgentDelay is how long after a reconcile a node's agent has applied
+	// the new caps (5s: the agent's default reconcile interval).
+	AgentDelay time.Duration
+	// Intent overrides the controller's power intent (caps per profile);
+	// nil takes intent.Default(). The invariant test sets eco caps to 100%.
+	Intent *intent.Config
+	// MaxPodsPerNode is the kubelet's max-pods (110, its default).
+	MaxPodsPerNode int64
+	// Progress, when set, is called now and then with the simulated time
+	// and the share of jobs completed.
+	Progress func(simulated time.Duration, done float64)
+}
+
+// epoch is the simulated clock's zero: any fixed instant does, since
+// nothing reads the wall clock.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Run simulates arm over jobs on nodes until every job has completed.
+func Run(ctx context.Context, arm Arm, nodes []workload.Node, jobs []workload.Job, opts Options) (Result, error) {
+	if opts.Model == nil {
+		return Result{}, errors.New("sim: Options.Model is required")
+	}
+	if opts.ReconcileInterval <= 0 {
+		opts.ReconcileInterval = time.Minute
+	}
+	if opts.AgentDelay <= 0 {
+		opts.AgentDelay = 5 * time.Second
+	}
+	if opts.MaxPodsPerNode <= 0 {
+		opts.MaxPodsPerNode = 110
+	}
+	s, err := newSimulation(arm, nodes, jobs, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.sched.Close()
+	if err := s.loop(ctx); err != nil {
+		return Result{}, err
+	}
+	return s.result(), nil
+}
+
+// joulieArm reports whether the arm runs Joulie's controller and extender.
+func joulieArm(a Arm) bool { return a == ArmStatic || a == ArmQueueAware || a == ArmNoCaps }
+
+type nodeState struct {
+	spec workload.Node
+	obj  *v1.Node
+	// cpuCap and gpuCap are the cap fractions the agent has applied (1:
+	// none); they change AgentDelay after the reconcile that asked.
+	cpuCap, gpuCap float64
+	running        map[int]struct{}
+	watts          float64
+	profile        *joulie.NodePowerProfile
+	twin           *joulie.NodeTwinStatus
+	view           *hwview.View // the controller's view of the hardware
+}
+
+type jobState struct {
+	job      workload.Job
+	pod      *v1.Pod
+	node     int // -1 while pending
+	queued   bool
+	start    time.Duration
+	end      time.Duration
+	done     bool
+	profile  string
+	left     float64 // seconds of full-speed work left at updated
+	rate     float64 // full-speed seconds per second
+	updated  time.Duration
+	version  int // invalidates completion events scheduled at an older rate
+	perfPod  bool
+	boundCPU bool
+}
+
+type simulation struct {
+	arm      Arm
+	opts     Options
+	model    *physics.Model
+	nodes    []*nodeState
+	byName   map[string]int
+	jobs     []*jobState
+	sched    *schedsim.Scheduler
+	ext      *extender
+	settings plan.Settings
+
+	now       time.Duration
+	events    eventQueue
+	queue     []int // pending jobs, FIFO
+	power     []Sample
+	totalW    float64
+	energyJ   float64
+	done      int
+	perfOnEco int
+}
+
+func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Options) (*simulation, error) {
+	s := &simulation{arm: arm, opts: opts, model: opts.Model, byName: map[string]int{}}
+	objs := make([]*v1.Node, len(nodes))
+	for i, n := range nodes {
+		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
+		s.nodes = append(s.nodes, &nodeState{spec: n, obj: objs[i], cpuCap: 1, gpuCap: 1, running: map[int]struct{}{}})
+		s.byName[n.Name] = i
+	}
+	profile := schedsim.DefaultProfile
+	if arm == ArmBinPack {
+		profile = schedsim.MostAllocatedProfile
+	}
+	var ext schedsim.Extender
+	if joulieArm(arm) {
+		s.ext = newExtender(s)
+		ext = s.ext
+		s.settings = settings(arm, opts)
+	}
+	sched, err := schedsim.New(profile, objs, ext, schedsim.Options{Seed: uint64(opts.Seed)})
+	if err != nil {
+		return nil, fmt.Errorf("sim: scheduler for arm %s: %w", arm, err)
+	}
+	s.sched = sched
+	for i, j := range jobs {
+		js := &jobState{job: j, node: -1, pod: podObject(j), left: j.Work.Seconds(), perfPod: j.Class == workload.Performance}
+		s.jobs = append(s.jobs, js)
+		heap.Push(&s.events, event{t: j.Arrival, kind: evArrival, idx: i})
+	}
+	if joulieArm(arm) {
+		heap.Push(&s.events, event{t: 0, kind: evReconcile})
+	}
+	for _, n := range s.nodes {
+		n.watts = s.nodeWatts(n)
+		s.totalW += n.watts
+	}
+	s.power = append(s.power, Sample{T: 0, Watts: s.totalW})
+	return s, nil
+}
+
+// settings are the controller's defaults (controller/internal/config) for
+// the arm's policy.
+func settings(arm Arm, opts Options) plan.Settings {
+	sel, _ := labels.Parse(joulie.LabelManaged + "=true")
+	in := intent.Default()
+	if opts.Intent != nil {
+		in = *opts.Intent
+	}
+	p := plan.PolicyQueueAware
+	if arm == ArmStatic {
+		p = plan.PolicyStaticPartition
+	}
+	return plan.Settings{NodeSelector: sel, Policy: p, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
+		Interval: opts.ReconcileInterval, MinEcoDwell: 5 * time.Minute, Intent: in,
+		Cooling: twin.DefaultLinearCoolingModel(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute,
+		Coefficients: powerest.DefaultCoefficients()}
+}
+
+func nodeObject(n workload.Node, maxPods int64) *v1.Node {
+	l := map[string]string{joulie.LabelManaged: "true", joulie.LabelHWCPUModel: n.CPUModel}
+	res := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(n.CPUMilli, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(n.MemoryMiB<<20, resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(maxPods, resource.DecimalSI),
+	}
+	if n.GPUs > 0 {
+		l[joulie.LabelHWGPUModel] = n.GPUModel
+		l[joulie.LabelHWGPUCount] = strconv.Itoa(n.GPUs)
+		res[joulie.ResourceNVIDIAGPU] = *resource.NewQuantity(int64(n.GPUs), resource.DecimalSI)
+	}
+	o := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: types.UID("uid-" + n.Name), Labels: l}}
+	o.Status.Capacity, o.Status.Allocatable = res, res.DeepCopy()
+	o.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	return o
+}
+
+func podObject(j workload.Job) *v1.Pod {
+	req := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(j.CPUMilli, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(j.MemoryMiB<<20, resource.BinarySI),
+	}
+	if j.GPUs > 0 {
+		req[joulie.ResourceNVIDIAGPU] = *resource.NewQuantity(int64(j.GPUs), resource.DecimalSI)
+	}
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: j.ID, Namespace: "default", UID: types.UID("uid-" + j.ID)},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "job", Resources: v1.ResourceRequirements{Requests: req, Limits: req}}}}}
+	if j.Class == workload.Performance {
+		p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: joulie.WorkloadClassPerformance}
+	}
+	return p
+}
+
+func (s *simulation) loop(ctx context.Context) error {
+	nextProgress := time.Duration(0)
+	for s.done < len(s.jobs) {
+		if s.events.Len() == 0 {
+			return fmt.Errorf("sim: arm %s: %d jobs left and nothing more will happen (a job that fits no node?)", s.arm, len(s.jobs)-s.done)
+		}
+		ev := heap.Pop(&s.events).(event)
+		s.advance(ev.t)
+		switch ev.kind {
+		case evArrival:
+			if !s.trySchedule(ctx, ev.idx) {
+				s.jobs[ev.idx].queued = true
+				s.queue = append(s.queue, ev.idx)
+			}
+		case evCompletion:
+			j := s.jobs[ev.idx]
+			if j.done || j.version != ev.version {
+				continue
+			}
+			if err := s.complete(ctx, ev.idx); err != nil {
+				return err
+			}
+		case evReconcile:
+			if err := s.reconcile(ctx); err != nil {
+				return err
+			}
+			if s.done < len(s.jobs) {
+				heap.Push(&s.events, event{t: s.now + s.opts.ReconcileInterval, kind: evReconcile})
+			}
+		case evCaps:
+			s.applyCaps(ev.idx, ev.cpuCap, ev.gpuCap)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if s.opts.Progress != nil && s.now >= nextProgress {
+			s.opts.Progress(s.now, float64(s.done)/float64(len(s.jobs)))
+			nextProgress = s.now + time.Hour
+		}
+	}
+	return nil
+}
+
+// advance moves the clock to t, integrating the power in force until then.
+func (s *simulation) advance(t time.Duration) {
+	if t < s.now {
+		panic(fmt.Sprintf("sim: event at %s before now %s", t, s.now))
+	}
+	s.energyJ += s.totalW * (t - s.now).Seconds()
+	s.now = t
+}
+
+// setNodeWatts recomputes node i's draw and records a power step.
+func (s *simulation) setNodeWatts(n *nodeState) {
+	w := s.nodeWatts(n)
+	if w == n.watts {
+		return
+	}
+	s.totalW += w - n.watts
+	n.watts = w
+	if last := &s.power[len(s.power)-1]; last.T == s.now {
+		last.Watts = s.totalW
+	} else {
+		s.power = append(s.power, Sample{T: s.now, Watts: s.totalW})
+	}
+}
+
+// nodeWatts is the physics' draw of a node with its running jobs under its
+// applied caps. A job keeps its share of the CPUs it requested busy at its
+// class's utilization, and each of its GPUs at the same utilization.
+func (s *simulation) nodeWatts(n *nodeState) float64 {
+	var busyMilli float64
+	var gpuUtil []float64
+	for idx := range n.running {
+		j := s.jobs[idx].job
+		u := s.model.Class(j.Boundness).Utilization
+		busyMilli += float64(j.CPUMilli) * u
+		for range j.GPUs {
+			gpuUtil = append(gpuUtil, u)
+		}
+	}
+	load := busyMilli / float64(n.spec.CPUMilli)
+	if n.spec.GPUs == 0 {
+		return s.model.CPUNodeWatts(load, n.cpuCap)
+	}
+	for len(gpuUtil) < n.spec.GPUs {
+		gpuUtil = append(gpuUtil, 0)
+	}
+	return s.model.GPUNodeWatts(load, n.cpuCap, gpuUtil, n.gpuCap)
+}
+
+// rate is how fast job j progresses on node n under its applied caps: a
+// GPU job by its GPUs' cap, a CPU job by the package cap.
+func (s *simulation) rate(j *jobState, n *nodeState) float64 {
+	c := n.cpuCap
+	if j.job.GPUs > 0 {
+		c = n.gpuCap
+	}
+	return 1 / s.model.Stretch(j.job.Boundness, c)
+}
+
+func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
+	j := s.jobs[idx]
+	name, err := s.sched.Schedule(ctx, j.pod)
+	if err != nil {
+		return false
+	}
+	if err := s.sched.Bind(j.pod, name); err != nil {
+		panic(fmt.Sprintf("sim: bind %s to %s: %v", j.job.ID, name, err))
+	}
+	ni := s.byName[name]
+	n := s.nodes[ni]
+	j.node, j.start, j.updated, j.queued = ni, s.now, s.now, false
+	j.profile = nodeProfile(n.obj)
+	if j.perfPod && (j.profile == string(joulie.ProfileEco) || j.profile == "draining") {
+		s.perfOnEco++
+	}
+	n.running[idx] = struct{}{}
+	j.rate = s.rate(j, n)
+	s.scheduleCompletion(idx)
+	s.setNodeWatts(n)
+	return true
+}
+
+// nodeProfile is the node's profile as its labels say when a pod lands.
+func nodeProfile(n *v1.Node) string {
+	if n.Labels[joulie.LabelDraining] == "true" {
+		return "draining"
+	}
+	if p := n.Labels[joulie.LabelPowerProfile]; p != "" {
+		return p
+	}
+	return "none"
+}
+
+func (s *simulation) scheduleCompletion(idx int) {
+	j := s.jobs[idx]
+	j.version++
+	// Round up, so a job never completes before its work is done.
+	d := time.Duration(j.left/j.rate*float64(time.Second)) + 1
+	if j.left <= 0 {
+		d = 0
+	}
+	heap.Push(&s.events, event{t: s.now + d, kind: evCompletion, idx: idx, version: j.version})
+}
+
+func (s *simulation) complete(ctx context.Context, idx int) error {
+	j := s.jobs[idx]
+	n := s.nodes[j.node]
+	j.done, j.end, j.left = true, s.now, 0
+	s.done++
+	delete(n.running, idx)
+	if err := s.sched.Remove(j.pod); err != nil {
+		return fmt.Errorf("sim: remove %s: %w", j.job.ID, err)
+	}
+	s.setNodeWatts(n)
+	s.retry(ctx, n)
+	return nil
+}
+
+// retry offers the queue, in order, the resources freed on node n (nil:
+// anything changed, offer every queued job). A job that could not fit on n
+// by its requests alone is not sent through the scheduler, which would
+// only say so again.
+func (s *simulation) retry(ctx context.Context, n *nodeState) {
+	if len(s.queue) == 0 {
+		return
+	}
+	var freeCPU, freeMem int64
+	var freeGPU int
+	if n != nil {
+		freeCPU, freeMem, freeGPU = s.free(n)
+	}
+	kept := s.queue[:0]
+	for _, idx := range s.queue {
+		j := s.jobs[idx].job
+		if n != nil && (j.CPUMilli > freeCPU || j.MemoryMiB > freeMem || j.GPUs > freeGPU) {
+			kept = append(kept, idx)
+			continue
+		}
+		if !s.trySchedule(ctx, idx) {
+			kept = append(kept, idx)
+			continue
+		}
+		if n != nil {
+			freeCPU, freeMem, freeGPU = s.free(n)
+		}
+	}
+	s.queue = kept
+}
+
+func (s *simulation) free(n *nodeState) (cpu, mem int64, gpus int) {
+	cpu, mem, gpus = n.spec.CPUMilli, n.spec.MemoryMiB, n.spec.GPUs
+	for idx := range n.running {
+		j := s.jobs[idx].job
+		cpu -= j.CPUMilli
+		mem -= j.MemoryMiB
+		gpus -= j.GPUs
+	}
+	return cpu, mem, gpus
+}
+
+// applyCaps is the agent of node i enforcing new caps: the node's draw and
+// its jobs' progress change from now on.
+func (s *simulation) applyCaps(i int, cpuCap, gpuCap float64) {
+	n := s.nodes[i]
+	if s.arm == ArmNoCaps || (n.cpuCap == cpuCap && n.gpuCap == gpuCap) {
+		return
+	}
+	n.cpuCap, n.gpuCap = cpuCap, gpuCap
+	for idx := range n.running {
+		j := s.jobs[idx]
+		j.left -= j.rate * (s.now - j.updated).Seconds()
+		j.updated = s.now
+		if r := s.rate(j, n); r != j.rate {
+			j.rate = r
+			s.scheduleCompletion(idx)
+		}
+	}
+	s.setNodeWatts(n)
+}
+
+func (s *simulation) result() Result {
+	r := Result{Arm: s.arm, Seed: s.opts.Seed, Nodes: len(s.nodes), EnergyJ: s.energyJ, Makespan: s.now,
+		Window: s.now, PerfOnEcoOrDraining: s.perfOnEco}
+	var jobs []workload.Job
+	for _, n := range s.nodes {
+		if n.spec.GPUs > 0 {
+			r.GPUNodes++
+		} else {
+			r.CPUNodes++
+		}
+	}
+	for _, j := range s.jobs {
+		jobs = append(jobs, j.job)
+		r.Jobs = append(r.Jobs, JobResult{ID: j.job.ID, Class: string(j.job.Class), Boundness: string(j.job.Boundness),
+			GPUs: j.job.GPUs, CPUMilli: j.job.CPUMilli, Work: j.job.Work, Arrival: j.job.Arrival, Start: j.start, End: j.end,
+			Node: s.nodes[j.node].spec.Name, Profile: j.profile, Truncated: j.job.Truncated})
+	}
+	r.JobsHash = workload.Hash(jobs)
+	r.Power = append([]Sample(nil), s.power...)
+	return r
+}
+
+type eventKind uint8
+
+// The order of kinds at one instant: caps and plans before completions,
+// completions (which free resources) before arrivals.
+const (
+	evCaps eventKind = iota
+	evReconcile
+	evCompletion
+	evArrival
+)
+
+type event struct {
+	t              time.Duration
+	kind           eventKind
+	idx, version   int
+	cpuCap, gpuCap float64
+	seq            uint64
+}
+
+type eventQueue struct {
+	items []event
+	seq   uint64
+}
+
+func (q *eventQueue) Len() int { return len(q.items) }
+func (q *eventQueue) Less(a, b int) bool {
+	x, y := q.items[a], q.items[b]
+	if x.t != y.t {
+		return x.t < y.t
+	}
+	if x.kind != y.kind {
+		return x.kind < y.kind
+	}
+	return x.seq < y.seq
+}
+func (q *eventQueue) Swap(a, b int) { q.items[a], q.items[b] = q.items[b], q.items[a] }
+func (q *eventQueue) Push(x any) {
+	e := x.(event)
+	q.seq++
+	e.seq = q.seq
+	q.items = append(q.items, e)
+}
+func (q *eventQueue) pushCaps(t time.Duration, node int, cpuCap, gpuCap float64) {
+	heap.Push(q, event{t: t, kind: evCaps, idx: node, cpuCap: cpuCap, gpuCap: gpuCap})
+}
+
+func (q *eventQueue) Pop() any {
+	e := q.items[len(q.items)-1]
+	q.items = q.items[:len(q.items)-1]
+	return e
+}

@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/test/energy/physics"
+	"joulie.io/joulie/test/energy/workload"
+)
+
+// smallRun is the invariant tests' configuration: a cluster of the
+// benchmark's shape, small enough for make test.
+func smallRun(t testing.TB, seed int64, jobs int) ([]workload.Node, []workload.Job) {
+	t.Helper()
+	cfg := workload.DefaultConfig()
+	cfg.Nodes = workload.StandardCluster(12, 4)
+	cfg.Jobs, cfg.Horizon = jobs, 0
+	// Short jobs keep the run short; the shape of the lifetimes stays.
+	cfg.Lifetime.P50, cfg.Lifetime.P90, cfg.Lifetime.P99, cfg.Lifetime.Max = 3*time.Minute, 20*time.Minute, 2*time.Hour, 6*time.Hour
+	return cfg.Nodes, workload.Generate(seed, cfg)
+}
+
+func run(t *testing.T, arm Arm, nodes []workload.Node, jobs []workload.Job, opts Options) Result {
+	t.Helper()
+	if opts.Model == nil {
+		opts.Model = physics.Default()
+	}
+	r, err := Run(context.Background(), arm, nodes, jobs, opts)
+	if err != nil {
+		t.Fatalf("arm %s: %v", arm, err)
+	}
+	return r
+}
+
+// The invariants of issue 14: every job completes in every arm, on the
+// same job list; no performance pod lands on an eco or draining node; the
+// energy is the integral of the reported power.
+func TestInvariantsAcrossArms(t *testing.T) {
+	for _, seed := range []int64{1, 2} {
+		nodes, jobs := smallRun(t, seed, 300)
+		hash := workload.Hash(jobs)
+		for _, arm := range []Arm{ArmDefault, ArmBinPack, ArmStatic, ArmQueueAware, ArmNoCaps} {
+			r := run(t, arm, nodes, jobs, Options{Seed: seed})
+			if r.JobsHash != hash {
+				t.Errorf("seed %d arm %s: job list hash %s, want %s", seed, arm, r.JobsHash, hash)
+			}
+			if len(r.Jobs) != len(jobs) {
+				t.Fatalf("seed %d arm %s: %d results for %d jobs", seed, arm, len(r.Jobs), len(jobs))
+			}
+			perfOnEco := 0
+			for _, j := range r.Jobs {
+				if j.End <= j.Start || j.Start < j.Arrival || j.End-j.Start < j.Work {
+					t.Fatalf("seed %d arm %s: job %s arrived %s, ran %s..%s for %s of work", seed, arm, j.ID, j.Arrival, j.Start, j.End, j.Work)
+				}
+				if j.Class == string(workload.Performance) && (j.Profile == "eco" || j.Profile == "draining") {
+					perfOnEco++
+				}
+			}
+			if perfOnEco != 0 || r.PerfOnEcoOrDraining != 0 {
+				t.Errorf("seed %d arm %s: %d performance jobs started on eco or draining nodes (counted %d)", seed, arm, perfOnEco, r.PerfOnEcoOrDraining)
+			}
+			if e := integrate(r.Power, r.Makespan); math.Abs(e-r.EnergyJ) > 1e-6*r.EnergyJ {
+				t.Errorf("seed %d arm %s: energy %g J, the power series integrates to %g J", seed, arm, r.EnergyJ, e)
+			}
+		}
+	}
+}
+
+func integrate(power []Sample, end time.Duration) float64 {
+	var e float64
+	for i, p := range power {
+		next := end
+		if i+1 < len(power) {
+			next = power[i+1].T
+		}
+		e += p.Watts * (next - p.T).Seconds()
+	}
+	return e
+}
+
+// With eco caps at 100% Joulie's caps change nothing, so the arm that
+// enforces them must be the arm that never does: same placements, same
+// energy.
+func TestUncappedEcoReproducesNoCaps(t *testing.T) {
+	nodes, jobs := smallRun(t, 3, 300)
+	full := intent.Default()
+	full.CPUEcoCapPctOfMax, full.GPUEcoCapPctOfMax = 100, 100
+	d := run(t, ArmQueueAware, nodes, jobs, Options{Seed: 3, Intent: &full})
+	e := run(t, ArmNoCaps, nodes, jobs, Options{Seed: 3, Intent: &full})
+	if d.EnergyJ != e.EnergyJ || d.Makespan != e.Makespan {
+		t.Errorf("energy %g J / %g J, makespan %s / %s", d.EnergyJ, e.EnergyJ, d.Makespan, e.Makespan)
+	}
+	for i := range d.Jobs {
+		if d.Jobs[i] != e.Jobs[i] {
+			t.Fatalf("job %d: %+v with eco caps at 100%%, %+v without caps", i, d.Jobs[i], e.Jobs[i])
+		}
+	}
+}
+
+// Caps must do something: with the default intent, the Joulie arm that
+// enforces caps caps some node and stretches some standard job, and draws
+// less power while it does.
+func TestCapsSlowStandardJobsOnEcoNodes(t *testing.T) {
+	nodes, jobs := smallRun(t, 4, 300)
+	d := run(t, ArmQueueAware, nodes, jobs, Options{Seed: 4})
+	stretched := 0
+	for _, j := range d.Jobs {
+		if j.Profile == "eco" && j.End-j.Start > j.Work+time.Second {
+			stretched++
+		}
+	}
+	if stretched == 0 {
+		t.Error("no job ran longer than its work on an eco node: caps never took effect")
+	}
+}
+
+func BenchmarkSimulatorPerPod(b *testing.B) {
+	cfg := workload.DefaultConfig()
+	cfg.Jobs, cfg.Horizon = 2000, 0
+	jobs := workload.Generate(1, cfg)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Run(context.Background(), ArmQueueAware, cfg.Nodes, jobs, Options{Seed: 1, Model: physics.Default()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(jobs)), "ns/pod")
+}
