@@ -44,7 +44,7 @@ type Result struct {
 	PerfOnEcoOrDraining       int           // performance pods ever placed on an eco or draining node (must be 0)
 	Makespan                  time.Duration
 	// The seed's method, side by side: fixed window, jobs that don't fit at once dropped, jobs counted.
-	Seed *SeedMethod
+	SeedMethod *SeedMethod
 }
 
 type SeedMethod struct {
