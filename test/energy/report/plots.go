@@ -112,8 +112,7 @@ func stretchPlot(st *Stats, class string) (*plot.Plot, error) {
 	p.Title.Text = fmt.Sprintf("Completion time against arm %s, %s jobs, all seeds", sim.ArmDefault, class)
 	p.X.Label.Text = "stretch (completion time / completion time in " + string(sim.ArmDefault) + ")"
 	p.Y.Label.Text = "fraction of jobs at or below"
-	p.Legend.Top = false
-	p.Legend.Left = false
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, a := range st.Arms {
 		var xs []float64
 		for _, seed := range st.Seeds {
@@ -123,6 +122,7 @@ func stretchPlot(st *Stats, class string) (*plot.Plot, error) {
 			continue
 		}
 		slices.Sort(xs)
+		lo, hi = min(lo, xs[0]), max(hi, xs[len(xs)-1])
 		pts := make(plotter.XYs, 0, cdfPoints+1)
 		for k := 1; k <= cdfPoints; k++ {
 			q := float64(k) / cdfPoints
@@ -131,6 +131,12 @@ func stretchPlot(st *Stats, class string) (*plot.Plot, error) {
 		if err := addLine(p, i, string(a), pts); err != nil {
 			return nil, fmt.Errorf("stretch plot of %s: %w", class, err)
 		}
+	}
+	// A job queued for an hour behind a minute of work stretches 60-fold:
+	// over a wide range only a log axis shows both the body and the tail.
+	if lo > 0 && hi/lo > 10 {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
 	return p, nil
 }
