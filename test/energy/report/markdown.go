@@ -21,6 +21,8 @@ type Config struct {
 	PhysicsSHA256      string
 	Trace              string // pod list replayed, if any
 	Command            string // the command line that produced the report
+	// Warnings say what a trace replay changed or left out.
+	Warnings []string
 }
 
 // Goal of issue 14 for Joulie against bin-packing.
@@ -79,6 +81,9 @@ func Markdown(cfg Config, st *Stats) []byte {
 	p("| physics | %s, sha256 %s |\n", phys, cfg.PhysicsSHA256)
 	if cfg.Command != "" {
 		p("| command | `%s` |\n", cfg.Command)
+	}
+	for _, w := range cfg.Warnings {
+		p("\nWarning: %s\n", w)
 	}
 	p("\n### Job lists\n\n| seed | jobs | truncated | job-list hash (SHA-256) | common window |\n|---|---|---|---|---|\n")
 	for _, seed := range st.Seeds {
