@@ -187,7 +187,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, simulate simulato
 		}
 	}
 
-	prog := newProgress(stderr, isTerminal(stderr), len(tasks))
+	prog := newProgress(stderr, isTerminal(stderr), len(tasks), time.Now)
 	results := make([]sim.Result, len(tasks))
 	errs := make([]error, len(tasks))
 	ctx, cancel := context.WithCancel(ctx)

@@ -41,10 +41,9 @@ const (
 	terminalEvery = 200 * time.Millisecond
 )
 
-func newProgress(w io.Writer, terminal bool, total int) *progress {
-	p := &progress{w: w, terminal: terminal, total: total, running: map[int]*runState{}, now: time.Now}
-	p.began = p.now()
-	return p
+// newProgress starts the clock of the ETA; now is time.Now but in tests.
+func newProgress(w io.Writer, terminal bool, total int, now func() time.Time) *progress {
+	return &progress{w: w, terminal: terminal, total: total, running: map[int]*runState{}, now: now, began: now()}
 }
 
 func isTerminal(w io.Writer) bool {
@@ -135,7 +134,7 @@ func (p *progress) line(now time.Time) string {
 	}
 	frac /= float64(p.total)
 	eta := "ETA unknown"
-	if elapsed := now.Sub(p.began); frac > 0 {
+	if elapsed := now.Sub(p.began); frac > 0 && elapsed > 0 {
 		eta = "ETA " + (time.Duration(float64(elapsed) * (1 - frac) / frac)).Round(time.Second).String()
 	}
 	return fmt.Sprintf("[%d/%d runs done, %s] %s", p.finished, p.total, eta, strings.Join(parts, "; "))
