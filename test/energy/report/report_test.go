@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/plot"
+
 	"joulie.io/joulie/test/energy/sim"
 )
 
@@ -243,7 +245,7 @@ func TestComputeRefusesResultsThatCannotBeCompared(t *testing.T) {
 		}, "seed 2 has no result for arm a-default"},
 		{"different job lists", func(rs []sim.Result) []sim.Result { rs[0].JobsHash = "other"; return rs }, "must share one job list"},
 		{"a job missing in the reference", func(rs []sim.Result) []sim.Result { rs[0].Jobs[0].ID = "j9"; return rs }, "job j9 is not in arm a-default"},
-		{"an arm missing on one seed", func(rs []sim.Result) []sim.Result { return rs[1:] }, "seed 1 has no result for arm d-queue-aware"},
+		{"an arm missing on one seed", func(rs []sim.Result) []sim.Result { return rs[1:] }, "seed 2 ran arms a-default, b-binpack, d-queue-aware but seed 1 ran a-default, b-binpack: every seed must run the same arms"},
 		{"twice the same arm and seed", func(rs []sim.Result) []sim.Result { return append(rs, rs[0]) }, "two results for arm d-queue-aware, seed 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -340,5 +342,64 @@ func TestPowerSlicesKeepEnergy(t *testing.T) {
 		if !near(pts[i].X, w[0]) || !near(pts[i].Y, w[1]) {
 			t.Errorf("point %d = (%v, %v), want (%v, %v)", i, pts[i].X, pts[i].Y, w[0], w[1])
 		}
+	}
+}
+
+func TestAccumulatorSeedBySeedInAnyOrder(t *testing.T) {
+	all := synthetic()
+	want, err := Compute(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc Accumulator
+	for _, seed := range []int64{2, 1} { // seed 2 finished first
+		var rs []sim.Result
+		for _, r := range all {
+			if r.Seed == seed {
+				rs = append(rs, r)
+			}
+		}
+		if err := acc.AddSeed(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := acc.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(Markdown(Config{}, got)) != string(Markdown(Config{}, want)) {
+		t.Error("statistics added seed by seed, 2 before 1, differ from Compute's")
+	}
+	for _, r := range got.Runs {
+		if (r.power != nil) != (r.Seed == 1) {
+			t.Errorf("arm %s seed %d keeps power %v; only the lowest seed's is plotted", r.Arm, r.Seed, r.power != nil)
+		}
+	}
+	if err := acc.AddSeed(all[:3]); err == nil || !strings.Contains(err.Error(), "seed 1 added twice") {
+		t.Errorf("adding seed 1 again: %v", err)
+	}
+}
+
+func TestStretchPlotOverAWideRange(t *testing.T) {
+	rs := synthetic()
+	for i := range rs {
+		if rs[i].Arm == sim.ArmBinPack {
+			// j2 queued 58 h behind its 2 h of work: stretch 30
+			rs[i].Jobs[1].Start, rs[i].Jobs[1].End = 58*h, 60*h
+		}
+	}
+	st, err := Compute(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := stretchPlot(st, Standard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.X.Scale.(plot.LogScale); !ok {
+		t.Errorf("stretch from 1 to 30 on a %T axis, want a log axis", p.X.Scale)
+	}
+	if err := Write(t.TempDir(), Config{}, st); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,10 +7,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -128,71 +129,106 @@ func (s *Stats) Comparison(arm, base sim.Arm, metric string) (Comparison, bool) 
 var armOrder = []sim.Arm{sim.ArmDefault, sim.ArmBinPack, sim.ArmStatic, sim.ArmQueueAware, sim.ArmNoCaps, sim.ArmOracle}
 
 // Compute derives the statistics from one result per arm and seed. Every
-// seed must hold arm a-default (the reference of the stretch), and every
-// arm of a seed must have run the same job list.
+// seed must hold arm a-default (the reference of the stretch) and the same
+// arms as the others, and every arm of a seed must have run the same job
+// list.
 func Compute(results []sim.Result) (*Stats, error) {
-	if len(results) == 0 {
-		return nil, fmt.Errorf("no results to report on")
+	bySeed := map[int64][]sim.Result{}
+	for _, r := range results {
+		bySeed[r.Seed] = append(bySeed[r.Seed], r)
 	}
-	bySeed := map[int64]map[sim.Arm]*sim.Result{}
-	armSet := map[sim.Arm]bool{}
+	var acc Accumulator
+	for _, seed := range slices.Sorted(maps.Keys(bySeed)) {
+		if err := acc.AddSeed(bySeed[seed]); err != nil {
+			return nil, err
+		}
+	}
+	return acc.Stats()
+}
+
+// Accumulator computes the statistics seed by seed, so that a caller can
+// let go of a seed's results once added: at 2,500 nodes one arm's result
+// holds hundreds of thousands of jobs. It keeps per job only its stretch
+// (for the CDF plot), and the power series of the lowest seed (for the
+// power plot).
+type Accumulator struct {
+	arms  []sim.Arm // of the first seed added, sorted
+	seeds []int64
+	runs  []*Run
+}
+
+// AddSeed adds the results of every arm on one seed.
+func (acc *Accumulator) AddSeed(results []sim.Result) error {
+	if len(results) == 0 {
+		return fmt.Errorf("no results to add")
+	}
+	seed := results[0].Seed
+	arms := map[sim.Arm]*sim.Result{}
 	for i := range results {
 		r := &results[i]
-		if bySeed[r.Seed] == nil {
-			bySeed[r.Seed] = map[sim.Arm]*sim.Result{}
+		if r.Seed != seed {
+			return fmt.Errorf("results of seeds %d and %d added as one seed", seed, r.Seed)
 		}
-		if bySeed[r.Seed][r.Arm] != nil {
-			return nil, fmt.Errorf("two results for arm %s, seed %d", r.Arm, r.Seed)
+		if arms[r.Arm] != nil {
+			return fmt.Errorf("two results for arm %s, seed %d", r.Arm, seed)
 		}
-		bySeed[r.Seed][r.Arm] = r
-		armSet[r.Arm] = true
+		arms[r.Arm] = r
 	}
-	st := &Stats{}
-	for _, a := range armOrder {
-		if armSet[a] {
-			st.Arms = append(st.Arms, a)
-			delete(armSet, a)
+	if slices.Contains(acc.seeds, seed) {
+		return fmt.Errorf("seed %d added twice", seed)
+	}
+	ref := arms[sim.ArmDefault]
+	if ref == nil {
+		return fmt.Errorf("seed %d has no result for arm %s, the reference of the completion-time stretch: run it with --arms including %s", seed, sim.ArmDefault, sim.ArmDefault)
+	}
+	names := sortArms(slices.Collect(maps.Keys(arms)))
+	if acc.arms == nil {
+		acc.arms = names
+	} else if !slices.Equal(acc.arms, names) {
+		return fmt.Errorf("seed %d ran arms %s but seed %d ran %s: every seed must run the same arms", seed, joinArms(names), acc.seeds[0], joinArms(acc.arms))
+	}
+	window := CommonWindow(arms)
+	refJCT := make(map[string]time.Duration, len(ref.Jobs))
+	for _, j := range ref.Jobs {
+		refJCT[j.ID] = j.End - j.Arrival
+	}
+	var runs []*Run
+	for _, a := range names {
+		r := arms[a]
+		if r.JobsHash != ref.JobsHash {
+			return fmt.Errorf("seed %d: arm %s ran job list %s but arm %s ran %s: the arms must share one job list", seed, a, r.JobsHash, sim.ArmDefault, ref.JobsHash)
+		}
+		run, err := computeRun(r, window, refJCT)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+	}
+	// Only the lowest seed's power is plotted.
+	lowest := len(acc.seeds) == 0 || seed < slices.Min(acc.seeds)
+	for _, run := range acc.runs {
+		if lowest {
+			run.power = nil
 		}
 	}
-	var extra []sim.Arm
-	for a := range armSet {
-		extra = append(extra, a)
+	if !lowest {
+		for _, run := range runs {
+			run.power = nil
+		}
 	}
-	slices.Sort(extra)
-	st.Arms = append(st.Arms, extra...)
-	for seed := range bySeed {
-		st.Seeds = append(st.Seeds, seed)
-	}
-	slices.Sort(st.Seeds)
+	acc.seeds = append(acc.seeds, seed)
+	acc.runs = append(acc.runs, runs...)
+	return nil
+}
 
-	for _, seed := range st.Seeds {
-		arms := bySeed[seed]
-		ref := arms[sim.ArmDefault]
-		if ref == nil {
-			return nil, fmt.Errorf("seed %d has no result for arm %s, the reference of the completion-time stretch: run it with --arms including %s", seed, sim.ArmDefault, sim.ArmDefault)
-		}
-		window := CommonWindow(arms)
-		refJCT := map[string]time.Duration{}
-		for _, j := range ref.Jobs {
-			refJCT[j.ID] = j.End - j.Arrival
-		}
-		for _, a := range st.Arms {
-			r := arms[a]
-			if r == nil {
-				return nil, fmt.Errorf("seed %d has no result for arm %s while other seeds do", seed, a)
-			}
-			if r.JobsHash != ref.JobsHash {
-				return nil, fmt.Errorf("seed %d: arm %s ran job list %s but arm %s ran %s: the arms must share one job list", seed, a, r.JobsHash, sim.ArmDefault, ref.JobsHash)
-			}
-			run, err := computeRun(r, window, refJCT)
-			if err != nil {
-				return nil, err
-			}
-			st.Runs = append(st.Runs, run)
-		}
+// Stats is the statistics of the seeds added so far.
+func (acc *Accumulator) Stats() (*Stats, error) {
+	if len(acc.seeds) == 0 {
+		return nil, fmt.Errorf("no results to report on")
 	}
-	sort.SliceStable(st.Runs, func(i, j int) bool {
-		return slices.Index(st.Arms, st.Runs[i].Arm) < slices.Index(st.Arms, st.Runs[j].Arm)
+	st := &Stats{Arms: acc.arms, Seeds: slices.Sorted(slices.Values(acc.seeds)), Runs: slices.Clone(acc.runs)}
+	slices.SortStableFunc(st.Runs, func(a, b *Run) int {
+		return cmp.Or(cmp.Compare(slices.Index(st.Arms, a.Arm), slices.Index(st.Arms, b.Arm)), cmp.Compare(a.Seed, b.Seed))
 	})
 	for _, base := range []sim.Arm{sim.ArmDefault, sim.ArmBinPack} {
 		if !slices.Contains(st.Arms, base) {
@@ -205,6 +241,18 @@ func Compute(results []sim.Result) (*Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// sortArms orders arms as sim's constants, unknown ones last by name.
+func sortArms(arms []sim.Arm) []sim.Arm {
+	rank := func(a sim.Arm) int {
+		if i := slices.Index(armOrder, a); i >= 0 {
+			return i
+		}
+		return len(armOrder)
+	}
+	slices.SortFunc(arms, func(a, b sim.Arm) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
+	return arms
 }
 
 // CommonWindow is the end of the window every arm of a seed is measured
