@@ -164,71 +164,110 @@ func run(ctx context.Context, args []string, stderr io.Writer, simulate simulato
 		}
 	}
 
+	// Seeds are run in order, all arms of one before the next, so that a
+	// seed's job list and results can be let go once its arms are done: at
+	// 2,500 nodes each holds hundreds of thousands of jobs.
+	type seedRun struct {
+		seed    int64
+		jobs    func() (jobList, error)
+		mu      sync.Mutex
+		results []sim.Result
+	}
 	type task struct {
-		arm  sim.Arm
-		seed int64
-		jobs []workload.Job
+		arm sim.Arm
+		s   *seedRun
 	}
-	var tasks []task
-	for i := range o.seeds {
-		seed := o.firstSeed + int64(i)
-		jobs, warnings, err := jobList(o, seed, nodes)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			cfg.Warnings = warnings
-			for _, w := range warnings {
-				fmt.Fprintf(stderr, "warning: %s\n", w)
-			}
-		}
-		for _, a := range o.arms {
-			tasks = append(tasks, task{a, seed, jobs})
-		}
-	}
-
-	prog := newProgress(stderr, isTerminal(stderr), len(tasks), time.Now)
-	results := make([]sim.Result, len(tasks))
-	errs := make([]error, len(tasks))
+	tasks := make(chan task)
+	total := o.seeds * len(o.arms)
+	var acc report.Accumulator
+	var accMu sync.Mutex
+	var warnings []string
+	prog := newProgress(stderr, isTerminal(stderr), total, time.Now)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, o.parallel)
+	var (
+		errMu    sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+		cancel() // one failed run spoils the comparison: stop the others
+	}
 	var wg sync.WaitGroup
-	for i, t := range tasks {
+	for range o.parallel {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
+			for t := range tasks {
+				list, err := t.s.jobs()
+				if err != nil {
+					fail(err)
+					continue
+				}
+				if ctx.Err() != nil {
+					continue
+				}
+				id := prog.start(t.arm, t.s.seed)
+				r, err := simulate(ctx, t.arm, t.s.seed, nodes, list.jobs, model, func(at time.Duration, done float64) { prog.update(id, at, done) })
+				prog.finish(id)
+				if err != nil {
+					if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+						fail(fmt.Errorf("arm %s, seed %d: %w", t.arm, t.s.seed, err))
+					}
+					continue
+				}
+				t.s.mu.Lock()
+				t.s.results = append(t.s.results, r)
+				complete := len(t.s.results) == len(o.arms)
+				t.s.mu.Unlock()
+				if !complete {
+					continue
+				}
+				accMu.Lock()
+				err = acc.AddSeed(t.s.results)
+				if t.s.seed == o.firstSeed {
+					warnings = list.warnings
+				}
+				accMu.Unlock()
+				t.s.results, t.s.jobs = nil, nil
+				if err != nil {
+					fail(err)
+				}
 			}
-			id := prog.start(t.arm, t.seed)
-			r, err := simulate(ctx, t.arm, t.seed, nodes, t.jobs, model, func(at time.Duration, done float64) { prog.update(id, at, done) })
-			prog.finish(id)
-			if err != nil {
-				errs[i] = fmt.Errorf("arm %s, seed %d: %w", t.arm, t.seed, err)
-				cancel() // one failed run spoils the comparison: stop the others
-				return
-			}
-			results[i] = r
 		}()
 	}
-	wg.Wait()
-	prog.done()
-	// The first error by task order is the cause; later ones are mostly
-	// the cancellation it set off.
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
+feed:
+	for i := range o.seeds {
+		s := &seedRun{seed: o.firstSeed + int64(i)}
+		// Generated once, by the first worker to reach the seed.
+		list := sync.OnceValues(func() (jobList, error) { return makeJobList(o, s.seed, nodes) })
+		s.jobs = list
+		for _, a := range o.arms {
+			select {
+			case tasks <- task{a, s}:
+			case <-ctx.Done():
+				break feed
+			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+	close(tasks)
+	wg.Wait()
+	prog.done()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
 	}
-
-	st, err := report.Compute(results)
+	if firstErr != nil {
+		return firstErr
+	}
+	cfg.Warnings = warnings
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	st, err := acc.Stats()
 	if err != nil {
 		return err
 	}
@@ -295,22 +334,28 @@ func cluster(o *options, stderr io.Writer) ([]workload.Node, error) {
 	return nodes, nil
 }
 
-// jobList is seed's job list: generated on the cluster, or the trace with
-// boundness classes drawn from the seed.
-func jobList(o *options, seed int64, nodes []workload.Node) ([]workload.Job, []string, error) {
+// jobList is a seed's jobs and what the trace reader had to say of them.
+type jobList struct {
+	jobs     []workload.Job
+	warnings []string
+}
+
+// makeJobList is seed's job list: generated on the cluster, or the trace
+// with boundness classes drawn from the seed.
+func makeJobList(o *options, seed int64, nodes []workload.Node) (jobList, error) {
 	if o.tracePods != "" {
 		jobs, stats, err := workload.ReadPods(o.tracePods, workload.TraceOptions{Seed: seed})
 		if err != nil {
-			return nil, nil, fmt.Errorf("--trace-pods: %w", err)
+			return jobList{}, fmt.Errorf("--trace-pods: %w", err)
 		}
-		return jobs, stats.Warnings(), nil
+		return jobList{jobs, stats.Warnings()}, nil
 	}
 	cfg := workload.DefaultConfig()
 	cfg.Nodes = nodes
 	cfg.Horizon = o.horizon
 	cfg.Jobs = o.jobs
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("workload for --nodes-cpu %d --nodes-gpu %d --horizon %v --jobs %d: %w", o.cpuNodes, o.gpuNodes, o.horizon, o.jobs, err)
+		return jobList{}, fmt.Errorf("workload for --nodes-cpu %d --nodes-gpu %d --horizon %v --jobs %d: %w", o.cpuNodes, o.gpuNodes, o.horizon, o.jobs, err)
 	}
-	return workload.Generate(seed, cfg), nil, nil
+	return jobList{jobs: workload.Generate(seed, cfg)}, nil
 }
