@@ -164,9 +164,37 @@ func run(ctx context.Context, args []string, stderr io.Writer, simulate simulato
 		}
 	}
 
-	// Seeds are run in order, all arms of one before the next, so that a
-	// seed's job list and results can be let go once its arms are done: at
-	// 2,500 nodes each holds hundreds of thousands of jobs.
+	acc, warnings, err := runSeeds(ctx, o, nodes, model, simulate, stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Warnings = warnings
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	st, err := acc.Stats()
+	if err != nil {
+		return err
+	}
+	if err := report.Write(o.out, cfg, st); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s/report.md\n", strings.TrimSuffix(o.out, "/"))
+	for _, s := range report.Summary(st) {
+		fmt.Fprintln(stderr, s)
+	}
+	return nil
+}
+
+// runSeeds runs every arm on every seed, o.parallel at a time, and adds
+// each seed's results to the statistics once all its arms are done. It
+// returns the statistics and the trace reader's warnings on the first
+// seed's job list.
+//
+// Seeds are run in order, all arms of one before the next, so that a
+// seed's job list and results can be let go once its arms are done: at
+// 2,500 nodes each holds hundreds of thousands of jobs.
+func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *physics.Model, simulate simulator, stderr io.Writer) (*report.Accumulator, []string, error) {
 	type seedRun struct {
 		seed    int64
 		jobs    func() (jobList, error)
@@ -260,25 +288,7 @@ feed:
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
-	if firstErr != nil {
-		return firstErr
-	}
-	cfg.Warnings = warnings
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
-	st, err := acc.Stats()
-	if err != nil {
-		return err
-	}
-	if err := report.Write(o.out, cfg, st); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "wrote %s/report.md\n", strings.TrimSuffix(o.out, "/"))
-	for _, s := range report.Summary(st) {
-		fmt.Fprintln(stderr, s)
-	}
-	return nil
+	return &acc, warnings, firstErr
 }
 
 func loadPhysics(file, variant string) (*physics.Model, string, error) {
