@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -137,6 +138,11 @@ func stretchPlot(st *Stats, class string) (*plot.Plot, error) {
 	if lo > 0 && hi/lo > 10 {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	} else if hi > lo {
+		// Keep lines at the range's ends off the axes.
+		pad := (hi - lo) / 20
+		p.X.Min, p.X.Max = lo-pad, hi+pad
+		p.X.Tick.Marker = fineTicks{}
 	}
 	return p, nil
 }
@@ -145,9 +151,11 @@ func powerPlot(st *Stats) (*plot.Plot, error) {
 	seed := st.Seeds[0]
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Cluster IT power, seed %d (mean over %d equal slices of the window)", seed, powerPoints)
-	p.X.Label.Text = "hours since the first arrival"
+	p.X.Label.Text = "hours since the start"
 	p.Y.Label.Text = "kW"
-	p.Legend.Top = true
+	// From zero, so the gap between arms reads at its true size; the
+	// legend sits in the empty bottom.
+	p.Y.Min = 0
 	for i, a := range st.Arms {
 		r := st.Run(a, seed)
 		pts, err := powerSlices(r.power, r.Window, powerPoints)
@@ -183,6 +191,21 @@ func powerSlices(power []sim.Sample, window time.Duration, n int) (plotter.XYs, 
 		prevE = e
 	}
 	return pts, nil
+}
+
+// fineTicks are gonum's default ticks labelled with four significant
+// digits: stretches differ in the second decimal, which the default
+// labels round away (1.05 shows as 1.1).
+type fineTicks struct{}
+
+func (fineTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
+		}
+	}
+	return ts
 }
 
 func addLine(p *plot.Plot, i int, name string, pts plotter.XYs) error {
