@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"joulie.io/joulie/test/energy/sim"
+)
+
+// progress shows which runs are under way, how far each has simulated and
+// when all should be done. On a terminal it rewrites one line; into a file
+// or a pipe (make's log, CI) it prints a plain line now and then, so the
+// log stays readable.
+type progress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	terminal bool
+	total    int
+	finished int
+	began    time.Time
+	last     time.Time
+	running  map[int]*runState
+	next     int
+	now      func() time.Time
+}
+
+type runState struct {
+	arm       sim.Arm
+	seed      int64
+	simulated time.Duration
+	done      float64
+}
+
+// Plain lines are at most this frequent, terminal redraws at most this.
+const (
+	plainEvery    = 15 * time.Second
+	terminalEvery = 200 * time.Millisecond
+)
+
+// newProgress starts the clock of the ETA; now is time.Now but in tests.
+func newProgress(w io.Writer, terminal bool, total int, now func() time.Time) *progress {
+	return &progress{w: w, terminal: terminal, total: total, running: map[int]*runState{}, now: now, began: now()}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (p *progress) start(arm sim.Arm, seed int64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	p.running[p.next] = &runState{arm: arm, seed: seed}
+	return p.next
+}
+
+func (p *progress) update(id int, simulated time.Duration, done float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.running[id]
+	if r == nil {
+		return
+	}
+	r.simulated, r.done = simulated, min(max(done, 0), 1)
+	p.show(false)
+}
+
+func (p *progress) finish(id int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.running[id]
+	if r == nil {
+		return
+	}
+	delete(p.running, id)
+	p.finished++
+	p.show(true)
+	if !p.terminal {
+		fmt.Fprintf(p.w, "done: arm %s, seed %d (%d of %d runs)\n", r.arm, r.seed, p.finished, p.total)
+	}
+}
+
+// done ends the terminal's updating line.
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.terminal {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func (p *progress) show(force bool) {
+	now := p.now()
+	every := plainEvery
+	if p.terminal {
+		every = terminalEvery
+	}
+	if !force && now.Sub(p.last) < every {
+		return
+	}
+	if !p.terminal && force {
+		return // finish prints its own plain line
+	}
+	p.last = now
+	line := p.line(now)
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// line is, for each run under way, its arm, seed and simulated time, then
+// the runs finished and the estimated time left: the wall time so far
+// scaled by the share of the work left, counting each run under way by
+// its own fraction done.
+func (p *progress) line(now time.Time) string {
+	var parts []string
+	frac := float64(p.finished)
+	for id := 1; id <= p.next; id++ {
+		if r := p.running[id]; r != nil {
+			parts = append(parts, fmt.Sprintf("%s seed %d at %s (%.0f%%)", r.arm, r.seed, simTime(r.simulated), 100*r.done))
+			frac += r.done
+		}
+	}
+	frac /= float64(p.total)
+	eta := "ETA unknown"
+	if elapsed := now.Sub(p.began); frac > 0 && elapsed > 0 {
+		eta = "ETA " + (time.Duration(float64(elapsed) * (1 - frac) / frac)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("[%d/%d runs done, %s] %s", p.finished, p.total, eta, strings.Join(parts, "; "))
+}
+
+func simTime(d time.Duration) string {
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
