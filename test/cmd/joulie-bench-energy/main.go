@@ -46,6 +46,10 @@ func main() {
 // allArms is every arm, in the report's order.
 var allArms = []sim.Arm{sim.ArmDefault, sim.ArmBinPack, sim.ArmStatic, sim.ArmQueueAware, sim.ArmNoCaps, sim.ArmOracle}
 
+// defaultArms are the arms the simulator runs today: the oracle (f) is
+// not built yet, and sim.Run refuses it.
+var defaultArms = allArms[:5]
+
 // options is the command line, parsed and checked.
 type options struct {
 	cpuNodes, gpuNodes int
@@ -77,7 +81,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.tracePods, "trace-pods", "", "replay this pod list (openb schema) instead of generating jobs; needs --trace-nodes")
 	fs.StringVar(&o.traceNodes, "trace-nodes", "", "node list (openb schema) of the replayed cluster; needs --trace-pods")
 	fs.StringVar(&o.out, "out", "bench/energy", "directory for report.md and the plots (relative to the working directory)")
-	arms := fs.String("arms", joinArms(allArms), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
+	arms := fs.String("arms", joinArms(defaultArms), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once (each uses one core)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -57,6 +57,15 @@ func Run(ctx context.Context, arm Arm, nodes []workload.Node, jobs []workload.Jo
 	if opts.Model == nil {
 		return Result{}, errors.New("sim: Options.Model is required")
 	}
+	switch arm {
+	case ArmDefault, ArmBinPack, ArmStatic, ArmQueueAware, ArmNoCaps:
+	case ArmOracle:
+		// Not built yet: run as anything else, it would pass arm a off as
+		// the physical bound.
+		return Result{}, fmt.Errorf("sim: arm %s (the oracle bound) is not implemented yet", arm)
+	default:
+		return Result{}, fmt.Errorf("sim: unknown arm %q", arm)
+	}
 	if opts.ReconcileInterval <= 0 {
 		opts.ReconcileInterval = time.Minute
 	}
