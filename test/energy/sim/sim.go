@@ -43,6 +43,10 @@ type Options struct {
 	Intent *intent.Config
 	// MaxPodsPerNode is the kubelet's max-pods (110, its default).
 	MaxPodsPerNode int64
+	// SeedWindow is the fixed window of the seed document's accounting,
+	// run as a second pass of the same arm (48h, the seed's; negative:
+	// no second pass).
+	SeedWindow time.Duration
 	// Progress, when set, is called now and then with the simulated time
 	// and the share of jobs completed.
 	Progress func(simulated time.Duration, done float64)
@@ -75,6 +79,9 @@ func Run(ctx context.Context, arm Arm, nodes []workload.Node, jobs []workload.Jo
 	if opts.MaxPodsPerNode <= 0 {
 		opts.MaxPodsPerNode = 110
 	}
+	if opts.SeedWindow == 0 {
+		opts.SeedWindow = 48 * time.Hour
+	}
 	s, err := newSimulation(arm, nodes, jobs, opts)
 	if err != nil {
 		return Result{}, err
@@ -83,7 +90,37 @@ func Run(ctx context.Context, arm Arm, nodes []workload.Node, jobs []workload.Jo
 	if err := s.loop(ctx); err != nil {
 		return Result{}, err
 	}
-	return s.result(), nil
+	r := s.result()
+	if opts.SeedWindow > 0 {
+		seed, err := newSimulation(arm, nodes, jobs, opts)
+		if err != nil {
+			return Result{}, err
+		}
+		defer seed.sched.Close()
+		seed.seedWindow = opts.SeedWindow
+		seed.opts.Progress = nil
+		if err := seed.loop(ctx); err != nil {
+			return Result{}, err
+		}
+		r.SeedMethod = seed.seedResult()
+	}
+	return r, nil
+}
+
+// seedResult is the seed document's accounting of a pass that dropped
+// what did not fit at once and stopped at the fixed window: the energy
+// over the window, and the jobs and full-speed work it accepted.
+func (s *simulation) seedResult() *SeedMethod {
+	m := &SeedMethod{Window: s.seedWindow, EnergyJ: s.energyJ, Dropped: s.dropped}
+	for _, j := range s.jobs {
+		if j.node < 0 {
+			continue
+		}
+		m.Accepted++
+		m.AcceptedCoreHours += j.job.Work.Hours() * float64(j.job.CPUMilli) / 1000
+		m.AcceptedGPUHours += j.job.Work.Hours() * float64(j.job.GPUs)
+	}
+	return m
 }
 
 // joulieArm reports whether the arm runs Joulie's controller and extender.
@@ -138,6 +175,10 @@ type simulation struct {
 	energyJ   float64
 	done      int
 	perfOnEco int
+	// seedWindow > 0 makes this the seed document's pass: a job that does
+	// not fit at once is dropped, and the run ends at seedWindow.
+	seedWindow time.Duration
+	dropped    int
 }
 
 func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Options) (*simulation, error) {
@@ -233,7 +274,11 @@ func podObject(j workload.Job) *v1.Pod {
 
 func (s *simulation) loop(ctx context.Context) error {
 	nextProgress := time.Duration(0)
-	for s.done < len(s.jobs) {
+	for s.done+s.dropped < len(s.jobs) {
+		if s.seedWindow > 0 && (s.events.Len() == 0 || s.events.items[0].t > s.seedWindow) {
+			s.advance(s.seedWindow)
+			return nil
+		}
 		if s.events.Len() == 0 {
 			return fmt.Errorf("sim: arm %s: %d jobs left and nothing more will happen (a job that fits no node?)", s.arm, len(s.jobs)-s.done)
 		}
@@ -242,6 +287,10 @@ func (s *simulation) loop(ctx context.Context) error {
 		switch ev.kind {
 		case evArrival:
 			if !s.trySchedule(ctx, ev.idx) {
+				if s.seedWindow > 0 {
+					s.dropped++
+					continue
+				}
 				s.jobs[ev.idx].queued = true
 				s.queue = append(s.queue, ev.idx)
 			}
@@ -257,7 +306,7 @@ func (s *simulation) loop(ctx context.Context) error {
 			if err := s.reconcile(ctx); err != nil {
 				return err
 			}
-			if s.done < len(s.jobs) {
+			if s.done+s.dropped < len(s.jobs) {
 				heap.Push(&s.events, event{t: s.now + s.opts.ReconcileInterval, kind: evReconcile})
 			}
 		case evCaps:

@@ -72,9 +72,12 @@ func TestInvariantsAcrossArms(t *testing.T) {
 func integrate(power []Sample, end time.Duration) float64 {
 	var e float64
 	for i, p := range power {
+		if p.T >= end {
+			break
+		}
 		next := end
 		if i+1 < len(power) {
-			next = power[i+1].T
+			next = min(power[i+1].T, end)
 		}
 		e += p.Watts * (next - p.T).Seconds()
 	}
@@ -128,4 +131,27 @@ func BenchmarkSimulatorPerPod(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(jobs)), "ns/pod")
+}
+
+// The seed document's pass drops what does not fit at once and stops at
+// its window, on the same job list that the main pass completes whole.
+func TestSeedMethodDropsWhatDoesNotFitAtOnce(t *testing.T) {
+	cfg := workload.DefaultConfig()
+	cfg.Nodes = workload.StandardCluster(12, 4)
+	cfg.Jobs, cfg.Horizon = 300, 0
+	jobs := workload.Generate(5, cfg)
+	nodes := workload.StandardCluster(1, 1) // far too small for the load
+	r := run(t, ArmDefault, nodes, jobs, Options{Seed: 5, SeedWindow: 12 * time.Hour})
+	m := r.SeedMethod
+	if m == nil || m.Window != 12*time.Hour || m.Dropped == 0 || m.Accepted == 0 || m.Accepted+m.Dropped > len(jobs) {
+		t.Fatalf("seed method %+v for %d jobs", m, len(jobs))
+	}
+	if full := integrate(r.Power, 12*time.Hour); m.EnergyJ >= full {
+		t.Errorf("the seed pass drew %g J in its window, the queueing pass %g J: dropping work must not cost more", m.EnergyJ, full)
+	}
+	for _, j := range r.Jobs {
+		if j.End == 0 {
+			t.Fatalf("job %s did not complete in the main pass", j.ID)
+		}
+	}
 }
