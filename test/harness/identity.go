@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,6 +186,17 @@ func (cp *ControlPlane) Writes(t testing.TB, user string) []Write {
 		t.Fatalf("read audit log: %v", err)
 	}
 	return ws
+}
+
+// WriteLines is Writes(t, user)[from:] as lines without the user's
+// name, "verb resource name -> code", the form the tests compare.
+func (cp *ControlPlane) WriteLines(t testing.TB, user string, from int) []string {
+	t.Helper()
+	var lines []string
+	for _, w := range cp.Writes(t, user)[from:] {
+		lines = append(lines, strings.TrimPrefix(w.String(), user+" "))
+	}
+	return lines
 }
 
 // WriteCount is len(Writes(t, user)).
