@@ -84,3 +84,52 @@ func TestOracleSavesEnergyWithoutSlowingPerformanceJobs(t *testing.T) {
 		}
 	}
 }
+
+// One standard job alone on a node: its draw, worked out by hand from the
+// physics, holds for its stretched runtime.
+func TestOracleNodePowerOfOneJob(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		node     workload.Node
+		job      workload.Job
+		watts    float64
+		duration time.Duration
+	}{
+		{
+			// Host: 8 of 224 CPUs busy, load 1/28, 128 + 1290 / 28 =
+			// 174.0714 W; the job's slice draws like a full node, so the
+			// floor cuts 408.5 of its 689 W above idle: 46.0714 × (1 −
+			// 408.5 / 689) = 18.7564 W above idle remain. GPUs: the job's
+			// at 50% of 700 W, seven idle at 70 W.
+			name:     "gpu-compute on a GPU node",
+			node:     workload.StandardCluster(0, 1)[0],
+			job:      workload.Job{ID: "g", Class: workload.Standard, Boundness: physics.GPUCompute, CPUMilli: 8000, MemoryMiB: 1024, GPUs: 1, Work: time.Hour},
+			watts:    128 + 18.7564 + 350 + 7*70,
+			duration: 75 * time.Minute, // 1.25 × 1 h at the floor
+		},
+		{
+			// 96 of 384 CPUs at utilization 0.8: load 0.2, 257 + 382.5 ×
+			// 0.1 = 295.25 W, 167.25 W above idle; the slice's natural
+			// 654.2 W (526.2 above idle) is cut to 408.5 (280.5 above
+			// idle): 167.25 × 280.5 / 526.2 = 89.1553 W remain.
+			name:     "cpu-memory on a CPU node",
+			node:     workload.StandardCluster(1, 0)[0],
+			job:      workload.Job{ID: "c", Class: workload.Standard, Boundness: physics.CPUMemory, CPUMilli: 96000, MemoryMiB: 1024, Work: time.Hour},
+			watts:    128 + 89.1553,
+			duration: 63*time.Minute + 45*time.Second, // 1.0625 × 1 h
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, ArmOracle, []workload.Node{tc.node}, []workload.Job{tc.job}, Options{Seed: 1, SeedWindow: -1})
+			if len(r.Power) != 2 || r.Power[0].T != 0 || math.Abs(r.Power[0].Watts-tc.watts) > 1e-3 {
+				t.Fatalf("power %+v, want %.4f W from 0 until the job ends, then idle", r.Power, tc.watts)
+			}
+			if ran := r.Jobs[0].End - r.Jobs[0].Start; ran-tc.duration > time.Microsecond || tc.duration-ran > 0 {
+				t.Errorf("job ran %s, want %s", ran, tc.duration)
+			}
+			if want := tc.watts * r.Makespan.Seconds(); math.Abs(r.EnergyJ-want) > 1e-3*want/tc.watts {
+				t.Errorf("energy %.1f J, want %.1f J", r.EnergyJ, want)
+			}
+		})
+	}
+}
