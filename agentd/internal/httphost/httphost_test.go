@@ -12,7 +12,7 @@ import (
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-// simulated starts the reference simulator on loopback with one node.
+// simulated starts the test double of the HTTP backend on loopback with one node.
 func simulated(t *testing.T, spec httpbackendtest.NodeSpec) (*httpbackend.Client, *httpbackendtest.Simulator) {
 	t.Helper()
 	sim := httpbackendtest.New(time.Now)
