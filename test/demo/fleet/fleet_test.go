@@ -201,6 +201,13 @@ func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 		})
 	}
 
+	// Each node has a heartbeat, as a kubelet keeps one.
+	for _, n := range f.Nodes() {
+		if _, err := kube.CoordinationV1().Leases("kube-node-lease").Get(ctx, n, metav1.GetOptions{}); err != nil {
+			t.Errorf("lease of %s: %v", n, err)
+		}
+	}
+
 	// Busy pods on the two nodes to be capped, so that capping shows in
 	// their power.
 	for _, n := range []string{daemonH100, poolH100} {
@@ -301,6 +308,9 @@ func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 		}
 		if _, err := admin.JoulieV1alpha1().NodeHardwares().Get(ctx, n, metav1.GetOptions{}); err == nil {
 			t.Errorf("NodeHardware %s left after Stop", n)
+		}
+		if _, err := kube.CoordinationV1().Leases("kube-node-lease").Get(ctx, n, metav1.GetOptions{}); err == nil {
+			t.Errorf("lease of %s left after Stop", n)
 		}
 	}
 }
