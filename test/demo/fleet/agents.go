@@ -121,19 +121,22 @@ func (f *Fleet) run(name string, args []string, env ...string) (*agent, error) {
 	return a, nil
 }
 
-// stop sends SIGTERM, on which the agent restores what it changed, and
-// waits; when ctx ends first it kills the agent.
-func (a *agent) stop(ctx context.Context) error {
+// terminate sends SIGTERM, on which the agent restores what it changed.
+func (a *agent) terminate() {
 	select {
 	case <-a.done:
-		return fmt.Errorf("fleet: joulie-agentd for %s had exited before Stop (%v); see %s", a.name, a.cmd.ProcessState, a.log)
 	default:
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// wait waits for the agent to end after terminate; when ctx ends first
+// it kills it. An agent that had died before Stop is an error.
+func (a *agent) wait(ctx context.Context) error {
 	select {
 	case <-a.done:
-		if !a.cmd.ProcessState.Success() {
-			return fmt.Errorf("fleet: joulie-agentd for %s ended with %v on SIGTERM; see %s", a.name, a.cmd.ProcessState, a.log)
+		if st := a.cmd.ProcessState; !st.Success() {
+			return fmt.Errorf("fleet: joulie-agentd for %s ended with %v; see %s", a.name, st, a.log)
 		}
 		return nil
 	case <-ctx.Done():

@@ -390,8 +390,12 @@ func (f *Fleet) Nodes() []string { return append([]string(nil), f.nodes...) }
 func (f *Fleet) Stop(ctx context.Context) error {
 	f.stopOnce.Do(func() {
 		var errs []error
+		// All at once: each restores its host independently.
 		for _, a := range f.agents {
-			errs = append(errs, a.stop(ctx))
+			a.terminate()
+		}
+		for _, a := range f.agents {
+			errs = append(errs, a.wait(ctx))
 		}
 		f.cancel()
 		if f.srv != nil {

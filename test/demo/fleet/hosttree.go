@@ -94,7 +94,10 @@ func writeHostTree(node, root, gpus string, f *Family) (*hostTree, error) {
 		if err := os.MkdirAll(filepath.Dir(fl.path), 0o755); err != nil {
 			return nil, fmt.Errorf("fixture tree of %s: %w", node, err)
 		}
-		if err := os.WriteFile(fl.path, []byte(fl.value+"\n"), fl.mode); err != nil {
+		if !strings.HasSuffix(fl.value, "\n") {
+			fl.value += "\n"
+		}
+		if err := os.WriteFile(fl.path, []byte(fl.value), fl.mode); err != nil {
 			return nil, fmt.Errorf("fixture tree of %s: %w", node, err)
 		}
 	}
