@@ -54,11 +54,11 @@ func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	}
 }
 
-func startFleet(t *testing.T, prefix string, nodes, daemons int) (*fleet.Fleet, fleet.Config) {
+func startFleet(t *testing.T, prefix string, nodes, daemons int, kube *rest.Config) (*fleet.Fleet, fleet.Config) {
 	t.Helper()
 	cfg := fleet.Config{
 		Nodes: nodes, DaemonNodes: daemons, NodePrefix: prefix,
-		Kube:        cp.AdminConfig(),
+		Kube:        kube,
 		AgentConfig: func(node string) (*rest.Config, error) { return cp.AgentConfig(t, node), nil },
 		AgentBinary: cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentd"),
 		Dir:         t.TempDir(),
@@ -177,7 +177,7 @@ func daemonCaps(t *testing.T, dir, node string) (cpuW, gpuW float64) {
 func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	f, cfg := startFleet(t, "eco", 4, 2)
+	f, cfg := startFleet(t, "eco", 4, 2, cp.AdminConfig())
 	const (
 		daemonH100 = "eco-h100-1" // own agent, sysfs and NVML
 		daemonL40S = "eco-l40s-1" // own agent, left uncapped
@@ -340,7 +340,15 @@ func processesOf(t *testing.T, bin string) []int {
 func TestDefaultFleetComesUpAndGoes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	f, cfg := startFleet(t, "", 0, 0)
+	// The admin identity as a kubeconfig with file paths gives it, the
+	// server's CA in a file: the agents' kubeconfigs must still carry it.
+	kube := cp.AdminConfig()
+	kube.CAFile = filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(kube.CAFile, kube.CAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kube.CAData = nil
+	f, cfg := startFleet(t, "", 0, 0, kube)
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
