@@ -91,12 +91,6 @@ func (s *sim) addNode(name string, fam *Family, host *hostTree) {
 	s.powerW += n.watts
 }
 
-// node returns a node by name; the caller holds s.mu.
-func (s *sim) node(name string) (*simNode, bool) {
-	n, ok := s.nodes[name]
-	return n, ok
-}
-
 func (s *sim) setProfile(name, profile string, draining bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
