@@ -172,11 +172,17 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 	if err := c.defaults(); err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(c.Kube)
+	rc := rest.CopyConfig(c.Kube)
+	if rc.QPS == 0 {
+		// client-go's default of 5 requests a second would hold back
+		// the two status writes per pod of a busy demo by minutes.
+		rc.QPS, rc.Burst = 100, 200
+	}
+	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: client for Config.Kube: %w", err)
 	}
-	jc, err := versioned.NewForConfig(c.Kube)
+	jc, err := versioned.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: client for Config.Kube: %w", err)
 	}

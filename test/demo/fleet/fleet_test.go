@@ -348,6 +348,8 @@ func TestDefaultFleetComesUpAndGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube.CAData = nil
+	// And with client-go's rate defaults, as clientcmd leaves them.
+	kube.QPS, kube.Burst = 0, 0
 	f, cfg := startFleet(t, "", 0, 0, kube)
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
 	if err != nil {
@@ -395,6 +397,40 @@ func TestDefaultFleetComesUpAndGoes(t *testing.T) {
 	}
 	if snap.PowerW <= 0 || snap.EnergyJ < 0 {
 		t.Errorf("idle fleet: %v W, %v J", snap.PowerW, snap.EnergyJ)
+	}
+
+	// A burst of short pods, as the demo's workload sends them: every one
+	// runs and ends Succeeded, in the API and in the records.
+	const perNode = 12
+	kc := cp.AdminClient(t)
+	for i := range perNode * len(snap.Nodes) {
+		p := gpuPod(fmt.Sprintf("burst-%d", i), snap.Nodes[i%len(snap.Nodes)].Name, 0, time.Second, physics.CPULow)
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+		if _, err := kc.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(t, "every burst pod Succeeded", 45*time.Second, func() bool {
+		pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		var done int
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, "burst-") && p.Status.Phase == corev1.PodSucceeded {
+				done++
+			}
+		}
+		return done == perNode*len(snap.Nodes)
+	})
+	var recorded int
+	for _, r := range f.Snapshot().Pods {
+		if strings.HasPrefix(r.Name, "burst-") && r.Phase == string(corev1.PodSucceeded) && r.Finished.Sub(r.Started) >= time.Second {
+			recorded++
+		}
+	}
+	if recorded != perNode*len(snap.Nodes) {
+		t.Errorf("%d burst pods recorded Succeeded after their work, want %d", recorded, perNode*len(snap.Nodes))
 	}
 	if err := f.Stop(ctx); err != nil {
 		t.Fatal(err)
