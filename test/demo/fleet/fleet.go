@@ -329,9 +329,13 @@ type planned struct {
 	daemon bool
 }
 
-// plan names the nodes: daemon nodes first, alternating between the
-// families that may have one, then pool nodes cycling through all
-// families; numbers count per family from 1.
+// plan names the nodes: pool nodes cycling through all families, then
+// daemon nodes alternating between the families that may have one;
+// numbers count per family from 1, so a family's daemon nodes come after
+// its pool nodes. The controller's family floor keeps the first node of
+// each family on performance (equal density goes by name), so daemon
+// nodes numbered last are the ones a plan turns eco first, and the host
+// path gets capped in a default run.
 func (c *Config) plan() []planned {
 	fams := Families(c.Model)
 	var daemonFams []*Family
@@ -346,13 +350,13 @@ func (c *Config) plan() []planned {
 		return fmt.Sprintf("%s-%s-%d", c.NodePrefix, f.Name, count[f.Name])
 	}
 	var out []planned
-	for i := range c.DaemonNodes {
-		f := daemonFams[i%len(daemonFams)]
-		out = append(out, planned{name: name(f), fam: f, daemon: true})
-	}
 	for i := range c.Nodes - c.DaemonNodes {
 		f := fams[i%len(fams)]
 		out = append(out, planned{name: name(f), fam: f})
+	}
+	for i := range c.DaemonNodes {
+		f := daemonFams[i%len(daemonFams)]
+		out = append(out, planned{name: name(f), fam: f, daemon: true})
 	}
 	return out
 }

@@ -179,12 +179,13 @@ func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 	defer cancel()
 	f, cfg := startFleet(t, "eco", 4, 2, cp.AdminConfig())
 	const (
-		daemonH100 = "eco-h100-1" // own agent, sysfs and NVML
-		daemonL40S = "eco-l40s-1" // own agent, left uncapped
 		poolEPYC   = "eco-epyc-1"
-		poolH100   = "eco-h100-2" // pool agent, HTTP
+		poolH100   = "eco-h100-1" // pool agent, HTTP
+		daemonH100 = "eco-h100-2" // own agent, sysfs and NVML
+		daemonL40S = "eco-l40s-1" // own agent, left uncapped
 	)
-	if got := f.Nodes(); strings.Join(got, ",") != strings.Join([]string{daemonH100, daemonL40S, poolEPYC, poolH100}, ",") {
+	// Pool nodes first; a family's daemon nodes after its pool nodes.
+	if got := f.Nodes(); strings.Join(got, ",") != strings.Join([]string{poolEPYC, poolH100, daemonH100, daemonL40S}, ",") {
 		t.Fatalf("nodes %v", got)
 	}
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
