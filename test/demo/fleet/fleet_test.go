@@ -402,7 +402,10 @@ func TestDefaultFleetComesUpAndGoes(t *testing.T) {
 
 	// A burst of short pods, as the demo's workload sends them: every one
 	// runs and ends Succeeded, in the API and in the records.
-	const perNode = 12
+	perNode := 12
+	if testing.Short() {
+		perNode = 3
+	}
 	kc := cp.AdminClient(t)
 	for i := range perNode * len(snap.Nodes) {
 		p := gpuPod(fmt.Sprintf("burst-%d", i), snap.Nodes[i%len(snap.Nodes)].Name, 0, time.Second, physics.CPULow)
