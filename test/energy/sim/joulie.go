@@ -30,9 +30,12 @@ func (s *simulation) reconcile(ctx context.Context) error {
 	for _, n := range s.nodes {
 		in.Nodes = append(in.Nodes, n.obj)
 		if n.profile != nil {
-			// The agent's measurement, published at most once a minute: the
-			// reconcile reads the one of this instant, as fresh as it gets.
-			n.profile.Status.MeasuredPower = &joulie.MeasuredPower{NodePowerWatts: n.watts, Time: metav1.NewTime(now)}
+			// The controller sees what the agent last published (publish.go),
+			// not the draw of this instant.
+			s.catchUp(n, s.now, n.watts)
+			if n.pub.ok {
+				n.profile.Status.MeasuredPower = &joulie.MeasuredPower{NodePowerWatts: n.pub.watts, Time: metav1.NewTime(epoch.Add(n.pub.at))}
+			}
 			in.Profiles[n.spec.Name] = n.profile
 		}
 	}
@@ -67,11 +70,17 @@ func (s *simulation) reconcile(ctx context.Context) error {
 		} else if changed {
 			relabelled = true
 		}
+		// The controller writes the spec; the status stays the agent's.
+		var st joulie.NodePowerProfileStatus
+		if n.profile != nil {
+			st = n.profile.Status
+		}
 		n.profile = &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: np.Name,
 			Annotations: map[string]string{plan.AnnotationLastTransition: np.LastTransition.UTC().Format(time.RFC3339)}},
-			Spec: np.Spec}
+			Spec: np.Spec, Status: st}
 		v := np.View
 		n.view = &v
+		s.startPublishing(n)
 		tw := np.Twin
 		tw.LastUpdated = metav1.NewTime(now)
 		n.twin = &tw

@@ -36,7 +36,9 @@ type Options struct {
 	// ReconcileInterval is the controller's RECONCILE_INTERVAL (1m).
 	ReconcileInterval time.Duration
 	// AgentDelay is how long after a reconcile a node's agent has applied
-	// the new caps (5s: the agent's default reconcile interval).
+	// the new caps, and the agent's tick, at which it decides whether to
+	// publish its measured power (5s: the agent's default reconcile
+	// interval).
 	AgentDelay time.Duration
 	// Intent overrides the controller's power intent (caps per profile);
 	// nil takes intent.Default(). The invariant test sets eco caps to 100%.
@@ -136,6 +138,7 @@ type nodeState struct {
 	profile        *joulie.NodePowerProfile
 	twin           *joulie.NodeTwinStatus
 	view           *hwview.View // the controller's view of the hardware
+	pub            publication  // the agent's last published measurement
 }
 
 type jobState struct {
@@ -338,6 +341,7 @@ func (s *simulation) setNodeWatts(n *nodeState) {
 	if w == n.watts {
 		return
 	}
+	s.catchUp(n, s.now, n.watts)
 	s.totalW += w - n.watts
 	n.watts = w
 	if last := &s.power[len(s.power)-1]; last.T == s.now {
