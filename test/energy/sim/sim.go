@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -133,12 +134,15 @@ type nodeState struct {
 	// cpuCap and gpuCap are the cap fractions the agent has applied (1:
 	// none); they change AgentDelay after the reconcile that asked.
 	cpuCap, gpuCap float64
-	running        map[int]struct{}
-	watts          float64
-	profile        *joulie.NodePowerProfile
-	twin           *joulie.NodeTwinStatus
-	view           *hwview.View // the controller's view of the hardware
-	pub            publication  // the agent's last published measurement
+	// running holds the indices of the jobs on the node in ascending
+	// order: the sums over them and the events they push come out the
+	// same on every run (a map's order would not).
+	running []int
+	watts   float64
+	profile *joulie.NodePowerProfile
+	twin    *joulie.NodeTwinStatus
+	view    *hwview.View // the controller's view of the hardware
+	pub     publication  // the agent's last published measurement
 }
 
 type jobState struct {
@@ -189,7 +193,7 @@ func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Opt
 	objs := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {
 		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
-		s.nodes = append(s.nodes, &nodeState{spec: n, obj: objs[i], cpuCap: 1, gpuCap: 1, running: map[int]struct{}{}})
+		s.nodes = append(s.nodes, &nodeState{spec: n, obj: objs[i], cpuCap: 1, gpuCap: 1})
 		s.byName[n.Name] = i
 	}
 	profile := schedsim.DefaultProfile
@@ -357,7 +361,7 @@ func (s *simulation) setNodeWatts(n *nodeState) {
 func (s *simulation) nodeWatts(n *nodeState) float64 {
 	var busyMilli float64
 	var gpuUtil []float64
-	for idx := range n.running {
+	for _, idx := range n.running {
 		j := s.jobs[idx].job
 		u := s.model.Class(j.Boundness).Utilization
 		busyMilli += float64(j.CPUMilli) * u
@@ -405,7 +409,8 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 	if j.perfPod && (j.profile == string(joulie.ProfileEco) || j.profile == "draining") {
 		s.perfOnEco++
 	}
-	n.running[idx] = struct{}{}
+	at, _ := slices.BinarySearch(n.running, idx)
+	n.running = slices.Insert(n.running, at, idx)
 	if s.arm == ArmOracle {
 		j.cap = s.oracleCap(j, n)
 	}
@@ -442,7 +447,8 @@ func (s *simulation) complete(ctx context.Context, idx int) error {
 	n := s.nodes[j.node]
 	j.done, j.end, j.left = true, s.now, 0
 	s.done++
-	delete(n.running, idx)
+	at, _ := slices.BinarySearch(n.running, idx)
+	n.running = slices.Delete(n.running, at, at+1)
 	if err := s.sched.Remove(j.pod); err != nil {
 		return fmt.Errorf("sim: remove %s: %w", j.job.ID, err)
 	}
@@ -484,7 +490,7 @@ func (s *simulation) retry(ctx context.Context, n *nodeState) {
 
 func (s *simulation) free(n *nodeState) (cpu, mem int64, gpus int) {
 	cpu, mem, gpus = n.spec.CPUMilli, n.spec.MemoryMiB, n.spec.GPUs
-	for idx := range n.running {
+	for _, idx := range n.running {
 		j := s.jobs[idx].job
 		cpu -= j.CPUMilli
 		mem -= j.MemoryMiB
@@ -501,7 +507,7 @@ func (s *simulation) applyCaps(i int, cpuCap, gpuCap float64) {
 		return
 	}
 	n.cpuCap, n.gpuCap = cpuCap, gpuCap
-	for idx := range n.running {
+	for _, idx := range n.running {
 		j := s.jobs[idx]
 		j.left -= j.rate * (s.now - j.updated).Seconds()
 		j.updated = s.now
