@@ -43,7 +43,10 @@ func (s *simulation) reconcile(ctx context.Context) error {
 		switch {
 		case j.done:
 		case j.node < 0:
-			if j.perfPod {
+			// Pending means waiting in the queue: a job that has not
+			// arrived has no pod yet, and one the seed's pass dropped has
+			// none any more.
+			if j.perfPod && j.queued {
 				in.PerfPods[""]++
 			}
 		default:
