@@ -21,6 +21,7 @@ import (
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/twin"
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/schedsim"
@@ -143,6 +144,24 @@ type nodeState struct {
 	twin    *joulie.NodeTwinStatus
 	view    *hwview.View // the controller's view of the hardware
 	pub     publication  // the agent's last published measurement
+	// lastTransition is the time the profile's annotation holds.
+	lastTransition time.Time
+	// askedCPU and askedGPU are the caps the last reconcile asked for (1:
+	// none), which the agent has applied or will.
+	askedCPU, askedGPU float64
+	// podsChanged says running changed since the controller's view of the
+	// node's pods was last counted.
+	podsChanged bool
+	// The extender's view of the node, derived from twin and view when the
+	// reconcile writes them.
+	scoringTwin scoring.Twin
+	hardware    powerest.Node
+}
+
+// capsChange is the caps a reconcile asks node's agent for.
+type capsChange struct {
+	node           int
+	cpuCap, gpuCap float64
 }
 
 type jobState struct {
@@ -186,6 +205,17 @@ type simulation struct {
 	// not fit at once is dropped, and the run ends at seedWindow.
 	seedWindow time.Duration
 	dropped    int
+
+	// ctl is the controller's view of the cluster (joulie.go).
+	ctl controllerView
+	// pendingPerf counts the performance jobs waiting in the queue.
+	pendingPerf int
+	// twinGen counts the reconciles, so the extender knows when the
+	// twins it summed have changed.
+	twinGen uint64
+	// caps holds the caps each reconcile asked for, oldest first, until
+	// its agents apply them AgentDelay later.
+	caps [][]capsChange
 }
 
 func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Options) (*simulation, error) {
@@ -193,7 +223,7 @@ func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Opt
 	objs := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {
 		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
-		s.nodes = append(s.nodes, &nodeState{spec: n, obj: objs[i], cpuCap: 1, gpuCap: 1})
+		s.nodes = append(s.nodes, &nodeState{spec: n, obj: objs[i], cpuCap: 1, gpuCap: 1, askedCPU: 1, askedGPU: 1})
 		s.byName[n.Name] = i
 	}
 	profile := schedsim.DefaultProfile
@@ -219,9 +249,12 @@ func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Opt
 	if joulieArm(arm) {
 		heap.Push(&s.events, event{t: 0, kind: evReconcile})
 	}
+	s.ctl = controllerView{nodes: objs, profiles: map[string]*joulie.NodePowerProfile{}, perfPods: map[string]int{},
+		loads: map[string]plan.NodeLoad{}}
 	for _, n := range s.nodes {
 		n.watts = s.nodeWatts(n)
 		s.totalW += n.watts
+		n.hardware = s.hardwareOf(n)
 	}
 	s.power = append(s.power, Sample{T: 0, Watts: s.totalW})
 	return s, nil
@@ -300,6 +333,9 @@ func (s *simulation) loop(ctx context.Context) error {
 				}
 				s.jobs[ev.idx].queued = true
 				s.queue = append(s.queue, ev.idx)
+				if s.jobs[ev.idx].perfPod {
+					s.pendingPerf++
+				}
 			}
 		case evCompletion:
 			j := s.jobs[ev.idx]
@@ -317,7 +353,11 @@ func (s *simulation) loop(ctx context.Context) error {
 				heap.Push(&s.events, event{t: s.now + s.opts.ReconcileInterval, kind: evReconcile})
 			}
 		case evCaps:
-			s.applyCaps(ev.idx, ev.cpuCap, ev.gpuCap)
+			batch := s.caps[0]
+			s.caps[0], s.caps = nil, s.caps[1:]
+			for _, c := range batch {
+				s.applyCaps(c.node, c.cpuCap, c.gpuCap)
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -404,6 +444,9 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 	}
 	ni := s.byName[name]
 	n := s.nodes[ni]
+	if j.queued && j.perfPod {
+		s.pendingPerf--
+	}
 	j.node, j.start, j.updated, j.queued = ni, s.now, s.now, false
 	j.profile = nodeProfile(n.obj)
 	if j.perfPod && (j.profile == string(joulie.ProfileEco) || j.profile == "draining") {
@@ -411,6 +454,7 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 	}
 	at, _ := slices.BinarySearch(n.running, idx)
 	n.running = slices.Insert(n.running, at, idx)
+	n.podsChanged = true
 	if s.arm == ArmOracle {
 		j.cap = s.oracleCap(j, n)
 	}
@@ -449,6 +493,7 @@ func (s *simulation) complete(ctx context.Context, idx int) error {
 	s.done++
 	at, _ := slices.BinarySearch(n.running, idx)
 	n.running = slices.Delete(n.running, at, at+1)
+	n.podsChanged = true
 	if err := s.sched.Remove(j.pod); err != nil {
 		return fmt.Errorf("sim: remove %s: %w", j.job.ID, err)
 	}
@@ -553,11 +598,10 @@ const (
 )
 
 type event struct {
-	t              time.Duration
-	kind           eventKind
-	idx, version   int
-	cpuCap, gpuCap float64
-	seq            uint64
+	t            time.Duration
+	kind         eventKind
+	idx, version int
+	seq          uint64
 }
 
 type eventQueue struct {
@@ -583,8 +627,11 @@ func (q *eventQueue) Push(x any) {
 	e.seq = q.seq
 	q.items = append(q.items, e)
 }
-func (q *eventQueue) pushCaps(t time.Duration, node int, cpuCap, gpuCap float64) {
-	heap.Push(q, event{t: t, kind: evCaps, idx: node, cpuCap: cpuCap, gpuCap: gpuCap})
+
+// pushCaps queues a reconcile's caps for its agents to apply at t.
+func (s *simulation) pushCaps(t time.Duration, batch []capsChange) {
+	s.caps = append(s.caps, batch)
+	heap.Push(&s.events, event{t: t, kind: evCaps})
 }
 
 func (q *eventQueue) Pop() any {
