@@ -249,7 +249,7 @@ func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Opt
 	if joulieArm(arm) {
 		heap.Push(&s.events, event{t: 0, kind: evReconcile})
 	}
-	s.ctl = controllerView{nodes: objs, profiles: map[string]*joulie.NodePowerProfile{}, perfPods: map[string]int{},
+	s.ctl = controllerView{nodes: slices.Clone(objs), profiles: map[string]*joulie.NodePowerProfile{}, perfPods: map[string]int{},
 		loads: map[string]plan.NodeLoad{}}
 	for _, n := range s.nodes {
 		n.watts = s.nodeWatts(n)
