@@ -23,38 +23,35 @@ import (
 // outcome is written back as the controller writes it (node labels,
 // NodePowerProfile spec and transition annotation, NodeTwin status). The
 // agents apply the caps AgentDelay later.
+//
+// The reconcile runs every simulated minute over days of a long tail, so
+// what it hands plan.Compute is kept up to date as the cluster changes
+// rather than rebuilt (controllerView); plan.Compute reads its inputs and
+// never writes them.
 func (s *simulation) reconcile(ctx context.Context) error {
 	now := epoch.Add(s.now)
-	in := plan.Inputs{Now: now, Profiles: map[string]*joulie.NodePowerProfile{}, PerfPods: map[string]int{},
-		Loads: map[string]plan.NodeLoad{}}
+	c := &s.ctl
 	for _, n := range s.nodes {
-		in.Nodes = append(in.Nodes, n.obj)
 		if n.profile != nil {
-			// The agent's measurement, published at most once a minute: the
-			// reconcile reads the one of this instant, as fresh as it gets.
-			n.profile.Status.MeasuredPower = &joulie.MeasuredPower{NodePowerWatts: n.watts, Time: metav1.NewTime(now)}
-			in.Profiles[n.spec.Name] = n.profile
+			// The controller sees what the agent last published (publish.go),
+			// not the draw of this instant.
+			s.catchUp(n, s.now, n.watts)
+			if n.pub.ok {
+				n.profile.Status.MeasuredPower = &joulie.MeasuredPower{NodePowerWatts: n.pub.watts, Time: metav1.NewTime(epoch.Add(n.pub.at))}
+			}
+		}
+		if n.podsChanged {
+			c.recount(s, n)
 		}
 	}
-	for _, j := range s.jobs {
-		switch {
-		case j.done:
-		case j.node < 0:
-			if j.perfPod {
-				in.PerfPods[""]++
-			}
-		default:
-			name := s.nodes[j.node].spec.Name
-			if j.perfPod {
-				in.PerfPods[name]++
-			}
-			l := in.Loads[name]
-			l.Add(j.pod)
-			in.Loads[name] = l
-		}
+	if s.pendingPerf > 0 {
+		c.perfPods[""] = s.pendingPerf
+	} else {
+		delete(c.perfPods, "")
 	}
-	res := plan.Compute(in, s.settings)
+	res := plan.Compute(plan.Inputs{Now: now, Nodes: c.nodes, Profiles: c.profiles, PerfPods: c.perfPods, Loads: c.loads}, s.settings)
 	relabelled := false
+	var caps []capsChange
 	for i := range res.Nodes {
 		np := &res.Nodes[i]
 		ni, ok := s.byName[np.Name]
@@ -65,23 +62,87 @@ func (s *simulation) reconcile(ctx context.Context) error {
 		if changed, err := s.applyLabels(n, np); err != nil {
 			return err
 		} else if changed {
+			c.nodes[ni] = n.obj
 			relabelled = true
 		}
-		n.profile = &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: np.Name,
-			Annotations: map[string]string{plan.AnnotationLastTransition: np.LastTransition.UTC().Format(time.RFC3339)}},
-			Spec: np.Spec}
-		v := np.View
-		n.view = &v
+		s.writeProfile(n, np)
+		n.view = &np.View
 		tw := np.Twin
 		tw.LastUpdated = metav1.NewTime(now)
 		n.twin = &tw
-		cpuCap, gpuCap := capFractions(np.Spec)
-		s.events.pushCaps(s.now+s.opts.AgentDelay, ni, cpuCap, gpuCap)
+		n.scoringTwin = scoring.TwinOf(n.twin)
+		n.hardware = s.hardwareOf(n)
+		// The agent of a node asked for the caps it already has does
+		// nothing (applyCaps); only a change is worth an event.
+		if cpuCap, gpuCap := capFractions(np.Spec); cpuCap != n.askedCPU || gpuCap != n.askedGPU {
+			n.askedCPU, n.askedGPU = cpuCap, gpuCap
+			caps = append(caps, capsChange{node: ni, cpuCap: cpuCap, gpuCap: gpuCap})
+		}
+	}
+	s.twinGen++
+	if len(res.Nodes) > 0 {
+		// One event even when nothing changed, so the clock stops at the
+		// same instants, and the energy sums the same terms, as when every
+		// node had its own.
+		s.pushCaps(s.now+s.opts.AgentDelay, caps)
 	}
 	if relabelled {
 		s.retry(ctx, nil)
 	}
 	return nil
+}
+
+// controllerView is what the controller's informers hold, kept current by
+// the simulation: the node objects in node order, each node's
+// NodePowerProfile, and the active pods' performance counts and loads by
+// node.
+type controllerView struct {
+	nodes    []*v1.Node
+	profiles map[string]*joulie.NodePowerProfile
+	perfPods map[string]int
+	loads    map[string]plan.NodeLoad
+}
+
+// recount refreshes node n's performance count and load from the jobs on
+// it, summed in the order of the job list, as a rebuild from all jobs
+// would sum them (the loads are floats).
+func (c *controllerView) recount(s *simulation, n *nodeState) {
+	n.podsChanged = false
+	var load plan.NodeLoad
+	perf := 0
+	for _, idx := range n.running {
+		j := s.jobs[idx]
+		if j.perfPod {
+			perf++
+		}
+		load.Add(j.pod)
+	}
+	name := n.spec.Name
+	if len(n.running) == 0 {
+		delete(c.loads, name)
+	} else {
+		c.loads[name] = load
+	}
+	if perf == 0 {
+		delete(c.perfPods, name)
+	} else {
+		c.perfPods[name] = perf
+	}
+}
+
+// writeProfile writes node n's NodePowerProfile spec and transition
+// annotation; the status stays the agent's.
+func (s *simulation) writeProfile(n *nodeState, np *plan.NodePlan) {
+	if n.profile == nil {
+		n.profile = &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: np.Name}}
+		s.ctl.profiles[np.Name] = n.profile
+		s.startPublishing(n)
+	}
+	n.profile.Spec = np.Spec
+	if n.profile.Annotations == nil || !np.LastTransition.Equal(n.lastTransition) {
+		n.lastTransition = np.LastTransition
+		n.profile.Annotations = map[string]string{plan.AnnotationLastTransition: np.LastTransition.UTC().Format(time.RFC3339)}
+	}
 }
 
 // applyLabels sets joulie.io/power-profile and joulie.io/draining as the
@@ -120,6 +181,12 @@ func capFractions(spec joulie.NodePowerProfileSpec) (cpu, gpu float64) {
 type extender struct {
 	s      *simulation
 	params scoring.Params
+	// The cluster aggregate of the last pod, valid while the clock and
+	// the twins are those it was computed at.
+	sum      scoring.Cluster
+	sumAt    time.Duration
+	sumGen   uint64
+	sumValid bool
 }
 
 func newExtender(s *simulation) *extender {
@@ -132,10 +199,7 @@ func (e *extender) Weight() int64 { return 1 } // the chart's weight
 
 func (e *extender) twinOf(name string) (scoring.Twin, bool) {
 	n := e.s.nodes[e.s.byName[name]]
-	if n.twin == nil {
-		return scoring.Twin{}, false
-	}
-	return scoring.TwinOf(n.twin), true
+	return n.scoringTwin, n.twin != nil
 }
 
 func (e *extender) Filter(pod *v1.Pod, nodes []*v1.Node) ([]*v1.Node, map[string]string, error) {
@@ -159,30 +223,43 @@ func (e *extender) Filter(pod *v1.Pod, nodes []*v1.Node) ([]*v1.Node, map[string
 
 func (e *extender) Prioritize(pod *v1.Pod, nodes []*v1.Node) (extenderv1.HostPriorityList, error) {
 	now := epoch.Add(e.s.now)
-	var sum scoring.ClusterSum
-	for _, n := range e.s.nodes {
-		if n.twin != nil {
-			t := scoring.TwinOf(n.twin)
-			sum.Add(&t, now, e.params.StalenessThreshold)
-		}
-	}
-	batch := e.params.Batch(scoring.Pod{Performance: workload.Classify(pod) == workload.Performance, Demand: powerest.PodDemand(pod)}, sum.Cluster(), now)
+	batch := e.params.Batch(scoring.Pod{Performance: workload.Classify(pod) == workload.Performance, Demand: powerest.PodDemand(pod)}, e.clusterSum(), now)
 	out := make(extenderv1.HostPriorityList, len(nodes))
 	for i, node := range nodes {
+		n := e.s.nodes[e.s.byName[node.Name]]
 		var tp *scoring.Twin
-		if t, ok := e.twinOf(node.Name); ok {
-			tp = &t
+		if n.twin != nil {
+			tp = &n.scoringTwin
 		}
 		out[i] = extenderv1.HostPriority{Host: node.Name,
-			Score: scoring.ExtenderPriority(batch.Score(tp, e.s.hardware(node.Name)), extenderv1.MaxExtenderPriority)}
+			Score: scoring.ExtenderPriority(batch.Score(tp, n.hardware), extenderv1.MaxExtenderPriority)}
 	}
 	return out, nil
 }
 
-// hardware is the node's marginal-power view as the agent's NodeHardware
-// would give it: the catalog's figures for the node's models.
-func (s *simulation) hardware(name string) powerest.Node {
-	n := s.nodes[s.byName[name]]
+// clusterSum is the aggregate over all twins the extender computes for
+// each pod. It depends only on the twins, which change at a reconcile,
+// and on the time, through staleness: so one sum serves every pod
+// scheduled at one instant between two reconciles.
+func (e *extender) clusterSum() scoring.Cluster {
+	if e.sumValid && e.sumAt == e.s.now && e.sumGen == e.s.twinGen {
+		return e.sum
+	}
+	now := epoch.Add(e.s.now)
+	var sum scoring.ClusterSum
+	for _, n := range e.s.nodes {
+		if n.twin != nil {
+			sum.Add(&n.scoringTwin, now, e.params.StalenessThreshold)
+		}
+	}
+	e.sum, e.sumAt, e.sumGen, e.sumValid = sum.Cluster(), e.s.now, e.s.twinGen, true
+	return e.sum
+}
+
+// hardwareOf is the node's marginal-power view as the agent's
+// NodeHardware would give it: the catalog's figures for the node's models,
+// from the controller's hardware view once there is one.
+func (s *simulation) hardwareOf(n *nodeState) powerest.Node {
 	hw := powerest.Node{CPUTotalCores: float64(n.spec.CPUMilli) / 1000}
 	if n.view != nil {
 		hw.CPUTotalCores = float64(n.view.CPUTotalCores)

@@ -42,7 +42,7 @@ func (s *simulation) oracleSaving(n *nodeState, load float64) float64 {
 	g := s.model.GPUNode
 	var gpuCut float64
 	slices := make([]physics.CPUSlice, 0, len(n.running))
-	for idx := range n.running {
+	for _, idx := range n.running {
 		j := s.jobs[idx]
 		u := s.model.Class(j.job.Boundness).Utilization
 		slices = append(slices, physics.CPUSlice{CPUs: float64(j.job.CPUMilli), Util: u, Cap: j.cap})

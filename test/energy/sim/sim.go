@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/twin"
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/schedsim"
@@ -36,7 +38,9 @@ type Options struct {
 	// ReconcileInterval is the controller's RECONCILE_INTERVAL (1m).
 	ReconcileInterval time.Duration
 	// AgentDelay is how long after a reconcile a node's agent has applied
-	// the new caps (5s: the agent's default reconcile interval).
+	// the new caps, and the agent's tick, at which it decides whether to
+	// publish its measured power (5s: the agent's default reconcile
+	// interval).
 	AgentDelay time.Duration
 	// Intent overrides the controller's power intent (caps per profile);
 	// nil takes intent.Default(). The invariant test sets eco caps to 100%.
@@ -131,11 +135,33 @@ type nodeState struct {
 	// cpuCap and gpuCap are the cap fractions the agent has applied (1:
 	// none); they change AgentDelay after the reconcile that asked.
 	cpuCap, gpuCap float64
-	running        map[int]struct{}
-	watts          float64
-	profile        *joulie.NodePowerProfile
-	twin           *joulie.NodeTwinStatus
-	view           *hwview.View // the controller's view of the hardware
+	// running holds the indices of the jobs on the node in ascending
+	// order: the sums over them and the events they push come out the
+	// same on every run (a map's order would not).
+	running []int
+	watts   float64
+	profile *joulie.NodePowerProfile
+	twin    *joulie.NodeTwinStatus
+	view    *hwview.View // the controller's view of the hardware
+	pub     publication  // the agent's last published measurement
+	// lastTransition is the time the profile's annotation holds.
+	lastTransition time.Time
+	// askedCPU and askedGPU are the caps the last reconcile asked for (1:
+	// none), which the agent has applied or will.
+	askedCPU, askedGPU float64
+	// podsChanged says running changed since the controller's view of the
+	// node's pods was last counted.
+	podsChanged bool
+	// The extender's view of the node, derived from twin and view when the
+	// reconcile writes them.
+	scoringTwin scoring.Twin
+	hardware    powerest.Node
+}
+
+// capsChange is the caps a reconcile asks node's agent for.
+type capsChange struct {
+	node           int
+	cpuCap, gpuCap float64
 }
 
 type jobState struct {
@@ -179,6 +205,17 @@ type simulation struct {
 	// not fit at once is dropped, and the run ends at seedWindow.
 	seedWindow time.Duration
 	dropped    int
+
+	// ctl is the controller's view of the cluster (joulie.go).
+	ctl controllerView
+	// pendingPerf counts the performance jobs waiting in the queue.
+	pendingPerf int
+	// twinGen counts the reconciles, so the extender knows when the
+	// twins it summed have changed.
+	twinGen uint64
+	// caps holds the caps each reconcile asked for, oldest first, until
+	// its agents apply them AgentDelay later.
+	caps [][]capsChange
 }
 
 func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Options) (*simulation, error) {
@@ -186,7 +223,7 @@ func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Opt
 	objs := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {
 		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
-		s.nodes = append(s.nodes, &nodeState{spec: n, obj: objs[i], cpuCap: 1, gpuCap: 1, running: map[int]struct{}{}})
+		s.nodes = append(s.nodes, &nodeState{spec: n, obj: objs[i], cpuCap: 1, gpuCap: 1, askedCPU: 1, askedGPU: 1})
 		s.byName[n.Name] = i
 	}
 	profile := schedsim.DefaultProfile
@@ -212,9 +249,12 @@ func newSimulation(arm Arm, nodes []workload.Node, jobs []workload.Job, opts Opt
 	if joulieArm(arm) {
 		heap.Push(&s.events, event{t: 0, kind: evReconcile})
 	}
+	s.ctl = controllerView{nodes: slices.Clone(objs), profiles: map[string]*joulie.NodePowerProfile{}, perfPods: map[string]int{},
+		loads: map[string]plan.NodeLoad{}}
 	for _, n := range s.nodes {
 		n.watts = s.nodeWatts(n)
 		s.totalW += n.watts
+		n.hardware = s.hardwareOf(n)
 	}
 	s.power = append(s.power, Sample{T: 0, Watts: s.totalW})
 	return s, nil
@@ -293,6 +333,9 @@ func (s *simulation) loop(ctx context.Context) error {
 				}
 				s.jobs[ev.idx].queued = true
 				s.queue = append(s.queue, ev.idx)
+				if s.jobs[ev.idx].perfPod {
+					s.pendingPerf++
+				}
 			}
 		case evCompletion:
 			j := s.jobs[ev.idx]
@@ -310,7 +353,11 @@ func (s *simulation) loop(ctx context.Context) error {
 				heap.Push(&s.events, event{t: s.now + s.opts.ReconcileInterval, kind: evReconcile})
 			}
 		case evCaps:
-			s.applyCaps(ev.idx, ev.cpuCap, ev.gpuCap)
+			batch := s.caps[0]
+			s.caps[0], s.caps = nil, s.caps[1:]
+			for _, c := range batch {
+				s.applyCaps(c.node, c.cpuCap, c.gpuCap)
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -338,6 +385,7 @@ func (s *simulation) setNodeWatts(n *nodeState) {
 	if w == n.watts {
 		return
 	}
+	s.catchUp(n, s.now, n.watts)
 	s.totalW += w - n.watts
 	n.watts = w
 	if last := &s.power[len(s.power)-1]; last.T == s.now {
@@ -353,7 +401,7 @@ func (s *simulation) setNodeWatts(n *nodeState) {
 func (s *simulation) nodeWatts(n *nodeState) float64 {
 	var busyMilli float64
 	var gpuUtil []float64
-	for idx := range n.running {
+	for _, idx := range n.running {
 		j := s.jobs[idx].job
 		u := s.model.Class(j.Boundness).Utilization
 		busyMilli += float64(j.CPUMilli) * u
@@ -396,12 +444,17 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 	}
 	ni := s.byName[name]
 	n := s.nodes[ni]
+	if j.queued && j.perfPod {
+		s.pendingPerf--
+	}
 	j.node, j.start, j.updated, j.queued = ni, s.now, s.now, false
 	j.profile = nodeProfile(n.obj)
 	if j.perfPod && (j.profile == string(joulie.ProfileEco) || j.profile == "draining") {
 		s.perfOnEco++
 	}
-	n.running[idx] = struct{}{}
+	at, _ := slices.BinarySearch(n.running, idx)
+	n.running = slices.Insert(n.running, at, idx)
+	n.podsChanged = true
 	if s.arm == ArmOracle {
 		j.cap = s.oracleCap(j, n)
 	}
@@ -438,7 +491,9 @@ func (s *simulation) complete(ctx context.Context, idx int) error {
 	n := s.nodes[j.node]
 	j.done, j.end, j.left = true, s.now, 0
 	s.done++
-	delete(n.running, idx)
+	at, _ := slices.BinarySearch(n.running, idx)
+	n.running = slices.Delete(n.running, at, at+1)
+	n.podsChanged = true
 	if err := s.sched.Remove(j.pod); err != nil {
 		return fmt.Errorf("sim: remove %s: %w", j.job.ID, err)
 	}
@@ -480,7 +535,7 @@ func (s *simulation) retry(ctx context.Context, n *nodeState) {
 
 func (s *simulation) free(n *nodeState) (cpu, mem int64, gpus int) {
 	cpu, mem, gpus = n.spec.CPUMilli, n.spec.MemoryMiB, n.spec.GPUs
-	for idx := range n.running {
+	for _, idx := range n.running {
 		j := s.jobs[idx].job
 		cpu -= j.CPUMilli
 		mem -= j.MemoryMiB
@@ -497,7 +552,7 @@ func (s *simulation) applyCaps(i int, cpuCap, gpuCap float64) {
 		return
 	}
 	n.cpuCap, n.gpuCap = cpuCap, gpuCap
-	for idx := range n.running {
+	for _, idx := range n.running {
 		j := s.jobs[idx]
 		j.left -= j.rate * (s.now - j.updated).Seconds()
 		j.updated = s.now
@@ -543,11 +598,10 @@ const (
 )
 
 type event struct {
-	t              time.Duration
-	kind           eventKind
-	idx, version   int
-	cpuCap, gpuCap float64
-	seq            uint64
+	t            time.Duration
+	kind         eventKind
+	idx, version int
+	seq          uint64
 }
 
 type eventQueue struct {
@@ -573,8 +627,11 @@ func (q *eventQueue) Push(x any) {
 	e.seq = q.seq
 	q.items = append(q.items, e)
 }
-func (q *eventQueue) pushCaps(t time.Duration, node int, cpuCap, gpuCap float64) {
-	heap.Push(q, event{t: t, kind: evCaps, idx: node, cpuCap: cpuCap, gpuCap: gpuCap})
+
+// pushCaps queues a reconcile's caps for its agents to apply at t.
+func (s *simulation) pushCaps(t time.Duration, batch []capsChange) {
+	s.caps = append(s.caps, batch)
+	heap.Push(&s.events, event{t: t, kind: evCaps})
 }
 
 func (q *eventQueue) Pop() any {
