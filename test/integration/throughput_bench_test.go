@@ -288,10 +288,10 @@ func (r roundTotals) meanCycle() float64 { return r.cycleSeconds / r.cycles }
 
 // counters are the cumulative figures a round reads before and after.
 type counters struct {
-	cycles, cycleSeconds          float64
-	extenderCalls, extenderSecond float64
-	extenderCPU                   float64
-	points                        map[string]float64 // seconds per extension point of the scheduler's framework
+	cycles, cycleSeconds           float64
+	extenderCalls, extenderSeconds float64
+	extenderCPU                    float64
+	points                         map[string]float64 // seconds per extension point of the scheduler's framework
 }
 
 func readCounters(b *testing.B, ext *extenderProcess) counters {
@@ -326,7 +326,7 @@ func readCounters(b *testing.B, ext *extenderProcess) counters {
 		m := ext.metrics(b)
 		for _, verb := range []string{"filter", "prioritize"} {
 			c.extenderCalls += m[fmt.Sprintf(`joulie_extender_request_duration_seconds_count{verb=%q}`, verb)]
-			c.extenderSecond += m[fmt.Sprintf(`joulie_extender_request_duration_seconds_sum{verb=%q}`, verb)]
+			c.extenderSeconds += m[fmt.Sprintf(`joulie_extender_request_duration_seconds_sum{verb=%q}`, verb)]
 		}
 		// The handlers' wall time counts the moments the extender waits
 		// for a CPU the scheduler, the API server and etcd share with it;
@@ -365,13 +365,13 @@ func runRound(b *testing.B, admin kubernetes.Interface, round string, cfg *sched
 	// plugins, and the extender's handlers and CPU.
 	b.Logf("round %s: %.1f pods/s; ms per cycle: cycle %.2f, %s, extender %.2f, extender CPU %.2f",
 		round, float64(len(binds.nodes)-1)/span.Seconds(), 1e3*cycleSeconds/cycles, strings.Join(plugins, ", "),
-		1e3*(after.extenderSecond-before.extenderSecond)/cycles, 1e3*(after.extenderCPU-before.extenderCPU)/cycles)
+		1e3*(after.extenderSeconds-before.extenderSeconds)/cycles, 1e3*(after.extenderCPU-before.extenderCPU)/cycles)
 	tot.pods += len(binds.nodes) - 1
 	tot.bindSpan += span
 	tot.cycles += cycles
 	tot.cycleSeconds += cycleSeconds
 	tot.extenderCalls += after.extenderCalls - before.extenderCalls
-	tot.extenderSeconds += after.extenderSecond - before.extenderSecond
+	tot.extenderSeconds += after.extenderSeconds - before.extenderSeconds
 	tot.extenderCPU += after.extenderCPU - before.extenderCPU
 	for pod, node := range binds.nodes {
 		if binds.performance[pod] && classes[node] != joulie.ClassPerformance {
