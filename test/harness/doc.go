@@ -5,9 +5,10 @@
 //
 // Start launches etcd (embedded, go.etcd.io/etcd/server/v3/embed) and
 // kube-apiserver (k8s.io/kubernetes, through its own test server) on free
-// loopback ports. StartScheduler adds a kube-scheduler for one test, with a
-// KubeSchedulerConfiguration that may name extenders. There is no kubelet
-// and no kube-controller-manager: helpers create Ready nodes, create pods,
+// loopback ports. StartScheduler adds a kube-scheduler (its own Setup and
+// Run) for one test or benchmark round, with a KubeSchedulerConfiguration
+// that may name extenders. There is no kubelet and no
+// kube-controller-manager: helpers create Ready nodes, create pods,
 // bind them and move them to Running or Succeeded, and the API server runs
 // without the TaintNodesByCondition admission plugin, whose taints only a
 // node lifecycle controller would lift.

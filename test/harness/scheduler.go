@@ -7,12 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/spf13/pflag"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/compatibility"
+	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
-	kubeschedulertesting "k8s.io/kubernetes/cmd/kube-scheduler/app/testing"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
@@ -29,8 +36,10 @@ const SchedulerUser = "system:kube-scheduler"
 // copied into t's output if t fails.
 //
 // Only one scheduler may run at a time in a process: the scheduler
-// registers process-wide configuration endpoints.
-func (cp *ControlPlane) StartScheduler(t *testing.T, cfg *schedulerconfigv1.KubeSchedulerConfiguration) {
+// registers process-wide configuration endpoints. The returned function
+// stops the scheduler before t ends, for a benchmark that starts one per
+// iteration; calling it is optional and more than once is harmless.
+func (cp *ControlPlane) StartScheduler(t testing.TB, cfg *schedulerconfigv1.KubeSchedulerConfiguration) (stop func()) {
 	t.Helper()
 	dir := t.ArtifactDir()
 	if cfg == nil {
@@ -65,20 +74,70 @@ func (cp *ControlPlane) StartScheduler(t *testing.T, cfg *schedulerconfigv1.Kube
 		t.Fatal(err)
 	}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile), textlogger.Verbosity(4)))
-	ctx := klog.NewContext(context.Background(), logger)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 
-	server, err := kubeschedulertesting.StartTestServer(t, ctx, []string{"--config=" + configFile})
-	if err != nil {
+	// kube-scheduler's own setup and run, as its command does, without
+	// its test server: that one wants a *testing.T, and benchmarks start
+	// schedulers too. The secure port stays off; nothing here reads it.
+	// Each scheduler gets its own feature-gate registry, as in the test
+	// server, so that restarts in one process do not meet an already set
+	// global one.
+	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
+	version := utilcompatibility.DefaultKubeEffectiveVersionForTest()
+	version.SetEmulationVersion(featureGate.EmulationVersion())
+	version.SetMinCompatibilityVersion(featureGate.MinCompatibilityVersion())
+	registry := compatibility.NewComponentGlobalsRegistry()
+	fail := func(format string, args ...any) {
+		cancel()
 		_ = logFile.Close()
-		t.Fatalf("start kube-scheduler: %v\n%s", err, tail(logPath, 40))
+		t.Fatalf("start kube-scheduler: "+format+"\n%s", append(args, tail(logPath, 40))...)
+	}
+	if err := registry.Register(compatibility.DefaultKubeComponent, version, featureGate); err != nil {
+		fail("%v", err)
+	}
+	opts := options.NewOptionsWithComponentGlobalsRegistry(registry)
+	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
+	for _, f := range opts.Flags.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse([]string{"--config=" + configFile, "--secure-port=0"}); err != nil {
+		fail("flags: %v", err)
+	}
+	if err := registry.Set(); err != nil {
+		fail("feature gates: %v", err)
+	}
+	cc, sched, err := app.Setup(ctx, opts)
+	if err != nil {
+		fail("%v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Run returns only when ctx ends, always with an error; one
+		// before that is a failed start, and the log says why.
+		if err := app.Run(ctx, cc, sched); ctx.Err() == nil {
+			logger.Error(err, "kube-scheduler stopped")
+		}
+	}()
+
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			// Run registered the configuration endpoint the next
+			// scheduler of the process registers again.
+			configz.Delete("componentconfig")
+			_ = logFile.Close()
+		})
 	}
 	t.Cleanup(func() {
-		server.TearDownFn()
-		_ = logFile.Close()
+		stop()
 		if t.Failed() {
 			t.Logf("end of %s:\n%s", logPath, tail(logPath, 60))
 		}
 	})
+	return stop
 }
 
 // tail returns the last n lines of a file, for failure messages.

@@ -85,7 +85,7 @@ func installChart(ctx context.Context, c *harness.ControlPlane) error {
 // KubeSchedulerConfiguration the chart installs, after checking that the
 // whole snippet is a configuration kube-scheduler itself accepts: strictly
 // decoded, defaulted and validated by the scheduler's own code.
-func chartSchedulerExtender(t *testing.T) schedulerconfigv1.Extender {
+func chartSchedulerExtender(t testing.TB) schedulerconfigv1.Extender {
 	t.Helper()
 	cm, err := cp.AdminClient(t).CoreV1().ConfigMaps(harness.ControllerNamespace).Get(t.Context(), chartSchedulerConfig, metav1.GetOptions{})
 	if err != nil {

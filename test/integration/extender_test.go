@@ -209,7 +209,7 @@ func groupPod(group, name, class string) *corev1.Pod {
 
 // createTwin writes a NodeTwin's status as the controller does, through
 // the status subresource, and deletes the twin when t ends.
-func createTwin(t *testing.T, admin versioned.Interface, node string, status *joulie.NodeTwinStatus) {
+func createTwin(t testing.TB, admin versioned.Interface, node string, status *joulie.NodeTwinStatus) {
 	t.Helper()
 	ctx := t.Context()
 	twins := admin.JoulieV1alpha1().NodeTwins()
@@ -247,8 +247,16 @@ type extenderProcess struct {
 }
 
 // startExtender runs the joulie-extender binary against the control plane
-// until t ends, and waits until it has synced its cache.
-func startExtender(t *testing.T, kubeconfig string) *extenderProcess {
+// until t ends, logging at debug level for failing tests, and waits until
+// it has synced its cache.
+func startExtender(t testing.TB, kubeconfig string) *extenderProcess {
+	t.Helper()
+	return startExtenderWith(t, kubeconfig, "--log-level", "debug")
+}
+
+// startExtenderWith is startExtender with the extender's flags other than
+// --kubeconfig and --addr.
+func startExtenderWith(t testing.TB, kubeconfig string, flags ...string) *extenderProcess {
 	t.Helper()
 	bin := cp.BuildProgram(t, "joulie.io/joulie/extender/cmd/joulie-extender")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -264,7 +272,7 @@ func startExtender(t *testing.T, kubeconfig string) *extenderProcess {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	e.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--addr", addr, "--log-level", "debug")
+	e.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--addr", addr}, flags...)...)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -295,7 +303,7 @@ func startExtender(t *testing.T, kubeconfig string) *extenderProcess {
 
 // stop ends the process with SIGTERM, as Kubernetes does, and checks it
 // exits cleanly.
-func (e *extenderProcess) stop(t *testing.T) {
+func (e *extenderProcess) stop(t testing.TB) {
 	e.once.Do(func() {
 		_ = e.cmd.Process.Signal(syscall.SIGTERM)
 		if err := e.cmd.Wait(); err != nil {
@@ -313,7 +321,7 @@ type debugScoring struct {
 	} `json:"nodes"`
 }
 
-func (e *extenderProcess) debugScoring(t *testing.T) debugScoring {
+func (e *extenderProcess) debugScoring(t testing.TB) debugScoring {
 	t.Helper()
 	resp, err := http.Get(e.url + "/debug/scoring")
 	if err != nil {
@@ -329,7 +337,7 @@ func (e *extenderProcess) debugScoring(t *testing.T) debugScoring {
 
 // waitForPressure waits until the extender sees the performance pressure
 // want.
-func (e *extenderProcess) waitForPressure(t *testing.T, want float64) {
+func (e *extenderProcess) waitForPressure(t testing.TB, want float64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -345,7 +353,7 @@ func (e *extenderProcess) waitForPressure(t *testing.T, want float64) {
 }
 
 // waitForTwins waits until /debug/scoring shows a twin for each node.
-func (e *extenderProcess) waitForTwins(t *testing.T, nodes ...string) {
+func (e *extenderProcess) waitForTwins(t testing.TB, nodes ...string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -368,7 +376,7 @@ func (e *extenderProcess) waitForTwins(t *testing.T, nodes ...string) {
 
 // metrics scrapes /metrics into a map from series (name and labels, as
 // printed) to value.
-func (e *extenderProcess) metrics(t *testing.T) map[string]float64 {
+func (e *extenderProcess) metrics(t testing.TB) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(e.url + "/metrics")
 	if err != nil {

@@ -167,3 +167,19 @@ func TestSchedulerBindsWhereTheExtenderSays(t *testing.T) {
 		})
 	}
 }
+
+// A benchmark starts a scheduler per round: one stopped before its test
+// ends must leave the process ready for the next, whose pods it binds.
+func TestSchedulerStopsAndStartsAgainInOneTest(t *testing.T) {
+	const group = "sched-restart"
+	node := group + "-node"
+	cp.CreateReadyNode(t, node, map[string]string{"joulie.test/group": group}, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")})
+	for i := range 2 {
+		stop := cp.StartScheduler(t, nil)
+		pod := cp.CreatePod(t, groupPod(group, fmt.Sprintf("%s-%d", group, i), ""))
+		if got := cp.WaitForPodBound(t, pod.Namespace, pod.Name, 60*time.Second); got != node {
+			t.Fatalf("scheduler %d bound %s to %s, want %s", i+1, pod.Name, got, node)
+		}
+		stop()
+	}
+}
