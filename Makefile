@@ -53,7 +53,10 @@ NFPM         := $(shell $(GO) env GOPATH)/tools/nfpm-$(NFPM_VERSION)/nfpm
 # unresolved until it has loaded libnvidia-ml.so.1 with dlopen, so
 # immediate binding would stop the agent from starting on a host without
 # the NVIDIA driver. The package's timestamps are the last commit's.
-PKG_BIN           := dist/bin
+# PKG_BIN and PKG_OUT can be set on the command line: the install tests
+# build a newer package from the same sources into a directory of theirs.
+PKG_BIN           ?= dist/bin
+PKG_OUT           ?= dist
 PKG_CGO_CFLAGS    := $(CGO_CFLAGS) -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 PKG_GOFLAGS       := -trimpath -buildvcs=false -tags osusergo -buildmode=pie \
                      -ldflags "$(LDFLAGS) -linkmode=external -extldflags '-Wl,-z,relro'"
@@ -132,7 +135,7 @@ package: $(NFPM) ## build the agent's .deb and .rpm into dist/
 	@# The compiler's identification notes, as Debian's dh_strip drops them.
 	objcopy --remove-section=.comment $(PKG_BIN)/joulie-agentd
 	objcopy --remove-section=.comment $(PKG_BIN)/joulie-agentctl
-	hack/package.sh $(NFPM) dist
+	PKG_BIN=$(PKG_BIN) hack/package.sh $(NFPM) $(PKG_OUT)
 
 # lintian and rpmlint clean, systemd-analyze verify silent, exposure at
 # most 3.0, and a second packaging run giving the same bytes.
