@@ -147,10 +147,23 @@ test-package: deps package ## check the packages: lintian, rpmlint, systemd-anal
 # restores and apt purge, then rolls the agent out into it with Ansible
 # twice, the node's identity issued by the CSR API of a control plane from
 # test/ (which installs the chart, hence helm). The rootfs is cached in
-# ~/.cache/joulie after the first run.
-test-install: deps package $(HELM) ## install the .deb in a booted container, roll it out with Ansible
+# ~/.cache/joulie after the first run. Then a newer build (its binaries
+# report VERSION-upgradetest) is packaged into dist/upgrade/ for
+# hack/test-rpm.sh (the .rpm installed with rpm into a booted container)
+# and hack/test-fleet.sh (site.yml over five containers: a broken host,
+# the fix, a rolling upgrade).
+# The packages' version, as hack/package.sh names them (revision 1, nfpm.yaml).
+PKG_VERSION_NOW = $(shell hack/package-version.sh)
+test-install: deps package $(HELM) ## install the .deb and .rpm in booted containers, roll out a fleet with Ansible
 	cd ansible && ansible-lint --strict --profile production
 	JOULIE_HELM=$(HELM) GO=$(GO) NFPM=$(NFPM) hack/test-install.sh
+	rm -rf dist/upgrade
+	$(MAKE) --no-print-directory package PKG_BIN=dist/upgrade/bin PKG_OUT=dist/upgrade \
+		VERSION=$(VERSION)-upgradetest PKG_VERSION=$(PKG_VERSION_NOW)+upgradetest
+	hack/test-rpm.sh dist/joulie-agent-$(PKG_VERSION_NOW)-1.x86_64.rpm \
+		dist/upgrade/joulie-agent-$(PKG_VERSION_NOW)+upgradetest-1.x86_64.rpm
+	JOULIE_HELM=$(HELM) GO=$(GO) hack/test-fleet.sh dist/joulie-agent_$(PKG_VERSION_NOW)-1_amd64.deb \
+		dist/upgrade/joulie-agent_$(PKG_VERSION_NOW)+upgradetest-1_amd64.deb
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

@@ -39,6 +39,7 @@ fail() {
 }
 [ "$(id -u)" -eq 0 ] || fail "needs root (systemd-nspawn)"
 [ "$#" -eq 2 ] || { echo "usage: $0 PACKAGE NEWER_PACKAGE" >&2; exit 2; }
+for f in "$1" "$2"; do [ -f "$f" ] || fail "no package $f (make package)"; done
 deb=$(realpath "$1") newer_deb=$(realpath "$2")
 command -v ansible-playbook >/dev/null || fail "ansible-playbook is missing (make deps)"
 tarball=$(ct_rootfs_tarball)

@@ -28,6 +28,7 @@ fail() {
 }
 [ "$(id -u)" -eq 0 ] || fail "needs root (systemd-nspawn)"
 [ "$#" -eq 2 ] || { echo "usage: $0 RPM NEWER_RPM" >&2; exit 2; }
+for f in "$1" "$2"; do [ -f "$f" ] || fail "no package $f (make package)"; done
 rpm_file=$(realpath "$1") newer_rpm=$(realpath "$2")
 
 base=$(ct_rootfs_tarball)
