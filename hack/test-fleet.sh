@@ -6,7 +6,7 @@
 # its own identity joulie:agent:<host> through the CSR API of one control
 # plane (test/cmd/joulie-testcluster).
 #
-#   1. broken: fleet-3's package source is unreachable. The play stops at
+#   1. broken: fleet-3's repository server is unreachable. The play stops at
 #      the playbook's threshold (more than 10% of a batch failed) with the
 #      host and the reason in its output; fleet-1, the finished batch,
 #      keeps running and follows a change of its NodePowerProfile; fleet-4
@@ -193,8 +193,10 @@ inventory() {
 INV
 	} >"$1"
 }
+# The broken host's repository is a server where nothing listens.
 inventory "$work/inventory-broken.yml" \
 	"          joulie_agent_apt_repo: \"deb [signed-by=/etc/apt/keyrings/joulie.asc] http://127.0.0.1:$dead_port/ ./\"
+          joulie_agent_apt_key_url: http://127.0.0.1:$dead_port/joulie.asc
 "
 inventory "$work/inventory.yml"
 
@@ -245,7 +247,7 @@ log=$work/ansible-broken.log
 [ "$play_rc" -ne 0 ] || fail "site.yml succeeded with $broken broken"
 grep -E "^fatal: \[$broken\]" "$log" | grep -F "127.0.0.1:$dead_port" >/dev/null ||
 	{ cat "$log" >&2; fail "the output does not name $broken and its unreachable source"; }
-echo "ok: the output names the host and why: $(grep -E "^fatal: \[$broken\]" "$log" | grep -o 'Failed to update apt cache[^"]*' | cut -c1-160)"
+echo "ok: the output names the host and why: $(grep -E "^fatal: \[$broken\]" "$log" | grep -o '"msg": "[^"]*"')"
 [ "$(recap_field "$broken" broken failed)" = 1 ] || fail "$broken is not failed in the recap"
 for h in fleet-4 fleet-5; do
 	[ -z "$(recap "$h" broken)" ] || fail "the play reached $h after the failed batch: $(recap "$h" broken)"
