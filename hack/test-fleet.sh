@@ -85,8 +85,15 @@ sleep 0.2
 netns() { nsenter --net="/proc/$netns_pid/ns/net" -- "$@"; }
 netns_bg() { (exec nsenter --net="/proc/$netns_pid/ns/net" -- "$@") & }
 netns ip link set lo up
+port=9477
 for h in "${hosts[@]}"; do
 	ct_unpack "$h" "$tarball"
+	# Real hosts have a network each; these share one, where the package's
+	# default configuration (metrics on :9477) would have the agents of one
+	# batch fight over the port until the role configures them.
+	printf '[Service]\nEnvironment=JOULIE_METRICS_ADDRESS=127.0.0.1:%s\n' "$port" \
+		>"$(ct_root "$h")/etc/systemd/system/joulie-agentd.service.d/test-fleet-port.conf"
+	port=$((port + 1))
 	# No Debian mirror is reachable from the fleet's network; the Joulie
 	# repository is its only package source.
 	rm -f "$(ct_root "$h")/etc/apt/sources.list"
@@ -229,6 +236,8 @@ status_json() { ct_in "$1" joulie-agentctl status --output json; }
 synced() {
 	local out
 	[ "$(ct_unit "$1" ActiveState)" = active ] || fail "$1: joulie-agentd is $(ct_unit "$1" ActiveState)"
+	# systemd restarted no agent on its own: none crashed.
+	[ "$(ct_unit "$1" NRestarts)" = 0 ] || fail "$1: joulie-agentd was restarted $(ct_unit "$1" NRestarts) times after failing"
 	out=$(status_json "$1") || fail "$1: joulie-agentctl status"
 	python3 -c '
 import json, sys
