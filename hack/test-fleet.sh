@@ -64,12 +64,13 @@ cleanup() {
 			ct_in "$h" journalctl --no-pager -n 30 -u joulie-agentd.service >&2 || true
 		done
 	fi
-	if [ "${#helpers[@]}" -gt 0 ]; then
-		kill "${helpers[@]}" 2>/dev/null || true
-		wait "${helpers[@]}" 2>/dev/null || true
-	fi
+	# The control plane takes up to a minute to stop: the containers power
+	# off and their trees go meanwhile.
+	[ "${#helpers[@]}" -eq 0 ] || kill "${helpers[@]}" 2>/dev/null || true
 	ct_cleanup
 	[ -z "$netns_pid" ] || { kill "$netns_pid" 2>/dev/null || true; wait "$netns_pid" 2>/dev/null || true; }
+	[ "${JOULIE_KEEP:-}" = 1 ] || rm -rf "${hosts[@]/#/$work/}"
+	[ "${#helpers[@]}" -eq 0 ] || wait "${helpers[@]}" 2>/dev/null || true
 	[ -z "${GNUPGHOME:-}" ] || gpgconf --kill gpg-agent 2>/dev/null || true
 	if [ "${JOULIE_KEEP:-}" = 1 ]; then echo "test-fleet: kept $work" >&2; else rm -rf "$work"; fi
 	[ "$rc" -ne 0 ] || echo "test-fleet: PASS in $((SECONDS - t0)) s"
