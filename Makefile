@@ -53,7 +53,10 @@ NFPM         := $(shell $(GO) env GOPATH)/tools/nfpm-$(NFPM_VERSION)/nfpm
 # unresolved until it has loaded libnvidia-ml.so.1 with dlopen, so
 # immediate binding would stop the agent from starting on a host without
 # the NVIDIA driver. The package's timestamps are the last commit's.
-PKG_BIN           := dist/bin
+# PKG_BIN and PKG_OUT can be set on the command line: the install tests
+# build a newer package from the same sources into a directory of theirs.
+PKG_BIN           ?= dist/bin
+PKG_OUT           ?= dist
 PKG_CGO_CFLAGS    := $(CGO_CFLAGS) -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 PKG_GOFLAGS       := -trimpath -buildvcs=false -tags osusergo -buildmode=pie \
                      -ldflags "$(LDFLAGS) -linkmode=external -extldflags '-Wl,-z,relro'"
@@ -132,7 +135,7 @@ package: $(NFPM) ## build the agent's .deb and .rpm into dist/
 	@# The compiler's identification notes, as Debian's dh_strip drops them.
 	objcopy --remove-section=.comment $(PKG_BIN)/joulie-agentd
 	objcopy --remove-section=.comment $(PKG_BIN)/joulie-agentctl
-	hack/package.sh $(NFPM) dist
+	PKG_BIN=$(PKG_BIN) hack/package.sh $(NFPM) $(PKG_OUT)
 
 # lintian and rpmlint clean, systemd-analyze verify silent, exposure at
 # most 3.0, and a second packaging run giving the same bytes.
@@ -144,10 +147,23 @@ test-package: deps package ## check the packages: lintian, rpmlint, systemd-anal
 # restores and apt purge, then rolls the agent out into it with Ansible
 # twice, the node's identity issued by the CSR API of a control plane from
 # test/ (which installs the chart, hence helm). The rootfs is cached in
-# ~/.cache/joulie after the first run.
-test-install: deps package $(HELM) ## install the .deb in a booted container, roll it out with Ansible
+# ~/.cache/joulie after the first run. Then a newer build (its binaries
+# report VERSION-upgradetest) is packaged into dist/upgrade/ for
+# hack/test-rpm.sh (the .rpm installed with rpm into a booted container)
+# and hack/test-fleet.sh (site.yml over five containers: a broken host,
+# the fix, a rolling upgrade).
+# The packages' version, as hack/package.sh names them (revision 1, nfpm.yaml).
+PKG_VERSION_NOW = $(shell hack/package-version.sh)
+test-install: deps package $(HELM) ## install the .deb and .rpm in booted containers, roll out a fleet with Ansible
 	cd ansible && ansible-lint --strict --profile production
 	JOULIE_HELM=$(HELM) GO=$(GO) NFPM=$(NFPM) hack/test-install.sh
+	rm -rf dist/upgrade
+	$(MAKE) --no-print-directory package PKG_BIN=dist/upgrade/bin PKG_OUT=dist/upgrade \
+		VERSION=$(VERSION)-upgradetest PKG_VERSION=$(PKG_VERSION_NOW)+upgradetest
+	hack/test-rpm.sh dist/joulie-agent-$(PKG_VERSION_NOW)-1.x86_64.rpm \
+		dist/upgrade/joulie-agent-$(PKG_VERSION_NOW)+upgradetest-1.x86_64.rpm
+	JOULIE_HELM=$(HELM) GO=$(GO) hack/test-fleet.sh dist/joulie-agent_$(PKG_VERSION_NOW)-1_amd64.deb \
+		dist/upgrade/joulie-agent_$(PKG_VERSION_NOW)+upgradetest-1_amd64.deb
 
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \

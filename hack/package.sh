@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds joulie-agent's .deb and .rpm from nfpm.yaml into OUTDIR (dist/).
-# `make package` runs it after building dist/bin/joulie-agentd and
-# dist/bin/joulie-agentctl; it generates the files nfpm.yaml takes from
-# dist/stage/ (manual pages, changelog) and the version.
+# `make package` runs it after building joulie-agentd and joulie-agentctl
+# into PKG_BIN (dist/bin); it generates the files nfpm.yaml takes from
+# dist/stage/ (the binaries, manual pages, changelog) and the version.
 #
 # usage: package.sh NFPM OUTDIR
 #
@@ -15,6 +15,9 @@ cd "$(dirname "$0")/.."
 nfpm=$1 outdir=$2
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 export PKG_VERSION=${PKG_VERSION:-$(hack/package-version.sh)}
+# The install tests package a second build, with a newer version string
+# in its binaries, from a directory of their own.
+export PKG_BIN=${PKG_BIN:-dist/bin}
 revision=$(sed -n 's/^release: "\(.*\)"$/\1/p' nfpm.yaml)
 maintainer=$(sed -n 's/^maintainer: //p' nfpm.yaml)
 
@@ -22,13 +25,14 @@ stage=dist/stage
 rm -rf "$stage"
 mkdir -p "$stage" "$outdir"
 
+cp "$PKG_BIN/joulie-agentd" "$PKG_BIN/joulie-agentctl" "$stage/"
 # Manual pages from the programs' own command definitions.
-dist/bin/joulie-agentd --man-page | gzip -n -9 >"$stage/joulie-agentd.8.gz"
-dist/bin/joulie-agentctl --man-page | gzip -n -9 >"$stage/joulie-agentctl.1.gz"
+"$PKG_BIN/joulie-agentd" --man-page | gzip -n -9 >"$stage/joulie-agentd.8.gz"
+"$PKG_BIN/joulie-agentctl" --man-page | gzip -n -9 >"$stage/joulie-agentctl.1.gz"
 hack/package-changelog.sh "$PKG_VERSION" "$revision" "$maintainer" >"$stage/changelog.yml"
 
 # cgo links libc dynamically: depend on the newest symbol version used.
-GLIBC_MIN=$(objdump -T dist/bin/joulie-agentd dist/bin/joulie-agentctl |
+GLIBC_MIN=$(objdump -T "$PKG_BIN/joulie-agentd" "$PKG_BIN/joulie-agentctl" |
 	grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -V | tail -n1)
 [ -n "$GLIBC_MIN" ] || { echo "package: no glibc symbol versions in the binaries" >&2; exit 1; }
 export GLIBC_MIN

@@ -3,21 +3,21 @@
 # and verifies the agent in a booted container (hack/test-install.sh boots
 # it and calls this), through the community.docker.nsenter connection,
 # with the node's identity from the CSR API of a real control plane. Runs 1
-# and 2 install a package file, runs 3 and 4 upgrade from an apt
-# repository; the second run of each pair must change nothing.
+# and 2 install a package file; the second must change nothing. Installing
+# and upgrading from a signed apt repository is hack/test-fleet.sh's, over
+# five hosts.
 #
-# Usage: hack/test-ansible.sh INIT_PID PACKAGE WORKDIR UPGRADE
+# Usage: hack/test-ansible.sh INIT_PID PACKAGE WORKDIR
 #   INIT_PID  the container's init as seen from this host
 #   PACKAGE   the .deb on this host (the control node)
 #   WORKDIR   where the inventory and the logs go
-#   UPGRADE   a newer .deb, installed from an apt repository
 # The container must have the fixture host of hack/test-install.sh in
 # /var/lib/joulie-fixture, and no joulie-agent installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ "$#" -eq 4 ] || { echo "usage: $0 INIT_PID PACKAGE WORKDIR UPGRADE" >&2; exit 2; }
-leader=$1 deb=$2 work=$3 upgrade_deb=$4
+[ "$#" -eq 3 ] || { echo "usage: $0 INIT_PID PACKAGE WORKDIR" >&2; exit 2; }
+leader=$1 deb=$2 work=$3
 fixture=/var/lib/joulie-fixture
 limit_file="/proc/$leader/root$fixture/sys/class/powercap/intel-rapl:0/constraint_0_power_limit_uw"
 
@@ -35,16 +35,13 @@ netns() { nsenter --target "$leader" --net -- "$@"; }
 # netns_bg: the same in the background, with $! the program's own pid
 # (nsenter execs it), so that the exit trap can stop it.
 netns_bg() { (exec nsenter --target "$leader" --net -- "$@") & }
-# The helpers started in the background (the control plane, the apt
-# repository's web server), stopped on exit, and the repository's gpg-agent.
+# The helpers started in the background (the control plane), stopped on
+# exit.
 helpers=()
 stop_helpers() {
 	if [ "${#helpers[@]}" -gt 0 ]; then
 		kill "${helpers[@]}" 2>/dev/null || true
 		wait "${helpers[@]}" 2>/dev/null || true
-	fi
-	if [ -n "${repo_gnupg:-}" ]; then
-		GNUPGHOME=$repo_gnupg gpgconf --kill gpg-agent 2>/dev/null || true
 	fi
 }
 trap stop_helpers EXIT
@@ -201,67 +198,6 @@ out=$(approve deny-test) || rc=$?
 [ "$rc" -ne 0 ] && grep -q 'is denied (Test: denied by the test)' <<<"$out" || fail "approving a denied CSR: exit $rc: $out"
 kube 'certs.delete_certificate_signing_request("approve-test"); certs.delete_certificate_signing_request("deny-test")' >/dev/null
 echo "ok: joulie_csr_approve approves a pending request once and refuses a denied one"
-
-# --- from a repository -------------------------------------------------------
-
-# Runs 3 and 4 install from a signed apt repository served over HTTP on the
-# container's loopback, which holds a newer package (the same binaries,
-# a higher version): run 3 adds the key and the source and upgrades,
-# run 4 changes nothing. The container's Debian source is unreachable (it
-# has no network), so it is set aside for these runs.
-upgrade_version=$(dpkg-deb -f "$upgrade_deb" Version)
-repo=$work/repo
-mkdir -p "$repo"
-cp "$upgrade_deb" "$repo/"
-repo_gnupg=$work/gnupg
-export GNUPGHOME=$repo_gnupg
-mkdir -m 0700 -p "$GNUPGHOME"
-gpg --batch --quiet --passphrase '' --quick-gen-key 'Joulie install test repository' ed25519 sign never 2>/dev/null ||
-	fail "make the repository's signing key"
-gpg --batch --armor --export >"$repo/joulie.asc"
-(
-	cd "$repo"
-	dpkg-scanpackages --multiversion . /dev/null >Packages 2>/dev/null
-	{
-		echo "Origin: Joulie install test"
-		echo "Label: Joulie install test"
-		echo "Date: $(LC_ALL=C date -Ru)"
-		echo "SHA256:"
-		printf ' %s %s Packages\n' "$(sha256sum <Packages | cut -d' ' -f1)" "$(stat -c %s Packages)"
-	} >Release
-	gpg --batch --yes --clearsign -o InRelease Release
-) || fail "build the apt repository"
-repo_port=8765
-netns_bg python3 -m http.server --bind 127.0.0.1 --directory "$repo" "$repo_port" >"$work/repo-http.log" 2>&1
-helpers+=("$!")
-for _ in $(seq 50); do
-	netns python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$repo_port/InRelease')" 2>/dev/null && break
-	sleep 0.1
-done
-sources="/proc/$leader/root/etc/apt/sources.list"
-mv "$sources" "$sources.test-aside"
-
-sed -e '/joulie_agent_package_file:/d' "$work/inventory.yml" >"$work/inventory-repo.yml"
-cat >>"$work/inventory-repo.yml" <<INV
-          joulie_agent_package_state: latest
-          joulie_agent_apt_repo: "deb [signed-by=/etc/apt/keyrings/joulie.asc] http://127.0.0.1:$repo_port/ ./"
-          joulie_agent_apt_key_url: http://127.0.0.1:$repo_port/joulie.asc
-INV
-playbook 3 "$work/inventory-repo.yml"
-installed=$(inside dpkg-query -W -f '${Version}' joulie-agent)
-[ "$installed" = "$upgrade_version" ] || fail "run 3 did not upgrade from the repository: $installed installed, want $upgrade_version"
-[ "$(inside systemctl is-active joulie-agentd.service)" = active ] || fail "joulie-agentd is not active after the upgrade"
-echo "ok: run 3 upgraded to $upgrade_version from the repository"
-playbook 4 "$work/inventory-repo.yml"
-[ "$(changed "$work/ansible-4.log")" = 0 ] || { cat "$work/ansible-4.log" >&2; fail "the fourth run changed something"; }
-echo "ok: the fourth run changed nothing"
-mv "$sources.test-aside" "$sources"
-for _ in $(seq 100); do
-	[ "$(cat "$limit_file")" = 120000000 ] && break
-	sleep 0.1
-done
-[ "$(cat "$limit_file")" = 120000000 ] || fail "not capped after the upgrade: $(cat "$limit_file")"
-echo "ok: capped at 120 W on the upgraded agent"
 
 # Purge after a rollout with an identity: the key, certificate, CA and
 # kubeconfig the role wrote go with /etc/joulie, and the limit is restored.

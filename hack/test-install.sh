@@ -390,4 +390,4 @@ fi
 
 step "Ansible: roll out into the container (hack/test-ansible.sh)"
 cp "$deb" "$work/"
-hack/test-ansible.sh "$leader" "$work/$(basename "$deb")" "$work" "$upgrade_deb"
+hack/test-ansible.sh "$leader" "$work/$(basename "$deb")" "$work"
