@@ -177,7 +177,7 @@ func (p *process) stop(grace time.Duration) error {
 		return err
 	case <-time.After(grace):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		p.done <- <-p.done
 		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed (log %s)", p.name, grace, p.log)
 	}
 }
