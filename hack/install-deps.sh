@@ -4,7 +4,8 @@
 # Makefile and installed with `go install`; this script covers the system
 # packages: gcc and the C library headers for cgo and the race detector,
 # the Prometheus server the controller's facility poller is tested against,
-# what `make test-package` checks the .deb and .rpm with, and what
+# what `make test-package` checks the .deb and .rpm with, Chromium for the
+# demo report's check, and what
 # `make test-install` boots a Debian container and runs Ansible with.
 set -euo pipefail
 
@@ -29,6 +30,9 @@ command -v man >/dev/null 2>&1 || need+=(man-db)
 # enters its container with nsenter(1).
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# The demo's test (test/cmd/joulie-demo) renders its HTML report in a
+# headless browser and fails on a blank or broken page.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # make test-install: a Debian rootfs booted in a container, and the
 # Ansible rollout into it (ansible brings community.docker, whose nsenter
 # connection the test uses).
