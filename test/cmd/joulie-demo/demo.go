@@ -247,7 +247,11 @@ func (d *demo) runOnce(ctx context.Context, name, ns string) (report.Run, error)
 	if err := d.ensureNamespace(context.WithoutCancel(ctx), ns); err != nil {
 		return report.Run{}, err
 	}
-	start := time.Now()
+	// The run starts at the fleet's clock, so the first sample is at 0.
+	start := d.fleet.Snapshot().Time
+	if start.IsZero() {
+		start = time.Now()
+	}
 	sub := &submitter{kc: d.kc, namespace: ns, jobs: d.jobs, nodes: d.nodes}
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()

@@ -31,15 +31,15 @@ type liveView struct {
 	plainEvery time.Duration
 	header     []string // settings, shown above the table on a terminal
 	lastPlain  time.Duration
-	started    bool
+	lastRun    string // the run of the last plain line; a new run starts afresh
 }
 
 func (v *liveView) draw(f frame) {
 	if !v.terminal {
-		if v.started && f.Elapsed-v.lastPlain < v.plainEvery {
+		if v.lastRun == f.Run && f.Elapsed-v.lastPlain < v.plainEvery {
 			return
 		}
-		v.started, v.lastPlain = true, f.Elapsed
+		v.lastRun, v.lastPlain = f.Run, f.Elapsed
 		fmt.Fprintln(v.w, plainLine(f))
 		return
 	}

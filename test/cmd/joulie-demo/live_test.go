@@ -62,6 +62,13 @@ func TestLiveViewPrintsPlainLinesWhenNotATerminal(t *testing.T) {
 	if strings.Contains(out.String(), "\x1b") {
 		t.Errorf("plain output carries terminal escapes: %q", out.String())
 	}
+	// The next run starts its lines afresh.
+	f := sampleFrame(2 * time.Second)
+	f.Run = report.RunBaseline
+	v.draw(f)
+	if !strings.Contains(out.String(), "[without-joulie    2s]") {
+		t.Errorf("the second run's first frame printed no line:\n%s", out.String())
+	}
 	want := "[joulie   10s] power 12.3 kW, energy 123 kJ, pods pending 3 running 30 done 7 (submitted 40 of 300), eco nodes 1 (capped 1) of 3, performance pods on eco nodes 0"
 	if lines[1] != want {
 		t.Errorf("line\n%s\nwant\n%s", lines[1], want)

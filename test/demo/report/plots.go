@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -86,7 +85,10 @@ func profilePlot(r Run) (*plot.Plot, error) {
 	for i, n := range r.Nodes {
 		// Row 0 at the bottom; the first node goes on top.
 		y := float64(len(r.Nodes) - 1 - i)
-		names[len(r.Nodes)-1-i] = n.Name + " (" + n.Path + ")"
+		// The browser's font may be wider than the one the plot measured
+		// its margin with: keep the labels short (the page's node table
+		// has the path).
+		names[len(r.Nodes)-1-i] = n.Name
 		for k, c := range n.Timeline {
 			to := end
 			if k+1 < len(n.Timeline) {
@@ -191,8 +193,5 @@ func durationPlot(runs []Run) (*plot.Plot, error) {
 		p.NominalX(names...)
 	}
 	p.Add(plotter.NewGrid())
-	if slices.ContainsFunc(runs, func(r Run) bool { return len(r.Pods) > 0 }) {
-		p.Y.Min = 0
-	}
 	return p, nil
 }
