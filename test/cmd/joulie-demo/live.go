@@ -56,18 +56,21 @@ func (v *liveView) draw(f frame) {
 
 // plainLine is one line of the non-terminal view.
 func plainLine(f frame) string {
-	eco, capped := 0, 0
+	eco, capped, draining := 0, 0, 0
 	for _, n := range f.Obs.Nodes {
-		if n.Profile == report.ProfileEco {
+		switch {
+		case n.Draining:
+			draining++
+		case n.Profile == report.ProfileEco:
 			eco++
 			if n.CPUCapPct < 100 || n.GPUCapPct < 100 {
 				capped++
 			}
 		}
 	}
-	return fmt.Sprintf("[%s %4.0fs] power %.1f kW, energy %.0f kJ, pods pending %d running %d done %d (submitted %d of %d), eco nodes %d (capped %d) of %d, performance pods on eco nodes %d",
+	return fmt.Sprintf("[%s %4.0fs] power %.1f kW, energy %.0f kJ, pods pending %d running %d done %d (submitted %d of %d), of %d nodes %d eco (%d capped) and %d draining, performance pods on eco nodes %d",
 		f.Run, f.Elapsed.Seconds(), f.Obs.PowerW/1000, f.EnergyJ/1000, f.Obs.Pending, f.Obs.Running, f.Obs.Done,
-		f.Submitted, f.Jobs, eco, capped, len(f.Obs.Nodes), f.Obs.PerfOnEco())
+		f.Submitted, f.Jobs, len(f.Obs.Nodes), eco, capped, draining, f.Obs.PerfOnEco())
 }
 
 // table is the terminal view: a row per node, then the totals.

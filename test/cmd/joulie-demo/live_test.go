@@ -17,7 +17,7 @@ func sampleFrame(elapsed time.Duration) frame {
 			Nodes: []report.NodeState{
 				{Name: "cpu-epyc-0", Family: "2x EPYC 9654", Path: "pool", Profile: report.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 800, RunningPerf: 4, RunningStd: 2},
 				{Name: "gpu-h100-0", Family: "8x H100", Path: "daemon", Profile: report.ProfileEco, CPUCapPct: 60, GPUCapPct: 60, Watts: 3100, RunningStd: 5},
-				{Name: "gpu-mi300x-0", Family: "8x MI300X", Path: "pool", Profile: report.ProfilePerformance, Draining: true, CPUCapPct: 100, GPUCapPct: 100, Watts: 2500, RunningPerf: 1},
+				{Name: "gpu-mi300x-0", Family: "8x MI300X", Path: "pool", Profile: report.ProfileEco, Draining: true, CPUCapPct: 60, GPUCapPct: 60, Watts: 2500, RunningPerf: 1},
 			},
 		},
 	}
@@ -69,7 +69,7 @@ func TestLiveViewPrintsPlainLinesWhenNotATerminal(t *testing.T) {
 	if !strings.Contains(out.String(), "[without-joulie    2s]") {
 		t.Errorf("the second run's first frame printed no line:\n%s", out.String())
 	}
-	want := "[joulie   10s] power 12.3 kW, energy 123 kJ, pods pending 3 running 30 done 7 (submitted 40 of 300), eco nodes 1 (capped 1) of 3, performance pods on eco nodes 0"
+	want := "[joulie   10s] power 12.3 kW, energy 123 kJ, pods pending 3 running 30 done 7 (submitted 40 of 300), of 3 nodes 1 eco (1 capped) and 1 draining, performance pods on eco nodes 0"
 	if lines[1] != want {
 		t.Errorf("line\n%s\nwant\n%s", lines[1], want)
 	}

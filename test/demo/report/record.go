@@ -41,11 +41,14 @@ type Observation struct {
 	Done            int
 }
 
-// PerfOnEco counts the performance pods running on eco nodes.
+// PerfOnEco counts the performance pods running on eco nodes. A
+// draining node's profile is already eco (the controller publishes eco
+// as soon as it decides it) while the performance pods it had finish:
+// those were placed before, and are not counted.
 func (o Observation) PerfOnEco() int {
 	n := 0
 	for _, s := range o.Nodes {
-		if s.Profile == ProfileEco {
+		if s.Profile == ProfileEco && !s.Draining {
 			n += s.RunningPerf
 		}
 	}

@@ -86,7 +86,7 @@ type Sample struct {
 	Running int     `json:"running"`
 	Done    int     `json:"done"`
 	// PerfOnEco counts performance pods running on nodes whose profile
-	// is eco.
+	// is eco and that are not draining.
 	PerfOnEco int `json:"perfOnEco"`
 }
 

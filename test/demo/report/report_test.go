@@ -35,7 +35,8 @@ func (f *fakeFleet) observation(k int) Observation {
 		}
 	}
 	if k >= 20 && k < 25 {
-		nodes[0].Draining = true
+		// Draining: eco published, its performance pod still running.
+		nodes[0].Profile, nodes[0].Draining = ProfileEco, true
 	}
 	o := Observation{Time: t0.Add(time.Duration(k) * time.Second), EnergyJ: f.energyJ}
 	for i := range nodes {
@@ -45,7 +46,7 @@ func (f *fakeFleet) observation(k int) Observation {
 			nodes[i].Watts *= 0.7
 		}
 		nodes[i].RunningPerf = 1
-		if nodes[i].Profile == ProfileEco {
+		if nodes[i].Profile == ProfileEco && !nodes[i].Draining {
 			nodes[i].RunningPerf = 0
 		}
 		nodes[i].RunningStd = 2
