@@ -46,9 +46,8 @@ func main() {
 // allArms is every arm, in the report's order.
 var allArms = []sim.Arm{sim.ArmDefault, sim.ArmBinPack, sim.ArmStatic, sim.ArmQueueAware, sim.ArmNoCaps, sim.ArmOracle}
 
-// defaultArms are the arms the simulator runs today: the oracle (f) is
-// not built yet, and sim.Run refuses it.
-var defaultArms = allArms[:5]
+// defaultArms are the arms run unless --arms says otherwise: all of them.
+var defaultArms = allArms
 
 // options is the command line, parsed and checked.
 type options struct {

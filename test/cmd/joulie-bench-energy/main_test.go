@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +131,18 @@ func TestBenchStopsOnAFailedRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.md")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a report was written after a failed run: %v", err)
+	}
+}
+
+// Without --arms every arm runs, the oracle bound included.
+func TestDefaultArmsAreAllSix(t *testing.T) {
+	o, err := parse(nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sim.Arm{sim.ArmDefault, sim.ArmBinPack, sim.ArmStatic, sim.ArmQueueAware, sim.ArmNoCaps, sim.ArmOracle}
+	if !slices.Equal(o.arms, want) {
+		t.Errorf("default arms %v, want %v", o.arms, want)
 	}
 }
 

@@ -48,4 +48,15 @@
 // [Model.Run] in closed form. A simulator that advances time in steps,
 // credits each running job dt/stretch of work per step and adds node power
 // × dt to the energy reaches the same number; the tests check it.
+//
+// # Caps per job
+//
+// The benchmark's oracle bound caps jobs, not nodes. A job holds [Share]s
+// of devices: whole GPUs ([Model.GPUShare]), and a slice of a node's CPUs
+// that draws as the whole node would at the job's utilization, scaled to
+// the slice ([CPUShare]). [Model.MinEnergyCap] is the cap at which a job's
+// energy over its shares is least, found among the model's breakpoints;
+// [Model.SliceSaving] is what the jobs' own caps take off a node's draw,
+// shared out so that a node filled with copies of one job under cap f
+// draws exactly the node-level cap f.
 package physics

@@ -193,6 +193,9 @@ func Summary(st *Stats) []string {
 		}
 		out = append(out, s)
 	}
+	if s, ok := oracleSentence(st); ok {
+		out = append(out, s)
+	}
 	var perfOnEco int
 	for _, r := range st.Runs {
 		if r.Arm != sim.ArmOracle {
@@ -201,6 +204,22 @@ func Summary(st *Stats) []string {
 	}
 	out = append(out, fmt.Sprintf("Performance pods placed on an eco or draining node, all arms and seeds: %d (must be 0).", perfOnEco))
 	return out
+}
+
+// oracleSentence sets the oracle against the arm whose placement it
+// shares, kube-scheduler's default, and Joulie beside it: how much of what
+// capping could save on that placement Joulie gets.
+func oracleSentence(st *Stats) (string, bool) {
+	o, ok := st.Comparison(sim.ArmOracle, sim.ArmDefault, MetricPerCoreHour)
+	if !ok {
+		return "", false
+	}
+	s := fmt.Sprintf("On the default scheduler's placement (%s), capping every standard job at the cap that minimises its own energy, the oracle bound, used %s IT energy per unit of completed work (95%% CI %s)",
+		sim.ArmDefault, moreLess(o.Mean, "less", "more"), ci(o))
+	if d, ok := st.Comparison(sim.ArmQueueAware, sim.ArmDefault, MetricPerCoreHour); ok {
+		s += fmt.Sprintf("; against the same arm, %s used %s (95%% CI %s)", armName(sim.ArmQueueAware), moreLess(d.Mean, "less", "more"), ci(d))
+	}
+	return s + ".", true
 }
 
 func goalSentence(e, perf Comparison) string {

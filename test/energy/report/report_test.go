@@ -403,3 +403,44 @@ func TestStretchPlotOverAWideRange(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// withOracle adds arm f to synthetic's seeds: a's placement, j2 stretched
+// to 2.5 h by its cap, 800 W then 700 W: 2.4 and 2.1 kWh over the 3 h
+// window, −20% and −30% against a.
+func withOracle(rs []sim.Result) []sim.Result {
+	for i, seed := range []int64{1, 2} {
+		r := sim.Result{Arm: sim.ArmOracle, Seed: seed, JobsHash: "hash" + string(rune('0'+seed)), Nodes: 2, CPUNodes: 1, GPUNodes: 1,
+			Power: []sim.Sample{{T: 0, Watts: []float64{800, 700}[i]}},
+			Jobs: []sim.JobResult{
+				{ID: "j1", Class: Performance, GPUs: 1, CPUMilli: 4000, Work: h, Arrival: 0, Start: 0, End: h},
+				{ID: "j2", Class: Standard, CPUMilli: 2000, Work: 2 * h, Arrival: 0, Start: 0, End: 2*h + 30*time.Minute},
+			}}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func TestReportSetsTheOracleBesideJoulie(t *testing.T) {
+	st, err := Compute(withOracle(synthetic()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(Markdown(Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h, Physics: "built-in"}, st))
+	for _, want := range []string{
+		"| arms | a-default, b-binpack, d-queue-aware, f-oracle |",
+		// −20% and −30% against a; d: −10% and −20%.
+		"On the default scheduler's placement (a-default), capping every standard job at the cap that minimises its own energy, the oracle bound, used 25.0% less IT energy per unit of completed work",
+		"against the same arm, Joulie queue_aware_v1 (d-queue-aware) used 15.0% less",
+		// Against b: 2.4 / 3.6 and 2.1 / 3.
+		"Against bin-packing (b-binpack), the oracle bound (f-oracle) used 31.7% less IT energy per unit of completed work",
+		"| f-oracle | 1 | 2.4 | 0.3000 | 2.400 | 2h30m0s | 0 |",
+		"| f-oracle | 1 | standard | 1 | 1.250 / 1.250 / 1.250 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if _, err := writePlots(t.TempDir(), st); err != nil {
+		t.Errorf("plots with arm f: %v", err)
+	}
+}

@@ -1,8 +1,9 @@
 // Package sim is the energy benchmark's discrete-event simulator: one
 // job list, one physics model, kube-scheduler's own framework (schedsim)
 // and, for Joulie's arms, the controller's plan.Compute and the
-// extender's pkg/scoring, all on a simulated clock. See
-// test/energy/README.md, section Simulator.
+// extender's pkg/scoring, all on a simulated clock. Arm f, the oracle
+// bound, caps each standard job on its own at the cap that minimises its
+// energy (oracle.go). See test/energy/README.md, section Simulator.
 package sim
 
 import "time"

@@ -47,6 +47,9 @@ type Options struct {
 	// run as a second pass of the same arm (48h, the seed's; negative:
 	// no second pass).
 	SeedWindow time.Duration
+	// OracleUncapped forces the oracle's caps (arm f) to 100%: it then
+	// runs arm a's placements and physics, which a test checks.
+	OracleUncapped bool
 	// Progress, when set, is called now and then with the simulated time
 	// and the share of jobs completed.
 	Progress func(simulated time.Duration, done float64)
@@ -62,11 +65,7 @@ func Run(ctx context.Context, arm Arm, nodes []workload.Node, jobs []workload.Jo
 		return Result{}, errors.New("sim: Options.Model is required")
 	}
 	switch arm {
-	case ArmDefault, ArmBinPack, ArmStatic, ArmQueueAware, ArmNoCaps:
-	case ArmOracle:
-		// Not built yet: run as anything else, it would pass arm a off as
-		// the physical bound.
-		return Result{}, fmt.Errorf("sim: arm %s (the oracle bound) is not implemented yet", arm)
+	case ArmDefault, ArmBinPack, ArmStatic, ArmQueueAware, ArmNoCaps, ArmOracle:
 	default:
 		return Result{}, fmt.Errorf("sim: unknown arm %q", arm)
 	}
@@ -154,6 +153,7 @@ type jobState struct {
 	version  int // invalidates completion events scheduled at an older rate
 	perfPod  bool
 	boundCPU bool
+	cap      float64 // the oracle's cap on the job's own shares (arm f only)
 }
 
 type simulation struct {
@@ -363,20 +363,24 @@ func (s *simulation) nodeWatts(n *nodeState) float64 {
 	}
 	load := busyMilli / float64(n.spec.CPUMilli)
 	if n.spec.GPUs == 0 {
-		return s.model.CPUNodeWatts(load, n.cpuCap)
+		return s.model.CPUNodeWatts(load, n.cpuCap) - s.oracleSaving(n, load)
 	}
 	for len(gpuUtil) < n.spec.GPUs {
 		gpuUtil = append(gpuUtil, 0)
 	}
-	return s.model.GPUNodeWatts(load, n.cpuCap, gpuUtil, n.gpuCap)
+	return s.model.GPUNodeWatts(load, n.cpuCap, gpuUtil, n.gpuCap) - s.oracleSaving(n, load)
 }
 
 // rate is how fast job j progresses on node n under its applied caps: a
-// GPU job by its GPUs' cap, a CPU job by the package cap.
+// GPU job by its GPUs' cap, a CPU job by the package cap; in the oracle,
+// by the job's own cap.
 func (s *simulation) rate(j *jobState, n *nodeState) float64 {
 	c := n.cpuCap
 	if j.job.GPUs > 0 {
 		c = n.gpuCap
+	}
+	if s.arm == ArmOracle {
+		c = j.cap
 	}
 	return 1 / s.model.Stretch(j.job.Boundness, c)
 }
@@ -398,6 +402,9 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 		s.perfOnEco++
 	}
 	n.running[idx] = struct{}{}
+	if s.arm == ArmOracle {
+		j.cap = s.oracleCap(j, n)
+	}
 	j.rate = s.rate(j, n)
 	s.scheduleCompletion(idx)
 	s.setNodeWatts(n)

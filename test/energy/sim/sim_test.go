@@ -42,7 +42,7 @@ func TestInvariantsAcrossArms(t *testing.T) {
 	for _, seed := range []int64{1, 2} {
 		nodes, jobs := smallRun(t, seed, 300)
 		hash := workload.Hash(jobs)
-		for _, arm := range []Arm{ArmDefault, ArmBinPack, ArmStatic, ArmQueueAware, ArmNoCaps} {
+		for _, arm := range []Arm{ArmDefault, ArmBinPack, ArmStatic, ArmQueueAware, ArmNoCaps, ArmOracle} {
 			r := run(t, arm, nodes, jobs, Options{Seed: seed})
 			if r.JobsHash != hash {
 				t.Errorf("seed %d arm %s: job list hash %s, want %s", seed, arm, r.JobsHash, hash)

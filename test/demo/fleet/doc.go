@@ -1,0 +1,55 @@
+// Package fleet is the simulated hosts of Joulie's cluster in a box (make
+// demo): Kubernetes nodes of several hardware families whose power caps
+// are enforced by real joulie-agentd processes, a host simulator that
+// turns those caps into power draw and job speed with the energy
+// benchmark's physics (test/energy/physics), and a stand-in for the
+// kubelets that runs the pods bound to the nodes.
+//
+// # Two paths to a host
+//
+// Most nodes are driven by one joulie-agentd in pool mode with the HTTP
+// backend: the fleet serves the contract of
+// agentd/internal/httpbackend (its doc.go) on loopback, answering
+// telemetry from the simulation and taking the agent's limits as the
+// node's caps. A few nodes (Config.DaemonNodes) each get their own
+// joulie-agentd in Kubernetes mode, authenticated as joulie:agent:<node>,
+// on a fixture host tree: proc/cpuinfo, RAPL powercap zones with energy
+// counters, and a fake NVML (agentd/internal/nvml/fakenvml, built once
+// with gcc) whose power readings and energy counters the simulator
+// advances every tick. The limits the agent writes there (RAPL
+// constraint_0_power_limit_uw, NVML limit_mw) are read back as the node's
+// caps, so the host path (sysfs writes, NVML calls, the restore journal)
+// runs for real.
+//
+// # Physics
+//
+// Every tick (Config.Tick) each node draws what the physics gives for its
+// running pods under its caps in force: the host curve at its CPU load
+// (each pod adds its requested CPUs times its class's utilization) under
+// the package cap, plus each GPU at the utilization of the pod holding it
+// under that GPU's cap. A running pod does Tick / Stretch(boundness, cap)
+// of its work per tick, where cap is its GPUs' (GPU classes) or the
+// package cap (CPU classes) as a fraction of the device's maximum. The
+// energy of a tick is the power set at the previous tick times the tick's
+// length (see Snapshot).
+//
+// # Kubernetes
+//
+// Nodes are created KWOK-style (Ready, allocatable CPUs, memory and
+// nvidia.com/gpu, labelled joulie.io/managed=true plus LabelFleet,
+// LabelFamily and LabelPath), with no hardware labels: the agents
+// discover the hardware and publish NodeHardware as on real hosts. The
+// stand-in watches pods: one bound to a fleet node becomes Running, and
+// Succeeded once its AnnotationWork is done. Stop stops the agents with
+// SIGTERM (a daemon restores the limits it changed), deletes the nodes
+// and the Joulie objects named after them, and removes the pool agent's
+// ServiceAccount and ClusterRole.
+//
+// Against an existing cluster (a kubeconfig of an admin), the same holds,
+// with caveats: the chart (CRDs, agent RBAC) must be installed; the
+// nodes carry no taint, so DaemonSets may place pods on them, which the
+// stand-in runs without end (no AnnotationWork); no node lease is
+// renewed, so a node lifecycle controller marks the nodes NotReady after
+// its grace period (40 s by default) and taints them; and node names
+// (Config.NodePrefix) must not clash with real nodes.
+package fleet

@@ -1,0 +1,285 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/test/demo/fleet"
+	"joulie.io/joulie/test/energy/physics"
+	"joulie.io/joulie/test/harness"
+)
+
+var cp *harness.ControlPlane
+
+// The fleet runs against the real API server with the chart installed as
+// an operator would, so its agents meet the chart's RBAC and admission
+// policy.
+func TestMain(m *testing.M) {
+	os.Exit(harness.RunSuite(m, harness.Options{Dir: os.Getenv("JOULIE_HARNESS_DIR")}, func(c *harness.ControlPlane) error {
+		cp = c
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		helm, err := harness.PinnedHelm("../../..")
+		if err != nil {
+			return err
+		}
+		return c.InstallChart(ctx, helm, "../../../packaging/helm/joulie", harness.ChartRelease)
+	}))
+}
+
+func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func startFleet(t *testing.T, nodes, daemons int) (*fleet.Fleet, fleet.Config) {
+	t.Helper()
+	cfg := fleet.Config{
+		Nodes: nodes, DaemonNodes: daemons,
+		Kube:        cp.AdminConfig(),
+		AgentConfig: func(node string) (*rest.Config, error) { return cp.AgentConfig(t, node), nil },
+		AgentBinary: cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentd"),
+		Dir:         t.TempDir(),
+		Tick:        100 * time.Millisecond,
+		Log:         &testLog{t},
+	}
+	f, err := fleet.Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.Stop(context.Background())
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(cfg.Dir, "logs", "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", filepath.Base(l), b)
+			}
+		}
+	})
+	return f, cfg
+}
+
+type testLog struct{ t *testing.T }
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func node(t *testing.T, f *fleet.Fleet, name string) fleet.NodeState {
+	t.Helper()
+	for _, n := range f.Snapshot().Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("no node %s in the snapshot", name)
+	return fleet.NodeState{}
+}
+
+func gpuPod(name, node string, gpus int, work time.Duration, b physics.Boundness) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{
+			fleet.AnnotationBoundness: string(b),
+		}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "job", Image: "job",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("16"),
+			}},
+		}}},
+	}
+	if gpus > 0 {
+		// Extended resources are not overcommitted: request = limit.
+		q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+		p.Spec.Containers[0].Resources.Requests[fleet.ResourceNVIDIAGPU] = q
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{fleet.ResourceNVIDIAGPU: q}
+	}
+	if work > 0 {
+		p.Annotations[fleet.AnnotationWork] = work.String()
+	}
+	return p
+}
+
+// telemetry reads a pool node's telemetry from the simulator, as the
+// pool agent does.
+func telemetry(t *testing.T, f *fleet.Fleet, node string) (cpuCap float64, gpuCaps []float64) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("%s/nodes/%s/telemetry?node=%s", f.SimulatorURL(), node, node), nil)
+	req.Header.Set("Joulie-Api-Version", "joulie.io/http-backend/v1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		CPU struct {
+			CapWatts float64 `json:"capWatts"`
+		} `json:"cpu"`
+		GPUs []struct {
+			CapWatts float64 `json:"capWatts"`
+		} `json:"gpus"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range body.GPUs {
+		gpuCaps = append(gpuCaps, g.CapWatts)
+	}
+	return body.CPU.CapWatts, gpuCaps
+}
+
+func readInt(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// daemonCaps reads a daemon node's limits where its agent wrote them: the
+// RAPL long-term limit of package 0 and GPU 0's NVML limit.
+func daemonCaps(t *testing.T, dir, node string) (cpuW, gpuW float64) {
+	t.Helper()
+	host := filepath.Join(dir, "hosts", node)
+	uw := readInt(t, filepath.Join(host, "root/sys/class/powercap/intel-rapl:0/constraint_0_power_limit_uw"))
+	mw := readInt(t, filepath.Join(host, "nvml/gpu0/limit_mw"))
+	return float64(uw) / 1e6, float64(mw) / 1e3
+}
+
+func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	f, cfg := startFleet(t, 4, 2)
+	const (
+		daemonH100 = "sim-h100-1" // own agent, sysfs and NVML
+		daemonL40S = "sim-l40s-1" // own agent, left uncapped
+		poolEPYC   = "sim-epyc-1"
+		poolH100   = "sim-h100-2" // pool agent, HTTP
+	)
+	if got := f.Nodes(); strings.Join(got, ",") != strings.Join([]string{daemonH100, daemonL40S, poolEPYC, poolH100}, ",") {
+		t.Fatalf("nodes %v", got)
+	}
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := cp.AdminClient(t)
+
+	// Every agent discovers its node's hardware and publishes it.
+	for _, n := range f.Nodes() {
+		poll(t, "NodeHardware of "+n, 45*time.Second, func() bool {
+			hw, err := admin.JoulieV1alpha1().NodeHardwares().Get(ctx, n, metav1.GetOptions{})
+			return err == nil && hw.Status.CPU.Sockets == 2
+		})
+	}
+
+	// Busy pods on the two nodes to be capped, so that capping shows in
+	// their power.
+	for _, n := range []string{daemonH100, poolH100} {
+		if _, err := kube.CoreV1().Pods("default").Create(ctx, gpuPod("busy-"+n, n, 4, 0, physics.GPUCompute), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{daemonH100, poolH100} {
+		poll(t, "busy pod Running on "+n, 20*time.Second, func() bool {
+			p, err := kube.CoreV1().Pods("default").Get(ctx, "busy-"+n, metav1.GetOptions{})
+			return err == nil && p.Status.Phase == corev1.PodRunning
+		})
+	}
+	time.Sleep(2 * cfg.Tick)
+	before := map[string]float64{daemonH100: node(t, f, daemonH100).Watts, poolH100: node(t, f, poolH100).Watts}
+
+	for _, n := range []string{daemonH100, poolH100} {
+		if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco,
+				CPU: &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: ptr.To(60.0)},
+				GPU: &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The pool agent caps its node through the HTTP backend...
+	poll(t, "pool node capped over HTTP", 30*time.Second, func() bool {
+		c, g := telemetry(t, f, poolH100)
+		return c == 210 && len(g) == 8 && g[0] == 420 && g[7] == 420
+	})
+	// ... and the daemon through sysfs and NVML on its host tree.
+	poll(t, "daemon node capped through RAPL and NVML", 30*time.Second, func() bool {
+		c, g := daemonCaps(t, cfg.Dir, daemonH100)
+		return c == 210 && g == 420
+	})
+	poll(t, "the simulator taking the caps in", 5*time.Second, func() bool {
+		a, b := node(t, f, daemonH100), node(t, f, poolH100)
+		return a.CPUCapPct == 60 && a.GPUCapPct == 60 && b.CPUCapPct == 60 && b.GPUCapPct == 60
+	})
+	time.Sleep(2 * cfg.Tick)
+	for n, w := range before {
+		// Four GPUs at full load drop from 700 W to 420 W each.
+		if after := node(t, f, n).Watts; after > w-1000 {
+			t.Errorf("%s draws %.0f W capped, %.0f W before", n, after, w)
+		}
+	}
+	if un := node(t, f, daemonL40S); un.CPUCapPct != 100 || un.GPUCapPct != 100 {
+		t.Errorf("uncapped node %s shows caps %v%%/%v%%", daemonL40S, un.CPUCapPct, un.GPUCapPct)
+	}
+
+	// The same job runs longer on a capped node than on an uncapped one.
+	const work = 3 * time.Second
+	jobs := map[string]string{"job-daemon": daemonH100, "job-pool": poolH100, "job-free": daemonL40S}
+	for name, n := range jobs {
+		if _, err := kube.CoreV1().Pods("default").Create(ctx, gpuPod(name, n, 4, work, physics.GPUCompute), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range jobs {
+		poll(t, name+" Succeeded", 30*time.Second, func() bool {
+			p, err := kube.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return err == nil && p.Status.Phase == corev1.PodSucceeded
+		})
+	}
+	took := map[string]time.Duration{}
+	for _, r := range f.Snapshot().Pods {
+		if r.Phase == string(corev1.PodSucceeded) {
+			took[r.Name] = r.Finished.Sub(r.Started)
+		}
+	}
+	// At 60% a gpu-compute job stretches by 1.2: 3.6 s against 3 s, give
+	// or take a tick.
+	for _, capped := range []string{"job-daemon", "job-pool"} {
+		if took[capped] < took["job-free"]+400*time.Millisecond {
+			t.Errorf("%s took %s capped, job-free %s uncapped", capped, took[capped], took["job-free"])
+		}
+	}
+	t.Logf("runtimes: %v", took)
+	_ = math.Abs
+}

@@ -1,0 +1,76 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// createNode creates a node KWOK-style: Ready, with the family's
+// allocatable CPUs, memory and GPUs, selected for Joulie. The hardware
+// labels and NodeHardware are left to the node's agent, which discovers
+// them as on a real host.
+func (f *Fleet) createNode(ctx context.Context, p planned) error {
+	path := PathPool
+	if p.daemon {
+		path = PathDaemon
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: map[string]string{
+		joulie.LabelManaged:      "true",
+		LabelFleet:               f.cfg.NodePrefix,
+		LabelFamily:              p.fam.Name,
+		LabelPath:                path,
+		"kubernetes.io/hostname": p.name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+	}}}
+	node, err := f.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("fleet: node %s exists already: the fleet creates its own nodes; delete it or choose another Config.NodePrefix", p.name)
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: create node %s: %w", p.name, err)
+	}
+	f.created = append(f.created, p.name)
+	now := metav1.Now()
+	alloc := p.fam.Allocatable()
+	node.Status = corev1.NodeStatus{
+		Capacity: alloc, Allocatable: alloc, Phase: corev1.NodeRunning,
+		Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "simulated by joulie.io/joulie/test/demo/fleet", LastHeartbeatTime: now, LastTransitionTime: now,
+		}},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: p.name}},
+	}
+	if _, err := f.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("fleet: mark node %s Ready: %w", p.name, err)
+	}
+	return nil
+}
+
+// deleteObjects deletes the nodes Start created with the Joulie objects
+// named after them (written by the controller and the agents), and the
+// pool agent's identity.
+func (f *Fleet) deleteObjects(ctx context.Context) error {
+	var errs []error
+	keep := func(what string, err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("fleet: delete %s: %w", what, err))
+		}
+	}
+	j := f.jc.JoulieV1alpha1()
+	for _, n := range f.created {
+		keep("node "+n, f.kube.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}))
+		keep("NodePowerProfile "+n, j.NodePowerProfiles().Delete(ctx, n, metav1.DeleteOptions{}))
+		keep("NodeHardware "+n, j.NodeHardwares().Delete(ctx, n, metav1.DeleteOptions{}))
+		keep("NodeTwin "+n, j.NodeTwins().Delete(ctx, n, metav1.DeleteOptions{}))
+	}
+	errs = append(errs, f.deletePoolIdentity(ctx))
+	return errors.Join(errs...)
+}

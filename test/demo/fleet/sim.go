@@ -1,0 +1,382 @@
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/workload"
+	"joulie.io/joulie/test/energy/physics"
+)
+
+// sim is the state of every simulated host and of the pods running on
+// them, advanced by step once per tick. Caps come in from the agents (the
+// HTTP contract for pool nodes, the fixture tree for daemon nodes); power
+// and progress go out to telemetry, the fixture trees and Snapshot.
+type sim struct {
+	model *physics.Model
+
+	mu      sync.Mutex
+	nodes   map[string]*simNode
+	order   []string // node names in creation order, for Snapshot
+	pods    map[string]*simPod
+	podSeq  []string // pod keys in start order, for Snapshot
+	now     time.Time
+	powerW  float64 // the cluster's draw since the last tick
+	energyJ float64
+}
+
+type simNode struct {
+	name string
+	fam  *Family
+	host *hostTree // nil for a pool node
+
+	profile  string
+	draining bool
+
+	// Caps in force, as the agent left them: per package, and per GPU.
+	cpuCapW     float64
+	throttlePct float64
+	gpuCapW     []float64
+
+	// Power since the last tick, and the cap fractions it was computed
+	// with, which also set how fast pods progress until the next tick.
+	cpuFrac  float64
+	gpuFrac  []float64
+	pkgW     float64 // each package
+	gpuW     []float64
+	watts    float64
+	gpuOwner []string // pod key holding each GPU, "" when free
+
+	pkgEnergyJ []float64
+	gpuEnergyJ []float64
+}
+
+type simPod struct {
+	key       string
+	rec       PodRecord
+	boundness physics.Boundness
+	cpus      float64
+	gpus      []int
+	done      time.Duration // work done, at full speed
+	open      bool          // Work unknown: runs until deleted
+}
+
+func newSim(model *physics.Model, now time.Time) *sim {
+	return &sim{model: model, nodes: map[string]*simNode{}, pods: map[string]*simPod{}, now: now}
+}
+
+// addNode adds a host, uncapped and idle.
+func (s *sim) addNode(name string, fam *Family, host *hostTree) {
+	n := &simNode{
+		name: name, fam: fam, host: host,
+		cpuCapW: fam.PackageMaxW, cpuFrac: 1,
+		gpuCapW: make([]float64, fam.GPUs), gpuFrac: make([]float64, fam.GPUs),
+		gpuW: make([]float64, fam.GPUs), gpuOwner: make([]string, fam.GPUs),
+		pkgEnergyJ: make([]float64, fam.Sockets), gpuEnergyJ: make([]float64, fam.GPUs),
+	}
+	for i := range n.gpuCapW {
+		n.gpuCapW[i], n.gpuFrac[i] = fam.GPUMaxW, 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes[name] = n
+	s.order = append(s.order, name)
+	s.power(n)
+	s.powerW += n.watts
+}
+
+// node returns a node by name; the caller holds s.mu.
+func (s *sim) node(name string) (*simNode, bool) {
+	n, ok := s.nodes[name]
+	return n, ok
+}
+
+func (s *sim) setProfile(name, profile string, draining bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.nodes[name]; ok {
+		n.profile, n.draining = profile, draining
+	}
+}
+
+// start begins running pod on its node, unless it runs already or is
+// done. It reports whether the pod is (now or still) tracked.
+func (s *sim) start(pod *corev1.Pod, now time.Time) (bool, error) {
+	key := pod.Namespace + "/" + pod.Name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pods[key]; ok {
+		return true, nil
+	}
+	n, ok := s.nodes[pod.Spec.NodeName]
+	if !ok {
+		return false, nil
+	}
+	cpus, gpus := requests(pod, n.fam)
+	p := &simPod{key: key, cpus: cpus, rec: PodRecord{
+		Namespace: pod.Namespace, Name: pod.Name, Node: n.name,
+		Class: podClass(pod), ProfileAtStart: n.profile,
+		Created: pod.CreationTimestamp.Time, Started: now, Phase: string(corev1.PodRunning),
+	}}
+	var err error
+	if v, ok := pod.Annotations[AnnotationWork]; ok {
+		if p.rec.Work, err = time.ParseDuration(v); err != nil || p.rec.Work <= 0 {
+			p.open = true
+			err = fmt.Errorf("pod %s: annotation %s=%q is not a positive Go duration (like 90s); it runs until deleted", key, AnnotationWork, v)
+		}
+	} else {
+		p.open = true
+	}
+	p.boundness = physics.Boundness(pod.Annotations[AnnotationBoundness])
+	if !p.boundness.Valid() {
+		p.boundness = physics.CPUCompute
+		if gpus > 0 {
+			p.boundness = physics.GPUMixed
+		}
+	}
+	p.rec.Boundness = string(p.boundness)
+	for i, owner := range n.gpuOwner {
+		if len(p.gpus) == gpus {
+			break
+		}
+		if owner == "" {
+			n.gpuOwner[i] = key
+			p.gpus = append(p.gpus, i)
+		}
+	}
+	s.pods[key] = p
+	s.podSeq = append(s.podSeq, key)
+	return true, err
+}
+
+// phase is what the pod's status should say: Running while it works,
+// Succeeded once its work is done, "" for a pod the fleet does not run.
+func (s *sim) phase(key string) corev1.PodPhase {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.pods[key]; ok {
+		return corev1.PodPhase(p.rec.Phase)
+	}
+	return ""
+}
+
+// forget drops a deleted pod; a running one frees its node.
+func (s *sim) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pods[key]
+	if !ok {
+		return
+	}
+	if p.rec.Phase == string(corev1.PodRunning) {
+		s.release(p)
+	}
+	delete(s.pods, key)
+	s.podSeq = slices.DeleteFunc(s.podSeq, func(k string) bool { return k == key })
+}
+
+func (s *sim) release(p *simPod) {
+	n := s.nodes[p.rec.Node]
+	for _, i := range p.gpus {
+		n.gpuOwner[i] = ""
+	}
+}
+
+// step advances the simulation to now: it books the energy of the power
+// drawn since the last tick, moves running pods on at the speed their
+// node's caps allowed, takes in the caps the agents have written since,
+// and sets the power drawn until the next tick. It returns the keys of
+// the pods that finished.
+func (s *sim) step(now time.Time) (finished []string, errs []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dt := now.Sub(s.now)
+	if dt <= 0 {
+		return nil, nil
+	}
+	sec := dt.Seconds()
+	s.energyJ += s.powerW * sec
+	for _, n := range s.nodes {
+		for i := range n.pkgEnergyJ {
+			n.pkgEnergyJ[i] += n.pkgW * sec
+		}
+		for i := range n.gpuEnergyJ {
+			n.gpuEnergyJ[i] += n.gpuW[i] * sec
+		}
+	}
+	for _, key := range s.podSeq {
+		p := s.pods[key]
+		if p.rec.Phase != string(corev1.PodRunning) || p.open {
+			continue
+		}
+		n := s.nodes[p.rec.Node]
+		p.done += time.Duration(float64(dt) / s.model.Stretch(p.boundness, n.podCap(p)))
+		if p.done >= p.rec.Work {
+			p.rec.Phase, p.rec.Finished = string(corev1.PodSucceeded), now
+			s.release(p)
+			finished = append(finished, key)
+		}
+	}
+	s.powerW = 0
+	for _, name := range s.order {
+		n := s.nodes[name]
+		if n.host != nil {
+			if err := n.host.readCaps(n); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.power(n)
+		s.powerW += n.watts
+		if n.host != nil {
+			if err := n.host.writeReadings(n); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	s.now = now
+	return finished, errs
+}
+
+// podCap is the cap fraction that slows pod p: its GPUs' lowest for a
+// GPU-bound pod holding GPUs, else the CPU cap.
+func (n *simNode) podCap(p *simPod) float64 {
+	if !p.boundness.GPU() || len(p.gpus) == 0 {
+		return n.cpuFrac
+	}
+	f := 1.0
+	for _, i := range p.gpus {
+		f = min(f, n.gpuFrac[i])
+	}
+	return f
+}
+
+// power sets n's draw from its running pods and caps, with the physics'
+// formulas: the host curve at the CPU load under the package cap, plus
+// each GPU at its utilization under its own cap.
+func (s *sim) power(n *simNode) {
+	m := s.model
+	f := n.fam
+	var cpuBusy float64
+	util := make([]float64, f.GPUs)
+	for _, key := range s.podSeq {
+		p := s.pods[key]
+		if p.rec.Node != n.name || p.rec.Phase != string(corev1.PodRunning) {
+			continue
+		}
+		u := m.Class(p.boundness).Utilization
+		cpuBusy += p.cpus * u
+		for _, i := range p.gpus {
+			util[i] = u
+		}
+	}
+	n.cpuFrac = capFraction(n.cpuCapW, f.PackageMaxW)
+	if n.throttlePct > 0 {
+		// A DVFS throttle of p% is taken as the cap that removes as
+		// much: 100% is the physics' floor.
+		n.cpuFrac = min(n.cpuFrac, 1-n.throttlePct/100*(1-m.MinCapFraction))
+	}
+	host := physics.Capped(f.Host.At(cpuBusy/float64(f.LogicalCPUs())), m.EffectiveCap(n.cpuFrac)*f.Host.Max())
+	// The packages draw the host's power in proportion to their share of
+	// its maximum, so a package never draws more than its cap.
+	n.pkgW = host * f.PackageMaxW / f.Host.Max()
+	n.watts = host
+	g := f.gpuNode()
+	for i := range util {
+		n.gpuFrac[i] = capFraction(n.gpuCapW[i], f.GPUMaxW)
+		n.gpuW[i] = physics.Capped(g.GPUWatts(util[i]), m.EffectiveCap(n.gpuFrac[i])*g.GPUMaxWatts())
+		n.watts += n.gpuW[i]
+	}
+}
+
+// capFraction is a limit as a fraction of the device's maximum, the way
+// Joulie's profiles express caps; a limit at or above the maximum is no
+// cap.
+func capFraction(limitW, maxW float64) float64 {
+	if !(limitW > 0) {
+		// A zero limit never comes from the agent (it clamps to the
+		// range); treat a broken reading as no cap rather than panic.
+		return 1
+	}
+	return min(limitW/maxW, 1)
+}
+
+// requests are the CPUs and GPUs the pod asked for: the sum over its
+// containers of requests, or limits where no request is given.
+func requests(pod *corev1.Pod, f *Family) (cpus float64, gpus int) {
+	for _, c := range pod.Spec.Containers {
+		get := func(name corev1.ResourceName) (float64, bool) {
+			if q, ok := c.Resources.Requests[name]; ok {
+				return q.AsApproximateFloat64(), true
+			}
+			if q, ok := c.Resources.Limits[name]; ok {
+				return q.AsApproximateFloat64(), true
+			}
+			return 0, false
+		}
+		v, _ := get(corev1.ResourceCPU)
+		cpus += v
+		if f.GPUs > 0 {
+			v, _ = get(f.GPUResource)
+			gpus += int(v)
+		}
+	}
+	return cpus, gpus
+}
+
+// podClass is "performance" for a performance-sensitive pod, by the
+// classification the controller and the extender share, else "standard".
+func podClass(pod *corev1.Pod) string {
+	if workload.Classify(pod) == workload.Performance {
+		return joulie.WorkloadClassPerformance
+	}
+	return joulie.WorkloadClassStandard
+}
+
+// snapshot copies the state for Snapshot.
+func (s *sim) snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{Time: s.now, PowerW: s.powerW, EnergyJ: s.energyJ}
+	byNode := make(map[string]*NodeState, len(s.order))
+	for _, name := range s.order {
+		n := s.nodes[name]
+		path := PathPool
+		if n.host != nil {
+			path = PathDaemon
+		}
+		ns := NodeState{
+			Name: n.name, Family: n.fam.Name, Path: path, Profile: n.profile, Draining: n.draining,
+			CPUCapPct: 100 * capFraction(n.cpuCapW, n.fam.PackageMaxW), GPUCapPct: 100,
+			GPUs: n.fam.GPUs, Watts: n.watts,
+		}
+		if len(n.gpuCapW) > 0 {
+			var sum float64
+			for _, w := range n.gpuCapW {
+				sum += capFraction(w, n.fam.GPUMaxW)
+			}
+			ns.GPUCapPct = 100 * sum / float64(len(n.gpuCapW))
+		}
+		snap.Nodes = append(snap.Nodes, ns)
+	}
+	for i := range snap.Nodes {
+		byNode[snap.Nodes[i].Name] = &snap.Nodes[i]
+	}
+	for _, key := range s.podSeq {
+		p := s.pods[key]
+		snap.Pods = append(snap.Pods, p.rec)
+		if p.rec.Phase != string(corev1.PodRunning) {
+			continue
+		}
+		if p.rec.Class == joulie.WorkloadClassPerformance {
+			byNode[p.rec.Node].RunningPerf++
+		} else {
+			byNode[p.rec.Node].RunningStd++
+		}
+	}
+	return snap
+}
