@@ -173,7 +173,7 @@ func summarize(run *Run) Summary {
 			c.Pods++
 			if p.Started >= 0 {
 				wait = append(wait, p.Started-p.Created)
-				if class == ClassPerformance && p.ProfileAtStart != ProfilePerformance {
+				if class == ClassPerformance && !p.startedOnPerformance() {
 					s.PerfStartedOffPerformance++
 				}
 			}

@@ -125,8 +125,10 @@ type Pod struct {
 	Boundness string `json:"boundness"`
 	GPUs      int    `json:"gpus"`
 	Node      string `json:"node"`
-	// ProfileAtStart is the node's profile when the pod started running:
-	// performance, eco or draining.
+	// ProfileAtStart is the node's joulie.io/power-profile label when the
+	// pod started running: performance, eco (also while the node drains,
+	// as the controller labels it) or empty before the controller planned
+	// the node.
 	ProfileAtStart string  `json:"profileAtStart"`
 	Created        float64 `json:"created"`
 	Started        float64 `json:"started"`
@@ -134,6 +136,13 @@ type Pod struct {
 	// WorkSeconds is the pod's runtime at full speed.
 	WorkSeconds float64 `json:"workSeconds"`
 	Phase       string  `json:"phase"`
+}
+
+// startedOnPerformance says the pod's node was a performance node when
+// it started: labelled performance, or not labelled yet (the controller
+// has not planned it, and it runs uncapped).
+func (p Pod) startedOnPerformance() bool {
+	return p.ProfileAtStart == ProfilePerformance || p.ProfileAtStart == ""
 }
 
 // Ran is how long the pod ran, or -1.
