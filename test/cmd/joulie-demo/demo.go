@@ -238,6 +238,12 @@ func (d *demo) ensureNamespace(ctx context.Context, ns string) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
 	}
+	// A cluster's controller-manager makes the default ServiceAccount
+	// soon; one without it never does, and pods are refused until then.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+	if _, err := d.kc.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the default ServiceAccount of namespace %s: %w", ns, err)
+	}
 	return nil
 }
 
