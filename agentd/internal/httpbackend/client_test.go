@@ -15,20 +15,20 @@ import (
 	"time"
 
 	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/simulator"
+	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
 	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // h100Node is a two-socket node with two H100-like GPUs.
-func h100Node() simulator.NodeSpec {
-	gpu := func(uuid string) simulator.GPUSpec {
-		return simulator.GPUSpec{UUID: uuid, Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, IdleWatts: 70}
+func h100Node() httpbackendtest.NodeSpec {
+	gpu := func(uuid string) httpbackendtest.GPUSpec {
+		return httpbackendtest.GPUSpec{UUID: uuid, Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, IdleWatts: 70}
 	}
-	return simulator.NodeSpec{
-		CPU:        &simulator.CPUSpec{Packages: 2, MinWattsPerPackage: 90, MaxWattsPerPackage: 350, IdleWattsPerPackage: 60},
-		GPUs:       []simulator.GPUSpec{gpu("GPU-aaaa"), gpu("GPU-bbbb")},
+	return httpbackendtest.NodeSpec{
+		CPU:        &httpbackendtest.CPUSpec{Packages: 2, MinWattsPerPackage: 90, MaxWattsPerPackage: 350, IdleWattsPerPackage: 60},
+		GPUs:       []httpbackendtest.GPUSpec{gpu("GPU-aaaa"), gpu("GPU-bbbb")},
 		OtherWatts: 150,
 	}
 }
@@ -49,18 +49,18 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 type fixture struct {
-	sim    *simulator.Simulator
+	sim    *httpbackendtest.Simulator
 	count  *counter
 	client *httpbackend.Client
 }
 
 // newFixture serves a simulator with node-a (and any extra nodes) on
 // loopback and returns a client for node.
-func newFixture(t *testing.T, node string, specs map[string]simulator.NodeSpec) *fixture {
+func newFixture(t *testing.T, node string, specs map[string]httpbackendtest.NodeSpec) *fixture {
 	t.Helper()
-	sim := simulator.New(nil)
+	sim := httpbackendtest.New(nil)
 	if specs == nil {
-		specs = map[string]simulator.NodeSpec{"node-a": h100Node()}
+		specs = map[string]httpbackendtest.NodeSpec{"node-a": h100Node()}
 	}
 	for name, spec := range specs {
 		if err := sim.AddNode(name, spec); err != nil {
@@ -255,7 +255,7 @@ func newClientLike(t *testing.T, f *fixture, cfg httpbackend.Config) *httpbacken
 func TestReadOnlyPackageLimitsAreBlocked(t *testing.T) {
 	spec := h100Node()
 	spec.CPU.ReadOnlyLimits = true
-	f := newFixture(t, "epyc", map[string]simulator.NodeSpec{"epyc": spec})
+	f := newFixture(t, "epyc", map[string]httpbackendtest.NodeSpec{"epyc": spec})
 	_, err := f.client.SetPackageCapWatts(t.Context(), 200)
 	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("error = %v, want blocked (read-only)", err)
@@ -269,7 +269,7 @@ func TestReadOnlyPackageLimitsAreBlocked(t *testing.T) {
 func TestUnmodeledControlIsBlocked(t *testing.T) {
 	spec := h100Node()
 	spec.Unmodeled = []httpbackend.Action{httpbackend.ActionSetGPUCap}
-	f := newFixture(t, "node-a", map[string]simulator.NodeSpec{"node-a": spec})
+	f := newFixture(t, "node-a", map[string]httpbackendtest.NodeSpec{"node-a": spec})
 	_, err := httpbackend.NewGPUCapper(f.client).SetCap(0, 300)
 	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "501 Not Implemented: node node-a does not model gpu.set_power_cap_watts") {
 		t.Fatalf("error = %v, want blocked by 501", err)
@@ -279,7 +279,7 @@ func TestUnmodeledControlIsBlocked(t *testing.T) {
 func TestNodeWithoutCPUModelBlocksCPUControls(t *testing.T) {
 	spec := h100Node()
 	spec.CPU = nil
-	f := newFixture(t, "gpu-only", map[string]simulator.NodeSpec{"gpu-only": spec})
+	f := newFixture(t, "gpu-only", map[string]httpbackendtest.NodeSpec{"gpu-only": spec})
 	if _, err := f.client.CPUPower(t.Context()); !power.IsBlocked(err) {
 		t.Errorf("CPUPower: %v, want blocked", err)
 	}
@@ -307,7 +307,7 @@ func TestNodeIsSubstitutedIntoTheURL(t *testing.T) {
 		{"odd name", "/nodes/odd%20name/"},
 	} {
 		t.Run(tc.node, func(t *testing.T) {
-			sim := simulator.New(nil)
+			sim := httpbackendtest.New(nil)
 			if err := sim.AddNode(tc.node, h100Node()); err != nil {
 				t.Fatal(err)
 			}

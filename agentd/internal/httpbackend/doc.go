@@ -1,8 +1,11 @@
 // Package httpbackend is the agent's telemetry source and control backend
 // for nodes whose power lives in a simulator rather than in hardware. A
 // TelemetryProfile routes such nodes to an HTTP endpoint; this package
-// speaks the small JSON contract described here to that endpoint, and its
-// sub-package simulator is a reference implementation of the other side.
+// speaks the small JSON contract described here to that endpoint. The
+// other side is implemented by the demo's simulated hosts
+// (joulie.io/joulie/test/demo/fleet, in the test module: the shipped
+// agent carries no simulator) and, for agentd's own unit tests, by the
+// test double in sub-package httpbackendtest.
 //
 // The contract is written for simulator authors. Its version is
 // joulie.io/http-backend/v1 (APIVersion).

@@ -6,16 +6,16 @@ import (
 	"net/http/httptest"
 
 	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/simulator"
+	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
 )
 
 // A simulator serving one node per path, and the agent's side capping a
 // GPU and the CPU packages of node-a through it.
 func Example() {
-	sim := simulator.New(nil)
-	_ = sim.AddNode("node-a", simulator.NodeSpec{
-		CPU:  &simulator.CPUSpec{Packages: 2, MinWattsPerPackage: 90, MaxWattsPerPackage: 350, IdleWattsPerPackage: 60},
-		GPUs: []simulator.GPUSpec{{UUID: "GPU-1", Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700}},
+	sim := httpbackendtest.New(nil)
+	_ = sim.AddNode("node-a", httpbackendtest.NodeSpec{
+		CPU:  &httpbackendtest.CPUSpec{Packages: 2, MinWattsPerPackage: 90, MaxWattsPerPackage: 350, IdleWattsPerPackage: 60},
+		GPUs: []httpbackendtest.GPUSpec{{UUID: "GPU-1", Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700}},
 	})
 	srv := httptest.NewServer(sim)
 	defer srv.Close()

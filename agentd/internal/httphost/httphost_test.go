@@ -8,14 +8,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/simulator"
+	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-// simulated starts the reference simulator on loopback with one node.
-func simulated(t *testing.T, spec simulator.NodeSpec) (*httpbackend.Client, *simulator.Simulator) {
+// simulated starts the test double of the HTTP backend on loopback with one node.
+func simulated(t *testing.T, spec httpbackendtest.NodeSpec) (*httpbackend.Client, *httpbackendtest.Simulator) {
 	t.Helper()
-	sim := simulator.New(time.Now)
+	sim := httpbackendtest.New(time.Now)
 	if err := sim.AddNode("sim-0", spec); err != nil {
 		t.Fatal(err)
 	}
@@ -29,10 +29,10 @@ func simulated(t *testing.T, spec simulator.NodeSpec) (*httpbackend.Client, *sim
 	return c, sim
 }
 
-func gpuNode(readOnly bool) simulator.NodeSpec {
-	return simulator.NodeSpec{
-		CPU: &simulator.CPUSpec{Packages: 2, MinWattsPerPackage: 100, MaxWattsPerPackage: 400, IdleWattsPerPackage: 80, ReadOnlyLimits: readOnly},
-		GPUs: []simulator.GPUSpec{
+func gpuNode(readOnly bool) httpbackendtest.NodeSpec {
+	return httpbackendtest.NodeSpec{
+		CPU: &httpbackendtest.CPUSpec{Packages: 2, MinWattsPerPackage: 100, MaxWattsPerPackage: 400, IdleWattsPerPackage: 80, ReadOnlyLimits: readOnly},
+		GPUs: []httpbackendtest.GPUSpec{
 			{UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, IdleWatts: 70},
 			{UUID: "GPU-b", Name: "NVIDIA H100 80GB HBM3", MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, IdleWatts: 70},
 		},

@@ -48,8 +48,10 @@
 // Against an existing cluster (a kubeconfig of an admin), the same holds,
 // with caveats: the chart (CRDs, agent RBAC) must be installed; the
 // nodes carry no taint, so DaemonSets may place pods on them, which the
-// stand-in runs without end (no AnnotationWork); no node lease is
-// renewed, so a node lifecycle controller marks the nodes NotReady after
-// its grace period (40 s by default) and taints them; and node names
-// (Config.NodePrefix) must not clash with real nodes.
+// stand-in runs without end (no AnnotationWork); node names
+// (Config.NodePrefix) must not clash with real nodes; and the stand-in
+// watches every pod of the cluster to find those bound to its nodes. The
+// fleet renews each node's lease in kube-node-lease every 10 s, as a
+// kubelet does, so the cluster's node lifecycle controller keeps the
+// nodes Ready.
 package fleet

@@ -238,10 +238,14 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 	if err := f.pods.start(runCtx, c.NodePrefix); err != nil {
 		return nil, err
 	}
-	f.wg.Add(1)
+	f.wg.Add(2)
 	go func() {
 		defer f.wg.Done()
 		f.tick(runCtx)
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.heartbeat(runCtx)
 	}()
 
 	for _, p := range plan {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -202,6 +201,13 @@ func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 		})
 	}
 
+	// Each node has a heartbeat, as a kubelet keeps one.
+	for _, n := range f.Nodes() {
+		if _, err := kube.CoordinationV1().Leases("kube-node-lease").Get(ctx, n, metav1.GetOptions{}); err != nil {
+			t.Errorf("lease of %s: %v", n, err)
+		}
+	}
+
 	// Busy pods on the two nodes to be capped, so that capping shows in
 	// their power.
 	for _, n := range []string{daemonH100, poolH100} {
@@ -281,5 +287,50 @@ func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 		}
 	}
 	t.Logf("runtimes: %v", took)
-	_ = math.Abs
+
+	// Stop: the agents end on SIGTERM, the daemon puts the original
+	// limits back, nothing listens or runs, and the nodes are gone.
+	if err := f.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, g := daemonCaps(t, cfg.Dir, daemonH100); c != 350 || g != 700 {
+		t.Errorf("after Stop the daemon node's limits are %v W and %v W, want the originals 350 W and 700 W", c, g)
+	}
+	if pids := processesOf(t, cfg.AgentBinary); len(pids) != 0 {
+		t.Errorf("joulie-agentd processes left after Stop: %v", pids)
+	}
+	if _, err := http.Get(f.SimulatorURL() + "/nodes/x/telemetry?node=x"); err == nil {
+		t.Error("the simulator still answers after Stop")
+	}
+	for _, n := range f.Nodes() {
+		if _, err := kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil {
+			t.Errorf("node %s left after Stop", n)
+		}
+		if _, err := admin.JoulieV1alpha1().NodeHardwares().Get(ctx, n, metav1.GetOptions{}); err == nil {
+			t.Errorf("NodeHardware %s left after Stop", n)
+		}
+		if _, err := kube.CoordinationV1().Leases("kube-node-lease").Get(ctx, n, metav1.GetOptions{}); err == nil {
+			t.Errorf("lease of %s left after Stop", n)
+		}
+	}
+}
+
+// processesOf lists the processes running bin.
+func processesOf(t *testing.T, bin string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

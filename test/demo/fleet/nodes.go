@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
@@ -51,7 +54,55 @@ func (f *Fleet) createNode(ctx context.Context, p planned) error {
 	if _, err := f.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("fleet: mark node %s Ready: %w", p.name, err)
 	}
+	return f.renewLease(ctx, p.name)
+}
+
+// leaseNamespace holds the node heartbeats a kubelet renews.
+const leaseNamespace = "kube-node-lease"
+
+// leaseRenewal is how often the fleet renews its nodes' leases: a
+// kubelet's default, well inside the 40 s after which a cluster's node
+// lifecycle controller would mark a silent node NotReady and evict its
+// pods (it matters on an existing cluster; the embedded one runs no such
+// controller).
+const leaseRenewal = 10 * time.Second
+
+// renewLease creates or renews node's heartbeat lease, as a kubelet does.
+func (f *Fleet) renewLease(ctx context.Context, node string) error {
+	leases := f.kube.CoordinationV1().Leases(leaseNamespace)
+	now := metav1.NewMicroTime(time.Now())
+	l, err := leases.Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: leaseNamespace},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &node, LeaseDurationSeconds: ptr.To(int32(40)), RenewTime: &now},
+		}, metav1.CreateOptions{})
+	} else if err == nil {
+		l.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: renew the heartbeat lease %s/%s of node %s: %w", leaseNamespace, node, node, err)
+	}
 	return nil
+}
+
+// heartbeat renews the leases of the fleet's nodes until ctx ends.
+func (f *Fleet) heartbeat(ctx context.Context) {
+	t := time.NewTicker(leaseRenewal)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, n := range f.created {
+				if err := f.renewLease(ctx, n); err != nil && ctx.Err() == nil {
+					f.log.Warn("node heartbeat", "err", err)
+				}
+			}
+		}
+	}
 }
 
 // deleteObjects deletes the nodes Start created with the Joulie objects
@@ -70,6 +121,7 @@ func (f *Fleet) deleteObjects(ctx context.Context) error {
 		keep("NodePowerProfile "+n, j.NodePowerProfiles().Delete(ctx, n, metav1.DeleteOptions{}))
 		keep("NodeHardware "+n, j.NodeHardwares().Delete(ctx, n, metav1.DeleteOptions{}))
 		keep("NodeTwin "+n, j.NodeTwins().Delete(ctx, n, metav1.DeleteOptions{}))
+		keep("Lease "+n, f.kube.CoordinationV1().Leases(leaseNamespace).Delete(ctx, n, metav1.DeleteOptions{}))
 	}
 	errs = append(errs, f.deletePoolIdentity(ctx))
 	return errors.Join(errs...)

@@ -1,8 +1,15 @@
-// Package simulator is a small reference implementation of the HTTP
+// Package httpbackendtest is a test double of the other side of the HTTP
 // backend contract (package httpbackend): an http.Handler that keeps the
-// power state of any number of simulated nodes in memory. Tests use it
-// behind httptest servers; pool-mode runs and the end-to-end harness can
-// serve it on a real port.
+// power state of any number of simulated nodes in memory, for agentd's
+// unit tests behind httptest servers, as net/http/httptest serves
+// net/http's.
+//
+// It is test support only: no package of the shipped agent imports it,
+// and joulie-agentd's TestBinaryLinksNoTestSupport fails the build's
+// tests if one does. Simulated hosts for real runs (make demo, the
+// end-to-end tests) live in the test module, in
+// joulie.io/joulie/test/demo/fleet, which serves the contract with the
+// energy benchmark's physics.
 //
 // It serves GET .../telemetry and POST .../control under any path prefix
 // (only the last path element is looked at), so a base URL such as
@@ -28,7 +35,7 @@
 // package limits are read-only (like AMD EPYC RAPL) answers blocked.
 // Actions listed in NodeSpec.Unmodeled, and actions this version does not
 // know, answer 501.
-package simulator
+package httpbackendtest
 
 import (
 	"encoding/json"

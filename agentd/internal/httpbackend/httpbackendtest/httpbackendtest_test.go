@@ -1,4 +1,4 @@
-package simulator_test
+package httpbackendtest_test
 
 import (
 	"encoding/json"
@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/simulator"
+	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
 )
 
-func spec() simulator.NodeSpec {
-	return simulator.NodeSpec{
-		CPU: &simulator.CPUSpec{Packages: 2, MinWattsPerPackage: 90, MaxWattsPerPackage: 350, IdleWattsPerPackage: 50},
-		GPUs: []simulator.GPUSpec{
+func spec() httpbackendtest.NodeSpec {
+	return httpbackendtest.NodeSpec{
+		CPU: &httpbackendtest.CPUSpec{Packages: 2, MinWattsPerPackage: 90, MaxWattsPerPackage: 350, IdleWattsPerPackage: 50},
+		GPUs: []httpbackendtest.GPUSpec{
 			{UUID: "GPU-0", MinWatts: 200, MaxWatts: 700, DefaultWatts: 600, IdleWatts: 100},
 		},
 		OtherWatts: 100,
@@ -38,10 +38,10 @@ func (c *fakeClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newServer(t *testing.T) (*simulator.Simulator, *httptest.Server, *fakeClock) {
+func newServer(t *testing.T) (*httpbackendtest.Simulator, *httptest.Server, *fakeClock) {
 	t.Helper()
 	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	sim := simulator.New(clock.now)
+	sim := httpbackendtest.New(clock.now)
 	if err := sim.AddNode("n1", spec()); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestPowerRespondsToCapsAndThrottle(t *testing.T) {
 	control(`"action":"rapl.set_power_cap_watts","watts":350}`)
 	control(`"action":"dvfs.set_throttle_pct","pct":50}`)
 	throttled := read()
-	want := 50 + 300*(1-simulator.ThrottleDepth*0.5)
+	want := 50 + 300*(1-httpbackendtest.ThrottleDepth*0.5)
 	if math.Abs(throttled.CPU.PackagePowerWatts[0]-want) > 1e-9 || throttled.CPU.ThrottlePct != 50 {
 		t.Fatalf("throttled: %+v, want %g W", throttled.CPU, want)
 	}
@@ -191,14 +191,14 @@ func TestPowerRespondsToCapsAndThrottle(t *testing.T) {
 }
 
 func TestAddNodeRefusesImpossibleSpecs(t *testing.T) {
-	sim := simulator.New(nil)
-	bad := map[string]func(*simulator.NodeSpec){
-		"no packages":       func(s *simulator.NodeSpec) { s.CPU.Packages = 0 },
-		"cpu range":         func(s *simulator.NodeSpec) { s.CPU.MinWattsPerPackage = 400 },
-		"NaN watts":         func(s *simulator.NodeSpec) { s.GPUs[0].IdleWatts = math.NaN() },
-		"default above max": func(s *simulator.NodeSpec) { s.GPUs[0].DefaultWatts = 800 },
-		"repeated uuid":     func(s *simulator.NodeSpec) { s.GPUs = append(s.GPUs, s.GPUs[0]) },
-		"negative other":    func(s *simulator.NodeSpec) { s.OtherWatts = -1 },
+	sim := httpbackendtest.New(nil)
+	bad := map[string]func(*httpbackendtest.NodeSpec){
+		"no packages":       func(s *httpbackendtest.NodeSpec) { s.CPU.Packages = 0 },
+		"cpu range":         func(s *httpbackendtest.NodeSpec) { s.CPU.MinWattsPerPackage = 400 },
+		"NaN watts":         func(s *httpbackendtest.NodeSpec) { s.GPUs[0].IdleWatts = math.NaN() },
+		"default above max": func(s *httpbackendtest.NodeSpec) { s.GPUs[0].DefaultWatts = 800 },
+		"repeated uuid":     func(s *httpbackendtest.NodeSpec) { s.GPUs = append(s.GPUs, s.GPUs[0]) },
+		"negative other":    func(s *httpbackendtest.NodeSpec) { s.OtherWatts = -1 },
 	}
 	for name, mutate := range bad {
 		s := spec()

@@ -1,0 +1,216 @@
+package fleet
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/test/energy/physics"
+)
+
+// The simulator's own behaviour, without an API server or agents: the
+// physics per tick, the HTTP contract, and the energy bookkeeping the
+// report relies on.
+
+func family(t *testing.T, name string) *Family {
+	t.Helper()
+	for _, f := range Families(physics.Default()) {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no family %s", name)
+	return nil
+}
+
+func testPod(name, node string, cpus, gpus int, work time.Duration, b physics.Boundness, class string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Annotations: map[string]string{
+			AnnotationBoundness: string(b), joulie.AnnotationWorkloadClass: class,
+		}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(cpus), resource.DecimalSI)},
+		}}}},
+	}
+	if gpus > 0 {
+		p.Spec.Containers[0].Resources.Requests[ResourceNVIDIAGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	}
+	if work > 0 {
+		p.Annotations[AnnotationWork] = work.String()
+	}
+	return p
+}
+
+func control(t *testing.T, srv *httptest.Server, body string) (int, wireAnswer) {
+	t.Helper()
+	resp, err := http.Post(srv.URL+"/nodes/n/control", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a wireAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, a
+}
+
+// A cap set through the contract lowers the node's draw to the physics'
+// figure and stretches its pods' runtime by the physics' stretch.
+func TestCapThroughHTTPLowersPowerAndStretchesPods(t *testing.T) {
+	m := physics.Default()
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	s := newSim(m, t0)
+	s.addNode("capped", family(t, "h100"), nil)
+	s.addNode("free", family(t, "h100"), nil)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for i := range 8 {
+		body := fmt.Sprintf(`{"apiVersion":"joulie.io/http-backend/v1","node":"capped","action":"gpu.set_power_cap_watts","gpu":%d,"watts":420}`, i)
+		resp, err := http.Post(srv.URL+"/sim/capped/control", "application/json", strings.NewReader(body))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("cap GPU %d: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	work := 10 * time.Second
+	for _, n := range []string{"capped", "free"} {
+		if _, err := s.start(testPod("job-"+n, n, 32, 8, work, physics.GPUCompute, "performance"), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0
+	finished := map[string]time.Time{}
+	for range 200 {
+		now = now.Add(100 * time.Millisecond)
+		done, errs := s.step(now)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for _, k := range done {
+			finished[k] = now
+		}
+		if now == t0.Add(time.Second) {
+			snap := s.snapshot()
+			g := m.GPUNode
+			host := g.Host.At(32 * m.Class(physics.GPUCompute).Utilization / 224)
+			if want := host + 8*0.6*g.GPUMaxWatts(); math.Abs(snap.Nodes[0].Watts-want) > 1e-6 {
+				t.Errorf("capped node draws %v W, want %v W", snap.Nodes[0].Watts, want)
+			}
+			if want := host + 8*g.GPUMaxWatts(); math.Abs(snap.Nodes[1].Watts-want) > 1e-6 {
+				t.Errorf("free node draws %v W, want %v W", snap.Nodes[1].Watts, want)
+			}
+			if snap.Nodes[0].GPUCapPct != 60 || snap.Nodes[0].RunningPerf != 1 || snap.Nodes[1].GPUCapPct != 100 {
+				t.Errorf("snapshot nodes %+v", snap.Nodes)
+			}
+		}
+	}
+	stretch := m.Stretch(physics.GPUCompute, 0.6)
+	if got, want := finished["ns/job-capped"].Sub(t0), time.Duration(float64(work)*stretch); got < want || got > want+100*time.Millisecond {
+		t.Errorf("capped job took %s, want %s (stretch %v) within a tick", got, want, stretch)
+	}
+	if got := finished["ns/job-free"].Sub(t0); got != work {
+		t.Errorf("free job took %s, want %s", got, work)
+	}
+	if p := s.phase("ns/job-capped"); p != corev1.PodSucceeded {
+		t.Errorf("capped job phase %q", p)
+	}
+}
+
+// The energy a snapshot reports is the left Riemann sum of the power the
+// earlier snapshots reported, whatever the ticks' lengths, while pods
+// come, go and caps change.
+func TestEnergyIsTheSumOfReportedPower(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	s := newSim(physics.Default(), t0)
+	s.addNode("cpu", family(t, "epyc"), nil)
+	s.addNode("gpu", family(t, "l40s"), nil)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	prev := s.snapshot()
+	var sum float64
+	now := t0
+	for i := range 60 {
+		now = now.Add(time.Duration(50+37*(i%5)) * time.Millisecond)
+		switch i {
+		case 3:
+			_, _ = s.start(testPod("a", "cpu", 96, 0, 2*time.Second, physics.CPUCompute, ""), now)
+			_, _ = s.start(testPod("b", "gpu", 8, 2, 0, physics.GPUMixed, ""), now)
+		case 20:
+			body := `{"apiVersion":"joulie.io/http-backend/v1","node":"cpu","action":"rapl.set_power_cap_watts","watts":216}`
+			resp, err := http.Post(srv.URL+"/cpu/control", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		case 40:
+			s.forget("ns/b")
+		}
+		s.step(now)
+		snap := s.snapshot()
+		sum += prev.PowerW * snap.Time.Sub(prev.Time).Seconds()
+		if math.Abs(snap.EnergyJ-sum) > 1e-6*sum {
+			t.Fatalf("tick %d: energy %v J, the reported power integrates to %v J", i, snap.EnergyJ, sum)
+		}
+		var nodes float64
+		for _, n := range snap.Nodes {
+			nodes += n.Watts
+		}
+		if math.Abs(nodes-snap.PowerW) > 1e-9 {
+			t.Fatalf("tick %d: cluster %v W, nodes sum to %v W", i, snap.PowerW, nodes)
+		}
+		prev = snap
+	}
+	if sum == 0 {
+		t.Fatal("no energy at all")
+	}
+}
+
+// Like hardware, the simulator refuses what the agent must have clamped,
+// and says what it does not model.
+func TestControlRefusals(t *testing.T) {
+	s := newSim(physics.Default(), time.Now())
+	s.addNode("n", family(t, "l40s"), nil)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	const head = `{"apiVersion":"joulie.io/http-backend/v1","node":"n",`
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		result     string
+	}{
+		{"package cap in range", head + `"action":"rapl.set_power_cap_watts","watts":200}`, 200, "applied"},
+		{"package cap below the range", head + `"action":"rapl.set_power_cap_watts","watts":100}`, 200, "error"},
+		{"GPU cap above the range", head + `"action":"gpu.set_power_cap_watts","gpu":1,"watts":400}`, 200, "error"},
+		{"no such GPU", head + `"action":"gpu.set_power_cap_watts","gpu":4,"watts":300}`, 200, "error"},
+		{"throttle", head + `"action":"dvfs.set_throttle_pct","pct":30}`, 200, "applied"},
+		{"unknown action", head + `"action":"fan.set_speed","pct":30}`, 501, "blocked"},
+		{"unknown field", head + `"action":"dvfs.set_throttle_pct","pct":30,"extra":1}`, 400, "error"},
+		{"other version", `{"apiVersion":"joulie.io/http-backend/v2","node":"n","action":"dvfs.set_throttle_pct","pct":3}`, 400, "error"},
+		{"unknown node", `{"apiVersion":"joulie.io/http-backend/v1","node":"x","action":"dvfs.set_throttle_pct","pct":3}`, 404, "error"},
+	} {
+		status, a := control(t, srv, tc.body)
+		if status != tc.status || a.Result != tc.result {
+			t.Errorf("%s: %d %+v, want %d %s", tc.name, status, a, tc.status, tc.result)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/telemetry", "application/json", bytes.NewReader(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST telemetry: %d", resp.StatusCode)
+	}
+}
