@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,9 +28,14 @@ const (
 
 // demoValues are the chart values the demo changes, so that a few minutes
 // show what a cluster does in hours. They are shown on screen and in the
-// report. The extender's address is added at run time.
+// report. The extender's address is added at run time. A demo cluster is
+// small and runs few performance pods at once, so the queue-aware policy
+// starts from fewer performance nodes and adds one per three performance
+// pods: the plan then follows the workload's bursts within the run.
 var demoValues = []report.Setting{
 	{Component: "chart", Name: "controller.policy.reconcileInterval", Value: "5s"},
+	{Component: "chart", Name: "controller.policy.queueHpBaseFrac", Value: "0.3"},
+	{Component: "chart", Name: "controller.policy.queuePerfPerHpNode", Value: "3"},
 	{Component: "chart", Name: "controller.policy.minEcoDwell", Value: "20s"},
 	{Component: "chart", Name: "controller.twin.refreshInterval", Value: "10s"},
 	{Component: "chart", Name: "controller.leaderElection.leaseDuration", Value: "15s"},
@@ -54,8 +60,8 @@ type cluster struct {
 // startCluster starts the control plane and installs the chart as an
 // operator would (CRDs, RBAC, the agents' admission policy, the
 // scheduler configuration), rendered with the demo's values.
-func startCluster(ctx context.Context, dir, bins, helm, chart string) (c *cluster, err error) {
-	c = &cluster{dir: dir, bins: bins}
+func startCluster(ctx context.Context, dir, bins, helm, chart string) (_ *cluster, err error) {
+	c := &cluster{dir: dir, bins: bins}
 	if c.extAddr, err = freeAddr(); err != nil {
 		return nil, err
 	}
@@ -65,13 +71,13 @@ func startCluster(ctx context.Context, dir, bins, helm, chart string) (c *cluste
 	}
 	defer func() {
 		if err != nil {
-			c.stop()
+			_ = c.stop()
 		}
 	}()
 	values := append(demoValues, report.Setting{Component: "chart", Name: "extender.scheduler.urlPrefix", Value: "http://" + c.extAddr})
 	var args []string
 	for _, v := range values {
-		args = append(args, "--set", v.Name+"="+v.Value)
+		args = append(args, "--set-json", v.Name+"="+jsonValue(v.Value))
 	}
 	c.settings = append(c.settings, values...)
 	manifests, err := harness.RenderChart(ctx, helm, chart, harness.ChartRelease, args...)
@@ -85,6 +91,16 @@ func startCluster(ctx context.Context, dir, bins, helm, chart string) (c *cluste
 		return nil, err
 	}
 	return c, nil
+}
+
+// jsonValue is a chart value as --set-json takes it: a number as a
+// number (--set would make 0.3 a string, which the chart's schema
+// refuses), anything else as a string.
+func jsonValue(v string) string {
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return v
+	}
+	return strconv.Quote(v)
 }
 
 // startJoulie runs joulie-controller, joulie-extender and a

@@ -95,3 +95,28 @@ func TestStopEndsAProgramAndKillsOneThatIgnoresSIGTERM(t *testing.T) {
 		t.Error("the stubborn program still runs")
 	}
 }
+
+// A chart that does not render stops the start: the control plane it had
+// started is stopped again and the error says why, with no panic.
+func TestStartClusterStopsWhatItStartedOnError(t *testing.T) {
+	helm, err := harness.PinnedHelm("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = startCluster(t.Context(), t.TempDir(), t.TempDir(), helm, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "Chart.yaml") {
+		t.Errorf("start with an empty chart directory: %v, want helm's complaint about Chart.yaml", err)
+	}
+}
+
+// Chart values go to helm as JSON: numbers stay numbers, as the chart's
+// schema wants, and everything else is a string.
+func TestJSONValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.3": "0.3", "3": "3", "5s": `"5s"`, "http://127.0.0.1:80": `"http://127.0.0.1:80"`,
+	} {
+		if got := jsonValue(in); got != want {
+			t.Errorf("jsonValue(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
