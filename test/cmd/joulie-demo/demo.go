@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -169,6 +170,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 		}
 	}()
 
+	if err := d.waitSteady(ctx); err != nil {
+		return err
+	}
 	r, err := d.runOnce(ctx, report.RunJoulie, namespaceJoulie)
 	if err != nil {
 		return err
@@ -298,6 +302,49 @@ func (d *demo) runOnce(ctx context.Context, name, ns string) (report.Run, error)
 		}
 	}
 	return rec.Finish(podRecords(snap, ns, d.jobs, start, sub)), nil
+}
+
+// steadyFor is how long the controller's plan must hold before the
+// workload starts: longer than its reconcile interval (5s).
+const steadyFor = 8 * time.Second
+
+// waitSteady waits until the controller has planned every node and the
+// plan has held for steadyFor, as a cluster is before work arrives. Its
+// first plans come while the agents are still publishing the hardware,
+// and a pod placed in that minute meets a plan about to change.
+func (d *demo) waitSteady(ctx context.Context) error {
+	d.say("waiting for the controller's plan to settle (every node labelled, unchanged for %s)", steadyFor)
+	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	var since time.Time
+	for {
+		var plan strings.Builder
+		labelled := true
+		for _, n := range d.fleet.Snapshot().Nodes {
+			labelled = labelled && n.Profile != ""
+			fmt.Fprintf(&plan, "%s=%s/%v ", n.Name, n.Profile, n.Draining)
+		}
+		if p := plan.String(); p != last || !labelled {
+			last, since = p, time.Now()
+		} else if time.Since(since) >= steadyFor {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the controller's plan did not settle within 2 minutes (last: %s); its log is %s", last, d.controllerLog())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (d *demo) controllerLog() string {
+	if d.cluster == nil || d.cluster.controller == nil {
+		return "in the cluster"
+	}
+	return d.cluster.controller.log
 }
 
 // waitUncapped waits until every agent has lifted its caps.
