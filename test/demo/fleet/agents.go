@@ -37,8 +37,8 @@ func (f *Fleet) startDaemon(ctx context.Context, node, nvmlLib string) (*agent, 
 	}
 	base := filepath.Join(f.cfg.Dir, "hosts", node)
 	kubeconfig := filepath.Join(base, "kubeconfig")
-	if err := harness.WriteKubeconfigFile(kubeconfig, rc); err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
+	if err := writeKubeconfig(kubeconfig, rc); err != nil {
+		return nil, err
 	}
 	args := f.commonArgs(node, kubeconfig)
 	args = append(args, "--host-root", filepath.Join(base, "root"), "--nvml-library-path", nvmlLib)
@@ -62,14 +62,28 @@ func (f *Fleet) startPool(ctx context.Context, url string) (*agent, error) {
 		return nil, err
 	}
 	kubeconfig := filepath.Join(f.cfg.Dir, "run", "pool.kubeconfig")
-	if err := harness.WriteKubeconfigFile(kubeconfig, rc); err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
+	if err := writeKubeconfig(kubeconfig, rc); err != nil {
+		return nil, err
 	}
 	args := f.commonArgs("pool", kubeconfig)
 	args = append(args, "--pool-enabled",
 		"--pool-node-selector", fmt.Sprintf("%s=%s,%s=%s", LabelFleet, f.cfg.NodePrefix, LabelPath, PathPool),
 		"--backend", "http", "--http-telemetry-url", url, "--http-control-url", url)
 	return f.run("pool", args)
+}
+
+// writeKubeconfig writes rc for an agent's --kubeconfig. Certificates
+// given as files (a kubeconfig's certificate-authority path, say) are
+// read in first, since the file holds them inline.
+func writeKubeconfig(path string, rc *rest.Config) error {
+	rc = rest.CopyConfig(rc)
+	if err := rest.LoadTLSFiles(rc); err != nil {
+		return fmt.Errorf("fleet: kubeconfig %s: %w", path, err)
+	}
+	if err := harness.WriteKubeconfigFile(path, rc); err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	return nil
 }
 
 func (f *Fleet) commonArgs(name, kubeconfig string) []string {
@@ -121,19 +135,22 @@ func (f *Fleet) run(name string, args []string, env ...string) (*agent, error) {
 	return a, nil
 }
 
-// stop sends SIGTERM, on which the agent restores what it changed, and
-// waits; when ctx ends first it kills the agent.
-func (a *agent) stop(ctx context.Context) error {
+// terminate sends SIGTERM, on which the agent restores what it changed.
+func (a *agent) terminate() {
 	select {
 	case <-a.done:
-		return fmt.Errorf("fleet: joulie-agentd for %s had exited before Stop (%v); see %s", a.name, a.cmd.ProcessState, a.log)
 	default:
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
 	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// wait waits for the agent to end after terminate; when ctx ends first
+// it kills it. An agent that had died before Stop is an error.
+func (a *agent) wait(ctx context.Context) error {
 	select {
 	case <-a.done:
-		if !a.cmd.ProcessState.Success() {
-			return fmt.Errorf("fleet: joulie-agentd for %s ended with %v on SIGTERM; see %s", a.name, a.cmd.ProcessState, a.log)
+		if st := a.cmd.ProcessState; !st.Success() {
+			return fmt.Errorf("fleet: joulie-agentd for %s ended with %v; see %s", a.name, st, a.log)
 		}
 		return nil
 	case <-ctx.Done():

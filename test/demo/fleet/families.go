@@ -21,7 +21,11 @@ type Family struct {
 	// CPUVendor and CPUModel are written into /proc/cpuinfo of a daemon
 	// node's fixture tree as Linux prints them; the agent resolves the
 	// model in the hardware catalog.
-	CPUVendor, CPUModel      string
+	CPUVendor, CPUModel string
+	// CPUCatalog is the CPU's hardware-catalog id. Pool nodes carry it
+	// as their joulie.io/hw.cpu-model label, where pool mode reads the
+	// model: the HTTP contract's telemetry has none.
+	CPUCatalog               string
 	Sockets, CoresPerSocket  int
 	PackageMinW, PackageMaxW float64 // the range a package limit accepts
 	MemoryGiB                int
@@ -88,7 +92,7 @@ func Families(model *physics.Model) []*Family {
 	g := model.GPUNode
 	l40sScale := 350 / g.GPUMaxWatts()
 	xeon := func(f Family) *Family {
-		f.CPUVendor, f.CPUModel = "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+"
+		f.CPUVendor, f.CPUModel, f.CPUCatalog = "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+", "intel-xeon-8480plus"
 		f.Sockets, f.CoresPerSocket = 2, 56
 		f.PackageMinW, f.PackageMaxW = 175, 350
 		f.MemoryGiB = 2048
@@ -99,7 +103,7 @@ func Families(model *physics.Model) []*Family {
 	return []*Family{
 		{
 			Name: "epyc", Description: "2 x AMD EPYC 9654",
-			CPUVendor: "AuthenticAMD", CPUModel: "AMD EPYC 9654 96-Core Processor",
+			CPUVendor: "AuthenticAMD", CPUModel: "AMD EPYC 9654 96-Core Processor", CPUCatalog: "amd-epyc-9654",
 			Sockets: 2, CoresPerSocket: 96, PackageMinW: 180, PackageMaxW: 360,
 			MemoryGiB: 1536, PoolOnly: true, Host: model.CPUNode,
 		},

@@ -56,7 +56,7 @@ const (
 // Config says what fleet to run.
 type Config struct {
 	// Nodes is the number of nodes (default 16); DaemonNodes of them
-	// (default 2, at most Nodes) have their own daemon-mode agent, the
+	// (default 2, or Nodes if fewer) have their own daemon-mode agent, the
 	// rest are driven by one pool-mode agent. Set DaemonNodes to -1 for
 	// none.
 	Nodes, DaemonNodes int
@@ -95,7 +95,9 @@ type Config struct {
 type Snapshot struct {
 	Time  time.Time
 	Nodes []NodeState
-	// Pods are the pods the fleet has run or runs, in start order.
+	// Pods are the pods the fleet has run or runs, in start order. A
+	// finished pod keeps its record after it is deleted; a pod deleted
+	// while running leaves none.
 	Pods []PodRecord
 	// PowerW is the cluster's draw from Time until the next tick.
 	// EnergyJ is the energy drawn since Start: the sum over past ticks of
@@ -197,11 +199,9 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 	}
 	plan := c.plan()
 	var lib string
-	for _, p := range plan {
-		if p.daemon && lib == "" {
-			if lib, err = buildFakeNVML(ctx, c.FakeNVMLSource, filepath.Join(c.Dir, "run")); err != nil {
-				return nil, err
-			}
+	if c.DaemonNodes > 0 {
+		if lib, err = buildFakeNVML(ctx, c.FakeNVMLSource, filepath.Join(c.Dir, "run")); err != nil {
+			return nil, err
 		}
 	}
 	for _, p := range plan {
@@ -275,7 +275,7 @@ func (c *Config) defaults() error {
 	}
 	switch {
 	case c.DaemonNodes == 0:
-		c.DaemonNodes = 2
+		c.DaemonNodes = min(2, c.Nodes)
 	case c.DaemonNodes < 0:
 		c.DaemonNodes = 0
 	}
@@ -390,8 +390,12 @@ func (f *Fleet) Nodes() []string { return append([]string(nil), f.nodes...) }
 func (f *Fleet) Stop(ctx context.Context) error {
 	f.stopOnce.Do(func() {
 		var errs []error
+		// All at once: each restores its host independently.
 		for _, a := range f.agents {
-			errs = append(errs, a.stop(ctx))
+			a.terminate()
+		}
+		for _, a := range f.agents {
+			errs = append(errs, a.wait(ctx))
 		}
 		f.cancel()
 		if f.srv != nil {

@@ -54,11 +54,11 @@ func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	}
 }
 
-func startFleet(t *testing.T, nodes, daemons int) (*fleet.Fleet, fleet.Config) {
+func startFleet(t *testing.T, prefix string, nodes, daemons int, kube *rest.Config) (*fleet.Fleet, fleet.Config) {
 	t.Helper()
 	cfg := fleet.Config{
-		Nodes: nodes, DaemonNodes: daemons,
-		Kube:        cp.AdminConfig(),
+		Nodes: nodes, DaemonNodes: daemons, NodePrefix: prefix,
+		Kube:        kube,
 		AgentConfig: func(node string) (*rest.Config, error) { return cp.AgentConfig(t, node), nil },
 		AgentBinary: cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentd"),
 		Dir:         t.TempDir(),
@@ -177,12 +177,12 @@ func daemonCaps(t *testing.T, dir, node string) (cpuW, gpuW float64) {
 func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	f, cfg := startFleet(t, 4, 2)
+	f, cfg := startFleet(t, "eco", 4, 2, cp.AdminConfig())
 	const (
-		daemonH100 = "sim-h100-1" // own agent, sysfs and NVML
-		daemonL40S = "sim-l40s-1" // own agent, left uncapped
-		poolEPYC   = "sim-epyc-1"
-		poolH100   = "sim-h100-2" // pool agent, HTTP
+		daemonH100 = "eco-h100-1" // own agent, sysfs and NVML
+		daemonL40S = "eco-l40s-1" // own agent, left uncapped
+		poolEPYC   = "eco-epyc-1"
+		poolH100   = "eco-h100-2" // pool agent, HTTP
 	)
 	if got := f.Nodes(); strings.Join(got, ",") != strings.Join([]string{daemonH100, daemonL40S, poolEPYC, poolH100}, ",") {
 		t.Fatalf("nodes %v", got)
@@ -333,4 +333,77 @@ func processesOf(t *testing.T, bin string) []int {
 		}
 	}
 	return pids
+}
+
+// The demo's default fleet: 16 nodes of three families, two of them with
+// their own agent, every agent publishing what it discovered.
+func TestDefaultFleetComesUpAndGoes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// The admin identity as a kubeconfig with file paths gives it, the
+	// server's CA in a file: the agents' kubeconfigs must still carry it.
+	kube := cp.AdminConfig()
+	kube.CAFile = filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(kube.CAFile, kube.CAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kube.CAData = nil
+	f, cfg := startFleet(t, "", 0, 0, kube)
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := f.Snapshot()
+	families, paths := map[string]int{}, map[string]int{}
+	for _, n := range snap.Nodes {
+		families[n.Family]++
+		paths[n.Path]++
+	}
+	if len(snap.Nodes) != 16 || len(families) < 3 || paths[fleet.PathDaemon] != 2 {
+		t.Fatalf("nodes by family %v, by path %v", families, paths)
+	}
+	wantGPU := map[string]string{"h100": "nvidia-h100-sxm", "l40s": "nvidia-l40s"}
+	wantCPU := map[string]string{"epyc": "amd-epyc-9654", "h100": "intel-xeon-8480plus", "l40s": "intel-xeon-8480plus"}
+	for _, n := range snap.Nodes {
+		var last string
+		poll(t, "NodeHardware of "+n.Name+" as its family", 45*time.Second, func() bool {
+			hw, err := admin.JoulieV1alpha1().NodeHardwares().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			last = fmt.Sprintf("CPU %+v, GPU %+v, warnings %q", hw.Status.CPU, hw.Status.GPU, hw.Status.Warnings)
+			// Daemons discover the CPU from the host tree, the pool
+			// from the node's joulie.io/hw.cpu-model label.
+			if hw.Status.CPU.CatalogModel != wantCPU[n.Family] || hw.Status.CPU.Sockets != 2 {
+				return false
+			}
+			if want := wantGPU[n.Family]; want != "" && (hw.Status.GPU == nil || hw.Status.GPU.CatalogModel != want || int(hw.Status.GPU.Count) != n.GPUs) {
+				t.Logf("%s: not yet: %s", n.Name, last)
+				return false
+			}
+			for _, w := range hw.Status.Warnings {
+				if strings.Contains(w, "memory") || strings.Contains(w, "topology") || strings.Contains(w, "no CPUs") {
+					t.Errorf("%s: %s", n.Name, w)
+				}
+			}
+			return true
+		})
+		if t.Failed() {
+			t.Fatalf("%s (%s): %s", n.Name, n.Path, last)
+		}
+	}
+	if snap.PowerW <= 0 || snap.EnergyJ < 0 {
+		t.Errorf("idle fleet: %v W, %v J", snap.PowerW, snap.EnergyJ)
+	}
+	if err := f.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pids := processesOf(t, cfg.AgentBinary); len(pids) != 0 {
+		t.Errorf("joulie-agentd processes left after Stop: %v", pids)
+	}
+	nodes, err := cp.AdminClient(t).CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.LabelFleet})
+	if err != nil || len(nodes.Items) != 0 {
+		t.Errorf("fleet nodes left after Stop: %d (%v)", len(nodes.Items), err)
+	}
 }

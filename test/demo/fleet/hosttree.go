@@ -50,11 +50,16 @@ func writeHostTree(node, root, gpus string, f *Family) (*hostTree, error) {
 			for c := range f.CoresPerSocket {
 				fmt.Fprintf(&cpuinfo, "processor\t: %d\nvendor_id\t: %s\nmodel name\t: %s\nphysical id\t: %d\nsiblings\t: %d\ncore id\t\t: %d\ncpu cores\t: %d\n\n",
 					cpu, f.CPUVendor, f.CPUModel, p, 2*f.CoresPerSocket, c, f.CoresPerSocket)
+				topo := filepath.Join(root, "sys/devices/system/cpu", fmt.Sprintf("cpu%d", cpu), "topology")
+				add(filepath.Join(topo, "physical_package_id"), strconv.Itoa(p), 0o444)
+				add(filepath.Join(topo, "die_id"), "0", 0o444)
+				add(filepath.Join(topo, "core_id"), strconv.Itoa(c), 0o444)
 				cpu++
 			}
 		}
 	}
 	add(filepath.Join(root, "proc/cpuinfo"), cpuinfo.String(), 0o444)
+	add(filepath.Join(root, "sys/devices/system/cpu/online"), fmt.Sprintf("0-%d", cpu-1), 0o444)
 	add(filepath.Join(root, "proc/meminfo"), fmt.Sprintf("MemTotal:       %d kB\n", f.MemoryGiB<<20), 0o444)
 
 	ct := filepath.Join(root, "sys/devices/virtual/powercap/intel-rapl")
@@ -94,7 +99,10 @@ func writeHostTree(node, root, gpus string, f *Family) (*hostTree, error) {
 		if err := os.MkdirAll(filepath.Dir(fl.path), 0o755); err != nil {
 			return nil, fmt.Errorf("fixture tree of %s: %w", node, err)
 		}
-		if err := os.WriteFile(fl.path, []byte(fl.value+"\n"), fl.mode); err != nil {
+		if !strings.HasSuffix(fl.value, "\n") {
+			fl.value += "\n"
+		}
+		if err := os.WriteFile(fl.path, []byte(fl.value), fl.mode); err != nil {
 			return nil, fmt.Errorf("fixture tree of %s: %w", node, err)
 		}
 	}

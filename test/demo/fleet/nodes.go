@@ -33,6 +33,12 @@ func (f *Fleet) createNode(ctx context.Context, p planned) error {
 		"kubernetes.io/os":       "linux",
 		"kubernetes.io/arch":     "amd64",
 	}}}
+	if !p.daemon {
+		// What an admin gives a simulated node: pool mode reads the
+		// CPU model here, as the HTTP telemetry has none. A daemon
+		// node's agent discovers it, as on a real host.
+		node.Labels[joulie.LabelHWCPUModel] = p.fam.CPUCatalog
+	}
 	node, err := f.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("fleet: node %s exists already: the fleet creates its own nodes; delete it or choose another Config.NodePrefix", p.name)

@@ -22,9 +22,9 @@ type sim struct {
 
 	mu      sync.Mutex
 	nodes   map[string]*simNode
-	order   []string // node names in creation order, for Snapshot
-	pods    map[string]*simPod
-	podSeq  []string // pod keys in start order, for Snapshot
+	order   []string           // node names in creation order, for Snapshot
+	pods    map[string]*simPod // the pods that exist, by namespace/name
+	seq     []*simPod          // every pod run, in start order: finished ones outlive their deletion
 	now     time.Time
 	powerW  float64 // the cluster's draw since the last tick
 	energyJ float64
@@ -58,6 +58,7 @@ type simNode struct {
 
 type simPod struct {
 	key       string
+	uid       string
 	rec       PodRecord
 	boundness physics.Boundness
 	cpus      float64
@@ -90,12 +91,6 @@ func (s *sim) addNode(name string, fam *Family, host *hostTree) {
 	s.powerW += n.watts
 }
 
-// node returns a node by name; the caller holds s.mu.
-func (s *sim) node(name string) (*simNode, bool) {
-	n, ok := s.nodes[name]
-	return n, ok
-}
-
 func (s *sim) setProfile(name, profile string, draining bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,15 +105,19 @@ func (s *sim) start(pod *corev1.Pod, now time.Time) (bool, error) {
 	key := pod.Namespace + "/" + pod.Name
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pods[key]; ok {
-		return true, nil
+	if p, ok := s.pods[key]; ok {
+		if p.uid == string(pod.UID) {
+			return true, nil
+		}
+		// A new pod under a deleted one's name.
+		s.drop(key)
 	}
 	n, ok := s.nodes[pod.Spec.NodeName]
 	if !ok {
 		return false, nil
 	}
 	cpus, gpus := requests(pod, n.fam)
-	p := &simPod{key: key, cpus: cpus, rec: PodRecord{
+	p := &simPod{key: key, uid: string(pod.UID), cpus: cpus, rec: PodRecord{
 		Namespace: pod.Namespace, Name: pod.Name, Node: n.name,
 		Class: podClass(pod), ProfileAtStart: n.profile,
 		Created: pod.CreationTimestamp.Time, Started: now, Phase: string(corev1.PodRunning),
@@ -150,7 +149,7 @@ func (s *sim) start(pod *corev1.Pod, now time.Time) (bool, error) {
 		}
 	}
 	s.pods[key] = p
-	s.podSeq = append(s.podSeq, key)
+	s.seq = append(s.seq, p)
 	return true, err
 }
 
@@ -165,19 +164,24 @@ func (s *sim) phase(key string) corev1.PodPhase {
 	return ""
 }
 
-// forget drops a deleted pod; a running one frees its node.
+// forget drops a deleted pod. A running one frees its node and leaves no
+// record, since it never finished; a finished one keeps its record.
 func (s *sim) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.drop(key)
+}
+
+func (s *sim) drop(key string) {
 	p, ok := s.pods[key]
 	if !ok {
 		return
 	}
+	delete(s.pods, key)
 	if p.rec.Phase == string(corev1.PodRunning) {
 		s.release(p)
+		s.seq = slices.DeleteFunc(s.seq, func(q *simPod) bool { return q == p })
 	}
-	delete(s.pods, key)
-	s.podSeq = slices.DeleteFunc(s.podSeq, func(k string) bool { return k == key })
 }
 
 func (s *sim) release(p *simPod) {
@@ -209,8 +213,7 @@ func (s *sim) step(now time.Time) (finished []string, errs []error) {
 			n.gpuEnergyJ[i] += n.gpuW[i] * sec
 		}
 	}
-	for _, key := range s.podSeq {
-		p := s.pods[key]
+	for _, p := range s.seq {
 		if p.rec.Phase != string(corev1.PodRunning) || p.open {
 			continue
 		}
@@ -219,7 +222,7 @@ func (s *sim) step(now time.Time) (finished []string, errs []error) {
 		if p.done >= p.rec.Work {
 			p.rec.Phase, p.rec.Finished = string(corev1.PodSucceeded), now
 			s.release(p)
-			finished = append(finished, key)
+			finished = append(finished, p.key)
 		}
 	}
 	s.powerW = 0
@@ -263,8 +266,7 @@ func (s *sim) power(n *simNode) {
 	f := n.fam
 	var cpuBusy float64
 	util := make([]float64, f.GPUs)
-	for _, key := range s.podSeq {
-		p := s.pods[key]
+	for _, p := range s.seq {
 		if p.rec.Node != n.name || p.rec.Phase != string(corev1.PodRunning) {
 			continue
 		}
@@ -366,8 +368,7 @@ func (s *sim) snapshot() Snapshot {
 	for i := range snap.Nodes {
 		byNode[snap.Nodes[i].Name] = &snap.Nodes[i]
 	}
-	for _, key := range s.podSeq {
-		p := s.pods[key]
+	for _, p := range s.seq {
 		snap.Pods = append(snap.Pods, p.rec)
 		if p.rec.Phase != string(corev1.PodRunning) {
 			continue

@@ -214,3 +214,40 @@ func TestControlRefusals(t *testing.T) {
 		t.Errorf("POST telemetry: %d", resp.StatusCode)
 	}
 }
+
+// Deleting pods: a finished pod's record stays for the report, a running
+// one frees its GPUs and leaves none, and a new pod under an old name
+// runs afresh.
+func TestDeletedPods(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	s := newSim(physics.Default(), t0)
+	s.addNode("n", family(t, "l40s"), nil)
+	done := testPod("done", "n", 8, 2, time.Second, physics.GPUMixed, "")
+	done.UID = "1"
+	running := testPod("running", "n", 8, 2, 0, physics.GPUMixed, "")
+	running.UID = "2"
+	for _, p := range []*corev1.Pod{done, running} {
+		if _, err := s.start(p, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.step(t0.Add(2 * time.Second))
+	s.forget("ns/done")
+	s.forget("ns/running")
+	snap := s.snapshot()
+	if len(snap.Pods) != 1 || snap.Pods[0].Name != "done" || snap.Pods[0].Phase != string(corev1.PodSucceeded) {
+		t.Fatalf("records after deletion: %+v", snap.Pods)
+	}
+	// All four GPUs are free again: a pod asking for four gets them.
+	again := testPod("done", "n", 8, 4, time.Second, physics.GPUMixed, "")
+	again.UID = "3"
+	if _, err := s.start(again, t0.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s.pods["ns/done"].gpus); got != 4 {
+		t.Errorf("new pod holds %d GPUs, want 4", got)
+	}
+	if s.phase("ns/done") != corev1.PodRunning || len(s.snapshot().Pods) != 2 {
+		t.Errorf("new pod under an old name: phase %q, records %+v", s.phase("ns/done"), s.snapshot().Pods)
+	}
+}
