@@ -77,7 +77,7 @@ func (r *rendered) env(deployment, podName string, override map[string]string) (
 			case f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace":
 				v = d.Namespace
 			default:
-				return nil, fmt.Errorf("Deployment %s: environment variable %s comes from a source the demo cannot fill in", deployment, e.Name)
+				return nil, fmt.Errorf("the chart's Deployment %s: environment variable %s comes from a source the demo cannot fill in", deployment, e.Name)
 			}
 		}
 		if o, ok := override[e.Name]; ok {

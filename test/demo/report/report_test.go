@@ -18,7 +18,6 @@ var t0 = time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)
 // integrates. From step 10 on, node pool-b and daemon-b are eco with their
 // agents' caps applied; pool-a is draining from step 20 to 25.
 type fakeFleet struct {
-	steps   int
 	energyJ float64
 }
 
