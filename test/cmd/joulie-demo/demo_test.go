@@ -25,33 +25,82 @@ import (
 // nothing it started may remain: no process, no listener, no temporary
 // directory.
 func TestShortDemo(t *testing.T) {
-	helm, err := harness.PinnedHelm("../../..")
+	// Three daemon nodes of five: the fleet names a family's daemon nodes
+	// first, and the controller's family floor keeps each family's first
+	// node on performance, so only a family's second daemon node can be
+	// planned eco (sim-h100-2 here; the pool's is sim-h100-3).
+	out := runDemo(t, nil, "--duration", "70s", "--nodes", "5", "--daemon-nodes", "3", "--max-pods", "150")
+
+	// What the report says.
+	rep, err := report.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(rep.Runs) != 1 || rep.Runs[0].Name != report.RunJoulie {
+		t.Fatalf("runs %d, want one run with Joulie", len(rep.Runs))
+	}
+	run := rep.Runs[0]
+	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v", run.Summary.Pods, run.Summary.Done,
+		run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes)
+	for _, e := range run.Check(report.Expect{CappedPaths: []string{"daemon", "pool"}, AllDone: true}) {
+		t.Error(e)
+	}
+	if run.Summary.Pods < 20 {
+		t.Errorf("only %d pods: the short mode should still run a real workload", run.Summary.Pods)
+	}
+
+	// And the page, as a reader's browser shows it.
+	problems, err := report.BrowserCheck(t.Context(), filepath.Join(out, report.FileHTML), filepath.Join(out, "report.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("report.html: %s", p)
+	}
+}
+
+// demoBinaries builds joulie-demo (as make demo does, without the race
+// detector) and the product programs it runs into a directory of t; the
+// builds come from Go's cache after the first.
+func demoBinaries(t *testing.T) string {
+	t.Helper()
 	bins := t.TempDir()
 	for _, pkg := range []string{"agentd/cmd/joulie-agentd", "controller/cmd/joulie-controller", "extender/cmd/joulie-extender"} {
 		if err := harness.Build("joulie.io/joulie/"+pkg, filepath.Join(bins, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	demo := filepath.Join(bins, "joulie-demo")
-	build := exec.Command("go", "build", "-o", demo, ".")
+	build := exec.Command("go", "build", "-o", filepath.Join(bins, "joulie-demo"), ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build joulie-demo: %v\n%s", err, out)
 	}
+	return bins
+}
+
+// runDemo runs the real joulie-demo binary with args and returns its
+// report directory, after checking that it exited 0, said where the
+// report is, and left nothing behind: no process of its tree, no port
+// they listened on, nothing in its TMPDIR. interrupt, if given, is called
+// with each line of its output and may send it a signal.
+func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...string) string {
+	t.Helper()
+	helm, err := harness.PinnedHelm("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := demoBinaries(t)
 
 	tmp := t.TempDir() // the demo's TMPDIR: it must be empty afterwards
 	out := filepath.Join(t.TempDir(), "report")
-	// Three daemon nodes of five: the fleet names a family's daemon nodes
-	// first, and the controller's family floor keeps each family's first
-	// node on performance, so only a family's second daemon node can be
-	// planned eco (sim-h100-2 here; the pool's is sim-h100-3).
-	cmd := exec.Command(demo, "--duration", "70s", "--nodes", "5", "--daemon-nodes", "3", "--max-pods", "150",
-		"--out", out, "--bin-dir", bins, "--helm", helm, "--chart", "../../../packaging/helm/joulie")
+	cmd := exec.Command(filepath.Join(bins, "joulie-demo"), append(args,
+		"--out", out, "--bin-dir", bins, "--helm", helm, "--chart", "../../../packaging/helm/joulie")...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -71,6 +120,14 @@ func TestShortDemo(t *testing.T) {
 			}
 		}
 	})
+	var stdout strings.Builder
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		stdout.WriteString(sc.Text() + "\n")
+		if interrupt != nil {
+			interrupt(sc.Text(), cmd.Process)
+		}
+	}
 	err = cmd.Wait()
 	close(stop)
 	wg.Wait()
@@ -107,32 +164,40 @@ func TestShortDemo(t *testing.T) {
 		}
 		t.Errorf("the demo left %v in its temporary directory", names)
 	}
+	return out
+}
 
-	// What the report says.
+// Ctrl-C ends the run early; the demo still writes the report of what it
+// saw and leaves nothing behind.
+func TestInterruptedDemoStillReports(t *testing.T) {
+	var progress int
+	var sent bool
+	out := runDemo(t, func(line string, p *os.Process) {
+		// The run's second progress line, 10 s in: pods are under way.
+		if strings.HasPrefix(line, "[joulie ") {
+			progress++
+		}
+		if !sent && progress == 2 {
+			sent = true
+			_ = p.Signal(syscall.SIGINT)
+		}
+	}, "--duration", "5m", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "100")
+	if !sent {
+		t.Fatal("the run printed no progress line to interrupt at")
+	}
 	rep, err := report.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Runs) != 1 || rep.Runs[0].Name != report.RunJoulie {
-		t.Fatalf("runs %d, want one run with Joulie", len(rep.Runs))
+	if len(rep.Runs) != 1 || len(rep.Runs[0].Samples) < 5 {
+		t.Fatalf("the interrupted run's report holds %d runs", len(rep.Runs))
 	}
 	run := rep.Runs[0]
-	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v", run.Summary.Pods, run.Summary.Done,
-		run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes)
-	for _, e := range run.Check(report.Expect{CappedPaths: []string{"daemon", "pool"}, AllDone: true}) {
-		t.Error(e)
+	if d := run.Summary.DurationSeconds; d < 5 || d > 60 {
+		t.Errorf("the run lasted %.0f s, want it ended soon after the interrupt", d)
 	}
-	if run.Summary.Pods < 20 {
-		t.Errorf("only %d pods: the short mode should still run a real workload", run.Summary.Pods)
-	}
-
-	// And the page, as a reader's browser shows it.
-	problems, err := report.BrowserCheck(t.Context(), filepath.Join(out, report.FileHTML), filepath.Join(out, "report.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("report.html: %s", p)
+	if run.Summary.Pods != rep.Workload.Jobs || run.Summary.Done >= run.Summary.Pods {
+		t.Errorf("%d of %d pods done (of %d jobs): the interrupt should have left some undone", run.Summary.Done, run.Summary.Pods, rep.Workload.Jobs)
 	}
 }
 
