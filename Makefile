@@ -94,7 +94,9 @@ run: build ## run joulie-agentd on this host (standalone, changes nothing) and s
 # flags, e.g. DEMO_FLAGS="--compare --duration 3m".
 DEMO_FLAGS ?=
 
-demo: build $(HELM) ## Joulie on a cluster in a box: simulated nodes, live view, report in demo-report/
+demo: ## Joulie on a cluster in a box: simulated nodes, live view, report in demo-report/
+	@hack/install-deps.sh demo
+	@$(MAKE) --no-print-directory build $(HELM)
 	cd test && $(GO) build -o ../bin/joulie-demo ./cmd/joulie-demo
 	bin/joulie-demo --helm $(HELM) --bin-dir bin --chart packaging/helm/joulie $(DEMO_FLAGS)
 

@@ -12,6 +12,10 @@ set -euo pipefail
 need=()
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 [ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
+# `install-deps.sh demo` stops here: make demo needs only the C compiler
+# (cgo for the agent, and the fleet compiles the fake NVML with it), and a
+# newcomer's first command should not install the test tooling.
+if [ "${1:-}" != demo ]; then
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v diff >/dev/null 2>&1 || need+=(diffutils)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
@@ -50,6 +54,7 @@ command -v ansible-lint >/dev/null 2>&1 || need+=(ansible-lint)
 command -v gpg >/dev/null 2>&1 || need+=(gpg)
 command -v dpkg-scanpackages >/dev/null 2>&1 || need+=(dpkg-dev)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+fi # not demo
 
 if [ "${#need[@]}" -eq 0 ]; then
 	exit 0
