@@ -172,11 +172,17 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 	if err := c.defaults(); err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(c.Kube)
+	rc := rest.CopyConfig(c.Kube)
+	if rc.QPS == 0 {
+		// client-go's default of 5 requests a second would hold back
+		// the two status writes per pod of a busy demo by minutes.
+		rc.QPS, rc.Burst = 100, 200
+	}
+	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: client for Config.Kube: %w", err)
 	}
-	jc, err := versioned.NewForConfig(c.Kube)
+	jc, err := versioned.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: client for Config.Kube: %w", err)
 	}
@@ -323,9 +329,13 @@ type planned struct {
 	daemon bool
 }
 
-// plan names the nodes: daemon nodes first, alternating between the
-// families that may have one, then pool nodes cycling through all
-// families; numbers count per family from 1.
+// plan names the nodes: pool nodes cycling through all families, then
+// daemon nodes alternating between the families that may have one;
+// numbers count per family from 1, so a family's daemon nodes come after
+// its pool nodes. The controller's family floor keeps the first node of
+// each family on performance (equal density goes by name), so daemon
+// nodes numbered last are the ones a plan turns eco first, and the host
+// path gets capped in a default run.
 func (c *Config) plan() []planned {
 	fams := Families(c.Model)
 	var daemonFams []*Family
@@ -340,13 +350,13 @@ func (c *Config) plan() []planned {
 		return fmt.Sprintf("%s-%s-%d", c.NodePrefix, f.Name, count[f.Name])
 	}
 	var out []planned
-	for i := range c.DaemonNodes {
-		f := daemonFams[i%len(daemonFams)]
-		out = append(out, planned{name: name(f), fam: f, daemon: true})
-	}
 	for i := range c.Nodes - c.DaemonNodes {
 		f := fams[i%len(fams)]
 		out = append(out, planned{name: name(f), fam: f})
+	}
+	for i := range c.DaemonNodes {
+		f := daemonFams[i%len(daemonFams)]
+		out = append(out, planned{name: name(f), fam: f, daemon: true})
 	}
 	return out
 }

@@ -179,12 +179,13 @@ func TestEcoCapsBothPathsAndSlowsPods(t *testing.T) {
 	defer cancel()
 	f, cfg := startFleet(t, "eco", 4, 2, cp.AdminConfig())
 	const (
-		daemonH100 = "eco-h100-1" // own agent, sysfs and NVML
-		daemonL40S = "eco-l40s-1" // own agent, left uncapped
 		poolEPYC   = "eco-epyc-1"
-		poolH100   = "eco-h100-2" // pool agent, HTTP
+		poolH100   = "eco-h100-1" // pool agent, HTTP
+		daemonH100 = "eco-h100-2" // own agent, sysfs and NVML
+		daemonL40S = "eco-l40s-1" // own agent, left uncapped
 	)
-	if got := f.Nodes(); strings.Join(got, ",") != strings.Join([]string{daemonH100, daemonL40S, poolEPYC, poolH100}, ",") {
+	// Pool nodes first; a family's daemon nodes after its pool nodes.
+	if got := f.Nodes(); strings.Join(got, ",") != strings.Join([]string{poolEPYC, poolH100, daemonH100, daemonL40S}, ",") {
 		t.Fatalf("nodes %v", got)
 	}
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
@@ -348,6 +349,8 @@ func TestDefaultFleetComesUpAndGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube.CAData = nil
+	// And with client-go's rate defaults, as clientcmd leaves them.
+	kube.QPS, kube.Burst = 0, 0
 	f, cfg := startFleet(t, "", 0, 0, kube)
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
 	if err != nil {
@@ -395,6 +398,43 @@ func TestDefaultFleetComesUpAndGoes(t *testing.T) {
 	}
 	if snap.PowerW <= 0 || snap.EnergyJ < 0 {
 		t.Errorf("idle fleet: %v W, %v J", snap.PowerW, snap.EnergyJ)
+	}
+
+	// A burst of short pods, as the demo's workload sends them: every one
+	// runs and ends Succeeded, in the API and in the records.
+	perNode := 12
+	if testing.Short() {
+		perNode = 3
+	}
+	kc := cp.AdminClient(t)
+	for i := range perNode * len(snap.Nodes) {
+		p := gpuPod(fmt.Sprintf("burst-%d", i), snap.Nodes[i%len(snap.Nodes)].Name, 0, time.Second, physics.CPULow)
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+		if _, err := kc.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(t, "every burst pod Succeeded", 45*time.Second, func() bool {
+		pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		var done int
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Name, "burst-") && p.Status.Phase == corev1.PodSucceeded {
+				done++
+			}
+		}
+		return done == perNode*len(snap.Nodes)
+	})
+	var recorded int
+	for _, r := range f.Snapshot().Pods {
+		if strings.HasPrefix(r.Name, "burst-") && r.Phase == string(corev1.PodSucceeded) && r.Finished.Sub(r.Started) >= time.Second {
+			recorded++
+		}
+	}
+	if recorded != perNode*len(snap.Nodes) {
+		t.Errorf("%d burst pods recorded Succeeded after their work, want %d", recorded, perNode*len(snap.Nodes))
 	}
 	if err := f.Stop(ctx); err != nil {
 		t.Fatal(err)

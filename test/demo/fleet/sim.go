@@ -218,7 +218,12 @@ func (s *sim) step(now time.Time) (finished []string, errs []error) {
 			continue
 		}
 		n := s.nodes[p.rec.Node]
-		p.done += time.Duration(float64(dt) / s.model.Stretch(p.boundness, n.podCap(p)))
+		// A pod started since the last tick works only from its start.
+		ran := now.Sub(p.rec.Started)
+		if ran > dt {
+			ran = dt
+		}
+		p.done += time.Duration(float64(ran) / s.model.Stretch(p.boundness, n.podCap(p)))
 		if p.done >= p.rec.Work {
 			p.rec.Phase, p.rec.Finished = string(corev1.PodSucceeded), now
 			s.release(p)

@@ -251,3 +251,23 @@ func TestDeletedPods(t *testing.T) {
 		t.Errorf("new pod under an old name: phase %q, records %+v", s.phase("ns/done"), s.snapshot().Pods)
 	}
 }
+
+// A pod that starts between two ticks is credited only the time since
+// its start, so it never finishes before its work is done.
+func TestPodStartedBetweenTicksWorksFromItsStart(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	s := newSim(physics.Default(), t0)
+	s.addNode("n", family(t, "epyc"), nil)
+	if _, err := s.start(testPod("p", "n", 1, 0, time.Second, physics.CPULow, ""), t0.Add(90*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	var finished time.Time
+	for now := t0.Add(100 * time.Millisecond); finished.IsZero() && now.Before(t0.Add(3*time.Second)); now = now.Add(100 * time.Millisecond) {
+		if done, _ := s.step(now); len(done) > 0 {
+			finished = now
+		}
+	}
+	if want := t0.Add(1100 * time.Millisecond); !finished.Equal(want) {
+		t.Errorf("finished at +%s, want +%s (the first tick after 90 ms + 1 s)", finished.Sub(t0), want.Sub(t0))
+	}
+}
