@@ -25,11 +25,12 @@ import (
 // nothing it started may remain: no process, no listener, no temporary
 // directory.
 func TestShortDemo(t *testing.T) {
-	// Three daemon nodes of five: the fleet names a family's daemon nodes
-	// first, and the controller's family floor keeps each family's first
-	// node on performance, so only a family's second daemon node can be
-	// planned eco (sim-h100-2 here; the pool's is sim-h100-3).
-	out := runDemo(t, nil, "--duration", "70s", "--nodes", "5", "--daemon-nodes", "3", "--max-pods", "150")
+	// Six nodes, two of them daemon nodes: the fleet numbers a family's
+	// daemon nodes after its pool nodes (sim-h100-2, sim-l40s-2), and the
+	// controller's family floor keeps each family's first node on
+	// performance, so while at most four nodes are planned performance a
+	// daemon node and a pool node (sim-epyc-2) are eco.
+	out := runDemo(t, nil, "--duration", "70s", "--nodes", "6", "--daemon-nodes", "2", "--max-pods", "150")
 
 	// What the report says.
 	rep, err := report.Read(out)
