@@ -174,10 +174,12 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	r, err := d.runOnce(ctx, report.RunJoulie, namespaceJoulie)
+	if r.Name != "" { // a run that started is reported even if it failed
+		rep.Runs = append(rep.Runs, r)
+	}
 	if err != nil {
 		return err
 	}
-	rep.Runs = append(rep.Runs, r)
 	if o.compare && ctx.Err() == nil {
 		d.say("run %s done; turning Joulie off (controller, extender and caps) for the comparison", report.RunJoulie)
 		if err := d.cluster.withoutJoulie(setupCtx); err != nil {
@@ -187,10 +189,12 @@ func (d *demo) run(ctx context.Context) (err error) {
 			return err
 		}
 		r, err := d.runOnce(ctx, report.RunBaseline, namespaceBaseline)
+		if r.Name != "" {
+			rep.Runs = append(rep.Runs, r)
+		}
 		if err != nil {
 			return err
 		}
-		rep.Runs = append(rep.Runs, r)
 	}
 	if o.kubeconfig != "" {
 		for _, ns := range []string{namespaceJoulie} {
