@@ -182,7 +182,10 @@ func (d *demo) run(ctx context.Context) (err error) {
 	}
 	if o.compare && ctx.Err() == nil {
 		d.say("run %s done; turning Joulie off (controller, extender and caps) for the comparison", report.RunJoulie)
-		if err := d.cluster.withoutJoulie(setupCtx); err != nil {
+		// Its own deadline: setupCtx's began with the demo, a run ago.
+		offCtx, cancel := context.WithTimeout(bg, 2*time.Minute)
+		defer cancel()
+		if err := d.cluster.withoutJoulie(offCtx); err != nil {
 			return err
 		}
 		if err := d.waitUncapped(ctx); err != nil {
