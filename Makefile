@@ -1,7 +1,8 @@
 # Joulie's build. `make help` lists the targets.
 #
-# The two commands of the README:
-#   make run     runs what exists of Joulie on this machine
+# The commands of the README:
+#   make demo    runs Joulie on a cluster in a box: simulated nodes, a live view, a report
+#   make run     runs Joulie's host agent on this machine (real hardware)
 #   make check   installs what the tests need and runs every check and test
 
 GO            ?= go
@@ -70,7 +71,7 @@ CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
 
-.PHONY: all help deps tools print-helm build run test test-unit test-integration test-tooling test-helm test-package test-install package lint verify generate fuzz check clean bench-energy bench-energy-full
+.PHONY: all help deps tools print-helm build run demo test test-unit test-integration test-tooling test-helm test-package test-install package lint verify generate fuzz check clean bench-energy bench-energy-full
 
 all: build
 
@@ -86,6 +87,21 @@ build: ## build every binary into bin/
 
 run: build ## run joulie-agentd on this host (standalone, changes nothing) and show what it sees
 	hack/run.sh
+
+# The cluster in a box (issue 15, test/README.md "make demo"): an embedded
+# control plane with the chart installed, the real controller, extender
+# and agents on simulated hosts, a live view, then a report in
+# demo-report/. Built without the race detector and without -trimpath (the
+# harness finds kube-apiserver's test fixtures by their source path), so
+# Go's cache of Kubernetes is reused: seconds once built. DEMO_FLAGS adds
+# flags, e.g. DEMO_FLAGS="--compare --duration 3m".
+DEMO_FLAGS ?=
+
+demo: ## Joulie on a cluster in a box: simulated nodes, live view, report in demo-report/
+	@hack/install-deps.sh demo
+	@$(MAKE) --no-print-directory build $(HELM)
+	cd test && $(GO) build -o ../bin/joulie-demo ./cmd/joulie-demo
+	bin/joulie-demo --helm $(HELM) --bin-dir bin --chart packaging/helm/joulie $(DEMO_FLAGS)
 
 test: test-unit test-tooling test-helm test-package test-install test-integration ## run all tests
 

@@ -4,13 +4,18 @@
 # Makefile and installed with `go install`; this script covers the system
 # packages: gcc and the C library headers for cgo and the race detector,
 # the Prometheus server the controller's facility poller is tested against,
-# what `make test-package` checks the .deb and .rpm with, and what
+# what `make test-package` checks the .deb and .rpm with, Chromium for the
+# demo report's check, and what
 # `make test-install` boots a Debian container and runs Ansible with.
 set -euo pipefail
 
 need=()
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 [ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
+# `install-deps.sh demo` stops here: make demo needs only the C compiler
+# (cgo for the agent, and the fleet compiles the fake NVML with it), and a
+# newcomer's first command should not install the test tooling.
+if [ "${1:-}" != demo ]; then
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v diff >/dev/null 2>&1 || need+=(diffutils)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
@@ -29,6 +34,9 @@ command -v man >/dev/null 2>&1 || need+=(man-db)
 # enters its container with nsenter(1).
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# The demo's test (test/cmd/joulie-demo) renders its HTML report in a
+# headless browser and fails on a blank or broken page.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # make test-install: a Debian rootfs booted in a container, and the
 # Ansible rollout into it (ansible brings community.docker, whose nsenter
 # connection the test uses).
@@ -46,6 +54,7 @@ command -v ansible-lint >/dev/null 2>&1 || need+=(ansible-lint)
 command -v gpg >/dev/null 2>&1 || need+=(gpg)
 command -v dpkg-scanpackages >/dev/null 2>&1 || need+=(dpkg-dev)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+fi # not demo
 
 if [ "${#need[@]}" -eq 0 ]; then
 	exit 0

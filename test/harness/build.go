@@ -25,21 +25,30 @@ func (cp *ControlPlane) BuildProgram(t testing.TB, pkg string) string {
 	if bin, ok := cp.programs[pkg]; ok {
 		return bin
 	}
-	root, err := moduleDir(productModule)
-	if err != nil {
+	bin := filepath.Join(cp.dir, "bin", path.Base(pkg))
+	if err := Build(pkg, bin); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(cp.dir, "bin", path.Base(pkg))
-	// The flags the Makefile ships with, so tests measure the real thing.
+	cp.programs[pkg] = bin
+	return bin
+}
+
+// Build builds a main package of the product module into the file bin,
+// in the product module's directory, without the race detector and with
+// the flags the Makefile ships with, so tests measure the real thing.
+func Build(pkg, bin string) error {
+	root, err := moduleDir(productModule)
+	if err != nil {
+		return err
+	}
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "osusergo", "-ldflags", "-s -w", "-o", bin, pkg)
 	cmd.Dir = root
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("build %s in %s: %v\n%s", pkg, root, err, out.String())
+		return fmt.Errorf("build %s in %s: %w\n%s", pkg, root, err, out.String())
 	}
-	cp.programs[pkg] = bin
-	return bin
+	return nil
 }
 
 // moduleDir asks the go command where a module of the build list lives;

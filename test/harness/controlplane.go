@@ -260,8 +260,12 @@ func RunSuite(m *testing.M, opts Options, setup func(*ControlPlane) error) int {
 	return code
 }
 
-// ensureNamespace creates a namespace and its default ServiceAccount if
-// they do not exist yet.
+// EnsureNamespace creates a namespace and its default ServiceAccount (no
+// kube-controller-manager runs to create it) if they do not exist yet.
+func (cp *ControlPlane) EnsureNamespace(ctx context.Context, name string) error {
+	return cp.ensureNamespace(ctx, name)
+}
+
 func (cp *ControlPlane) ensureNamespace(ctx context.Context, name string) error {
 	cp.mu.Lock()
 	done := cp.namespaces[name]

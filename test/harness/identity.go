@@ -71,6 +71,18 @@ func (cp *ControlPlane) AgentConfig(t testing.TB, node string) *rest.Config {
 	return cp.UserConfig(t, AgentUser(node), AgentGroup)
 }
 
+// NewUserConfig is UserConfig for programs outside a test: the error is
+// returned instead of failing a test.
+func (cp *ControlPlane) NewUserConfig(user string, groups ...string) (*rest.Config, error) {
+	return cp.userConfig(user, groups)
+}
+
+// NewServiceAccountConfig is ServiceAccountConfig for programs outside a
+// test.
+func (cp *ControlPlane) NewServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	return cp.serviceAccountConfig(ctx, namespace, name)
+}
+
 func (cp *ControlPlane) userConfig(user string, groups []string) (*rest.Config, error) {
 	certPEM, keyPEM, err := cp.ca.issue(user, groups)
 	if err != nil {

@@ -42,6 +42,25 @@ const SchedulerUser = "system:kube-scheduler"
 func (cp *ControlPlane) StartScheduler(t testing.TB, cfg *schedulerconfigv1.KubeSchedulerConfiguration) (stop func()) {
 	t.Helper()
 	dir := t.ArtifactDir()
+	logPath := filepath.Join(dir, "scheduler.log")
+	stop, err := cp.runScheduler(context.Background(), cfg, dir, 4)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, tail(logPath, 40))
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("end of %s:\n%s", logPath, tail(logPath, 60))
+		}
+	})
+	return stop
+}
+
+// writeSchedulerConfig writes cfg (nil: the defaults) into dir as a
+// KubeSchedulerConfiguration file, with the client connection filled in
+// (user system:kube-scheduler, whose rights Kubernetes' bootstrap RBAC
+// grants) and leader election off, and returns the file's path.
+func (cp *ControlPlane) writeSchedulerConfig(dir string, cfg *schedulerconfigv1.KubeSchedulerConfiguration) (string, error) {
 	if cfg == nil {
 		cfg = &schedulerconfigv1.KubeSchedulerConfiguration{}
 	} else {
@@ -52,48 +71,68 @@ func (cp *ControlPlane) StartScheduler(t testing.TB, cfg *schedulerconfigv1.Kube
 	kubeconfig := filepath.Join(dir, "scheduler.kubeconfig")
 	restCfg, err := cp.userConfig(SchedulerUser, nil)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if err := WriteKubeconfigFile(kubeconfig, restCfg); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	cfg.ClientConnection.Kubeconfig = kubeconfig
 	cfg.LeaderElection.LeaderElect = ptr.To(false)
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
-		t.Fatalf("encode scheduler configuration: %v", err)
+		return "", fmt.Errorf("encode scheduler configuration: %w", err)
 	}
 	configFile := filepath.Join(dir, "scheduler-config.yaml")
 	if err := os.WriteFile(configFile, data, 0o600); err != nil {
-		t.Fatal(err)
+		return "", fmt.Errorf("write scheduler configuration: %w", err)
 	}
+	return configFile, nil
+}
 
-	logPath := filepath.Join(dir, "scheduler.log")
-	logFile, err := os.Create(logPath)
+// RunScheduler runs a kube-scheduler outside of a test, for programs
+// such as joulie-demo, until the returned stop is called (or ctx ends;
+// stop must still be called to wait for it). cfg is as for
+// StartScheduler; its files and the scheduler's log (scheduler.log) go
+// into dir. The scheduler serves no port of its own: nothing here reads
+// its health or metrics, and a port it does not open cannot be left
+// behind. As with StartScheduler, one scheduler at a time per process.
+func (cp *ControlPlane) RunScheduler(ctx context.Context, cfg *schedulerconfigv1.KubeSchedulerConfiguration, dir string) (stop func(), err error) {
+	return cp.runScheduler(ctx, cfg, dir, 2)
+}
+
+// runScheduler is kube-scheduler's own setup and run, as its command does
+// them, without its test server: that one wants a *testing.T, and
+// benchmarks and the demo start schedulers too. The secure port stays
+// off; nothing here reads it. Each scheduler gets its own feature-gate
+// registry, as in the test server, so that restarts in one process do not
+// meet an already set global one.
+func (cp *ControlPlane) runScheduler(ctx context.Context, cfg *schedulerconfigv1.KubeSchedulerConfiguration, dir string, verbosity int) (stop func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create scheduler dir: %w", err)
+	}
+	configFile, err := cp.writeSchedulerConfig(dir, cfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile), textlogger.Verbosity(4)))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	logFile, err := os.Create(filepath.Join(dir, "scheduler.log"))
+	if err != nil {
+		return nil, err
+	}
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile), textlogger.Verbosity(verbosity)))
+	ctx, cancel := context.WithCancel(klog.NewContext(ctx, logger))
+	fail := func(what string, err error) (func(), error) {
+		cancel()
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start kube-scheduler: %s: %w (log in %s)", what, err, logFile.Name())
+	}
 
-	// kube-scheduler's own setup and run, as its command does, without
-	// its test server: that one wants a *testing.T, and benchmarks start
-	// schedulers too. The secure port stays off; nothing here reads it.
-	// Each scheduler gets its own feature-gate registry, as in the test
-	// server, so that restarts in one process do not meet an already set
-	// global one.
 	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	version := utilcompatibility.DefaultKubeEffectiveVersionForTest()
 	version.SetEmulationVersion(featureGate.EmulationVersion())
 	version.SetMinCompatibilityVersion(featureGate.MinCompatibilityVersion())
 	registry := compatibility.NewComponentGlobalsRegistry()
-	fail := func(format string, args ...any) {
-		cancel()
-		_ = logFile.Close()
-		t.Fatalf("start kube-scheduler: "+format+"\n%s", append(args, tail(logPath, 40))...)
-	}
 	if err := registry.Register(compatibility.DefaultKubeComponent, version, featureGate); err != nil {
-		fail("%v", err)
+		return fail("feature gates", err)
 	}
 	opts := options.NewOptionsWithComponentGlobalsRegistry(registry)
 	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
@@ -101,14 +140,14 @@ func (cp *ControlPlane) StartScheduler(t testing.TB, cfg *schedulerconfigv1.Kube
 		fs.AddFlagSet(f)
 	}
 	if err := fs.Parse([]string{"--config=" + configFile, "--secure-port=0"}); err != nil {
-		fail("flags: %v", err)
+		return fail("flags", err)
 	}
 	if err := registry.Set(); err != nil {
-		fail("feature gates: %v", err)
+		return fail("feature gates", err)
 	}
 	cc, sched, err := app.Setup(ctx, opts)
 	if err != nil {
-		fail("%v", err)
+		return fail("setup", err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -119,9 +158,8 @@ func (cp *ControlPlane) StartScheduler(t testing.TB, cfg *schedulerconfigv1.Kube
 			logger.Error(err, "kube-scheduler stopped")
 		}
 	}()
-
 	var once sync.Once
-	stop = func() {
+	return func() {
 		once.Do(func() {
 			cancel()
 			<-done
@@ -130,14 +168,7 @@ func (cp *ControlPlane) StartScheduler(t testing.TB, cfg *schedulerconfigv1.Kube
 			configz.Delete("componentconfig")
 			_ = logFile.Close()
 		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("end of %s:\n%s", logPath, tail(logPath, 60))
-		}
-	})
-	return stop
+	}, nil
 }
 
 // tail returns the last n lines of a file, for failure messages.

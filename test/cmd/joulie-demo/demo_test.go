@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"joulie.io/joulie/test/demo/report"
+	"joulie.io/joulie/test/harness"
+)
+
+// The demo's short mode, as make test runs it: the real joulie-demo
+// binary (built without the race detector, as make demo builds it) with
+// a handful of nodes for a minute. Its report must show Joulie keeping its
+// promises, its HTML must render in a real browser, and once it exits
+// nothing it started may remain: no process, no listener, no temporary
+// directory.
+func TestShortDemo(t *testing.T) {
+	// Six nodes, two of them daemon nodes: the fleet numbers a family's
+	// daemon nodes after its pool nodes (sim-h100-2, sim-l40s-2), and the
+	// controller's family floor keeps each family's first node on
+	// performance, so while at most four nodes are planned performance a
+	// daemon node and a pool node (sim-epyc-2) are eco.
+	out := runDemo(t, nil, "--duration", "70s", "--nodes", "6", "--daemon-nodes", "2", "--max-pods", "150")
+
+	// What the report says.
+	rep, err := report.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || rep.Runs[0].Name != report.RunJoulie {
+		t.Fatalf("runs %d, want one run with Joulie", len(rep.Runs))
+	}
+	run := rep.Runs[0]
+	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v", run.Summary.Pods, run.Summary.Done,
+		run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes)
+	for _, e := range run.Check(report.Expect{CappedPaths: []string{"daemon", "pool"}, AllDone: true}) {
+		t.Error(e)
+	}
+	if run.Summary.Pods < 20 {
+		t.Errorf("only %d pods: the short mode should still run a real workload", run.Summary.Pods)
+	}
+
+	// And the page, as a reader's browser shows it.
+	problems, err := report.BrowserCheck(t.Context(), filepath.Join(out, report.FileHTML), filepath.Join(out, "report.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("report.html: %s", p)
+	}
+}
+
+// demoBinaries builds joulie-demo (as make demo does, without the race
+// detector) and the product programs it runs into a directory of t; the
+// builds come from Go's cache after the first.
+func demoBinaries(t *testing.T) string {
+	t.Helper()
+	bins := t.TempDir()
+	for _, pkg := range []string{"agentd/cmd/joulie-agentd", "controller/cmd/joulie-controller", "extender/cmd/joulie-extender"} {
+		if err := harness.Build("joulie.io/joulie/"+pkg, filepath.Join(bins, filepath.Base(pkg))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(bins, "joulie-demo"), ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build joulie-demo: %v\n%s", err, out)
+	}
+	return bins
+}
+
+// runDemo runs the real joulie-demo binary with args and returns its
+// report directory, after checking that it exited 0, said where the
+// report is, and left nothing behind: no process of its tree, no port
+// they listened on, nothing in its TMPDIR. interrupt, if given, is called
+// with each line of its output and may send it a signal.
+func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...string) string {
+	t.Helper()
+	helm, err := harness.PinnedHelm("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := demoBinaries(t)
+
+	tmp := t.TempDir() // the demo's TMPDIR: it must be empty afterwards
+	out := filepath.Join(t.TempDir(), "report")
+	cmd := exec.Command(filepath.Join(bins, "joulie-demo"), append(args,
+		"--out", out, "--bin-dir", bins, "--helm", helm, "--chart", "../../../packaging/helm/joulie")...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// While it runs, note every process of its tree and every port they
+	// listen on, to look for them once it has exited.
+	seen := newProcessWatch(cmd.Process.Pid)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			seen.scan()
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	})
+	var stdout strings.Builder
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		stdout.WriteString(sc.Text() + "\n")
+		if interrupt != nil {
+			interrupt(sc.Text(), cmd.Process)
+		}
+	}
+	err = cmd.Wait()
+	close(stop)
+	wg.Wait()
+	t.Logf("joulie-demo ran %s", time.Since(started).Round(time.Second))
+	if err != nil {
+		t.Fatalf("joulie-demo: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "report: "+out) {
+		t.Errorf("joulie-demo did not say where the report is:\n%s", stdout.String())
+	}
+
+	// Nothing left behind.
+	if len(seen.pids) < 4 {
+		t.Errorf("saw only %d processes of the demo; the watch is not seeing the agents and programs", len(seen.pids))
+	}
+	for pid, name := range seen.pids {
+		if alive(pid, name) {
+			t.Errorf("process %d (%s) outlived the demo", pid, name)
+		}
+	}
+	if len(seen.ports) < 3 {
+		t.Errorf("saw only %d listening ports of the demo (%v): the watch is not seeing them", len(seen.ports), seen.ports)
+	}
+	now := listeningPorts()
+	for port, owner := range seen.ports {
+		if now[port] {
+			t.Errorf("port %d (opened by %s) still listens after the demo", port, owner)
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the demo left %v in its temporary directory", names)
+	}
+	return out
+}
+
+// Ctrl-C ends the run early; the demo still writes the report of what it
+// saw and leaves nothing behind.
+func TestInterruptedDemoStillReports(t *testing.T) {
+	var progress int
+	var sent bool
+	out := runDemo(t, func(line string, p *os.Process) {
+		// The run's second progress line, 10 s in: pods are under way.
+		if strings.HasPrefix(line, "[joulie ") {
+			progress++
+		}
+		if !sent && progress == 2 {
+			sent = true
+			_ = p.Signal(syscall.SIGINT)
+		}
+	}, "--duration", "5m", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "100")
+	if !sent {
+		t.Fatal("the run printed no progress line to interrupt at")
+	}
+	rep, err := report.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || len(rep.Runs[0].Samples) < 5 {
+		t.Fatalf("the interrupted run's report holds %d runs", len(rep.Runs))
+	}
+	run := rep.Runs[0]
+	if d := run.Summary.DurationSeconds; d < 5 || d > 60 {
+		t.Errorf("the run lasted %.0f s, want it ended soon after the interrupt", d)
+	}
+	if run.Summary.Pods != rep.Workload.Jobs || run.Summary.Done >= run.Summary.Pods {
+		t.Errorf("%d of %d pods done (of %d jobs): the interrupt should have left some undone", run.Summary.Done, run.Summary.Pods, rep.Workload.Jobs)
+	}
+}
+
+// processWatch remembers the processes of a tree and the TCP ports they
+// listen on.
+type processWatch struct {
+	root  int
+	pids  map[int]string // pid to command name
+	ports map[int]string // port to the command that listened on it
+}
+
+func newProcessWatch(root int) *processWatch {
+	return &processWatch{root: root, pids: map[int]string{}, ports: map[int]string{}}
+}
+
+func (w *processWatch) scan() {
+	parents := map[int]int{}
+	names := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces.
+		s := string(stat)
+		end := strings.LastIndexByte(s, ')')
+		fields := strings.Fields(s[end+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		parents[pid] = ppid
+		names[pid] = s[strings.IndexByte(s, '(')+1 : end]
+	}
+	inTree := func(pid int) bool {
+		for p := pid; p > 1; p = parents[p] {
+			if p == w.root {
+				return true
+			}
+		}
+		return false
+	}
+	sockets := socketInodes()
+	for pid, name := range names {
+		if !inTree(pid) {
+			continue
+		}
+		w.pids[pid] = name
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			if err != nil || !strings.HasPrefix(link, "socket:[") {
+				continue
+			}
+			inode := strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")
+			if port, ok := sockets[inode]; ok {
+				w.ports[port] = name
+			}
+		}
+	}
+}
+
+// socketInodes maps the inode of every listening TCP socket to its port.
+func socketInodes() map[string]int {
+	out := map[string]int{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		forEachListener(f, func(port int, inode string) { out[inode] = port })
+	}
+	return out
+}
+
+// listeningPorts are the TCP ports something listens on now.
+func listeningPorts() map[int]bool {
+	out := map[int]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		forEachListener(f, func(port int, _ string) { out[port] = true })
+	}
+	return out
+}
+
+func forEachListener(file string, fn func(port int, inode string)) {
+	f, err := os.Open(file)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		// local_address is ADDR:PORT in hex; state 0A is LISTEN.
+		if len(fields) < 10 || fields[3] != "0A" {
+			continue
+		}
+		local := fields[1]
+		port, err := strconv.ParseInt(local[strings.LastIndexByte(local, ':')+1:], 16, 32)
+		if err != nil {
+			continue
+		}
+		fn(int(port), fields[9])
+	}
+}
+
+// alive says whether pid is a running (not zombie) process named name:
+// another name means the number went to someone else's new process.
+func alive(pid int, name string) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	end := strings.LastIndexByte(s, ')')
+	fields := strings.Fields(s[end+1:])
+	return len(fields) > 0 && fields[0] != "Z" && s[strings.IndexByte(s, '(')+1:end] == name
+}

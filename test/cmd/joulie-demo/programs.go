@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// rendered is the chart as helm rendered it for the demo.
+type rendered struct {
+	deployments map[string]*appsv1.Deployment
+	configMaps  map[string]*corev1.ConfigMap
+}
+
+func parseRendering(manifests []byte) (*rendered, error) {
+	r := &rendered{deployments: map[string]*appsv1.Deployment{}, configMaps: map[string]*corev1.ConfigMap{}}
+	rd := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
+	for {
+		doc, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			return r, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("split the chart's rendering: %w", err)
+		}
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("decode the chart's rendering: %w", err)
+		}
+		switch meta.Kind {
+		case "Deployment":
+			var d appsv1.Deployment
+			if err := yaml.Unmarshal(doc, &d); err != nil {
+				return nil, fmt.Errorf("decode a Deployment of the chart: %w", err)
+			}
+			r.deployments[d.Name] = &d
+		case "ConfigMap":
+			var c corev1.ConfigMap
+			if err := yaml.Unmarshal(doc, &c); err != nil {
+				return nil, fmt.Errorf("decode a ConfigMap of the chart: %w", err)
+			}
+			r.configMaps[c.Name] = &c
+		}
+	}
+}
+
+// env is the environment the chart gives the first container of a
+// Deployment, with the downward API's pod name and namespace filled in
+// as the kubelet would, and override applied on top.
+func (r *rendered) env(deployment, podName string, override map[string]string) ([]string, error) {
+	d, ok := r.deployments[deployment]
+	if !ok || len(d.Spec.Template.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("the chart's rendering has no Deployment %s", deployment)
+	}
+	var env []string
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		v := e.Value
+		if f := e.ValueFrom; f != nil {
+			switch {
+			case f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.name":
+				v = podName
+			case f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace":
+				v = d.Namespace
+			default:
+				return nil, fmt.Errorf("the chart's Deployment %s: environment variable %s comes from a source the demo cannot fill in", deployment, e.Name)
+			}
+		}
+		if o, ok := override[e.Name]; ok {
+			v = o
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	for k, v := range override {
+		if !hasEnv(env, k) {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env, nil
+}
+
+func hasEnv(env []string, key string) bool {
+	for _, e := range env {
+		if strings.HasPrefix(e, key+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// schedulerConfig is the KubeSchedulerConfiguration the chart ships in
+// its ConfigMap, decoded strictly.
+func (r *rendered) schedulerConfig(configMap string) (*schedulerconfigv1.KubeSchedulerConfiguration, error) {
+	cm, ok := r.configMaps[configMap]
+	if !ok {
+		return nil, fmt.Errorf("the chart's rendering has no ConfigMap %s", configMap)
+	}
+	var cfg schedulerconfigv1.KubeSchedulerConfiguration
+	if err := yaml.UnmarshalStrict([]byte(cm.Data["kube-scheduler-config.yaml"]), &cfg); err != nil {
+		return nil, fmt.Errorf("decode the scheduler configuration of ConfigMap %s: %w", configMap, err)
+	}
+	return &cfg, nil
+}
+
+// process is a Joulie program the demo runs.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// startProcess runs bin with exactly env (nothing of the demo's own
+// environment but PATH and HOME leaks in, so a KUBECONFIG of the user's
+// cannot point it elsewhere), its output in logPath.
+func startProcess(name, bin string, env []string, logPath string) (*process, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Should the demo itself be killed, the kernel ends the program too:
+	// nothing may outlive the demo.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s (%s): %w", name, bin, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	return p, nil
+}
+
+// exited says whether the program has ended, and how.
+func (p *process) exited() (bool, error) {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+// stop ends the program with SIGTERM, as Kubernetes does, and kills it if
+// it has not exited within grace.
+func (p *process) stop(grace time.Duration) error {
+	if p == nil {
+		return nil
+	}
+	if done, _ := p.exited(); !done {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return fmt.Errorf("%s exited with %v (log %s)", p.name, err, p.log)
+		}
+		return err
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		p.done <- <-p.done
+		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed (log %s)", p.name, grace, p.log)
+	}
+}
+
+// tailLog is the end of a program's log, for error messages.
+func tailLog(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// freeAddr is a free loopback address for a program to listen on.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// binDir is where the product's binaries are: --bin-dir, else the
+// directory of this executable (make demo builds all into bin/).
+func binDir(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(exe), nil
+}
