@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Booted Debian containers for the install tests of several hosts
-# (hack/test-fleet.sh, hack/test-rpm.sh): sourced, not run. Each container
+# (hack/test-install.sh, hack/test-fleet.sh, hack/test-rpm.sh): sourced, not run. Each container
 # is a copy of the cached bookworm rootfs that hack/test-install.sh builds,
 # booted with systemd-nspawn, with a fixture RAPL tree of its own in
 # /var/lib/joulie-fixture (there is no RAPL in a container).
@@ -15,11 +15,18 @@ ct_fixture=/var/lib/joulie-fixture
 ct_original=200000000
 ct_capped=120000000
 
-# The rootfs tarball hack/test-install.sh caches, by the same key.
+# The rootfs every container boots, which hack/test-install.sh builds and
+# caches as a tarball keyed by its package list. python3 and python3-apt
+# are for Ansible's modules; the rest is what a booted, apt-managed host
+# needs. ct_extra is installed with apt after debootstrap (whose --include
+# does not resolve dependencies): python3-cryptography, for the role's key
+# and CSR, which the role would otherwise download on every run.
+ct_include=systemd,systemd-sysv,dbus,apt,ca-certificates,python3,python3-apt
+ct_extra=python3-cryptography
 ct_rootfs_tarball() {
-	local include=systemd,systemd-sysv,dbus,apt,ca-certificates,python3,python3-apt extra=python3-cryptography key cache
+	local key cache
 	cache=${JOULIE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/joulie}
-	key=$(printf '%s %s minbase %s %s' "$ct_suite" "$(dpkg --print-architecture)" "$include" "$extra" | sha256sum | cut -c1-12)
+	key=$(printf '%s %s minbase %s %s' "$ct_suite" "$(dpkg --print-architecture)" "$ct_include" "$ct_extra" | sha256sum | cut -c1-12)
 	echo "$cache/rootfs-$ct_suite-$key.tar"
 }
 
@@ -31,7 +38,7 @@ ct_make_fixture() {
 	local fx=$1 ct zone cpu
 	ct="$fx/sys/devices/virtual/powercap/intel-rapl"
 	zone="$ct/intel-rapl:0"
-	mkdir -p "$zone" "$fx/sys/class/powercap" "$fx/proc"
+	mkdir -p "$zone/power" "$fx/sys/class/powercap" "$fx/proc"
 	ln -s ../../devices/virtual/powercap/intel-rapl "$fx/sys/class/powercap/intel-rapl"
 	ln -s ../../devices/virtual/powercap/intel-rapl/intel-rapl:0 "$fx/sys/class/powercap/intel-rapl:0"
 	echo 1 >"$ct/enabled"

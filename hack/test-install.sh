@@ -39,17 +39,10 @@ deb=${1:-$(ls -t dist/joulie-agent_*_amd64.deb 2>/dev/null | head -n1 || true)}
 [ -n "$deb" ] && [ -f "$deb" ] || fail "no .deb given and none in dist/ (run make package)"
 deb=$(realpath "$deb")
 
-suite=bookworm
-# python3 and python3-apt are for Ansible's modules; everything else is what a
-# booted, apt-managed host needs.
-include=systemd,systemd-sysv,dbus,apt,ca-certificates,python3,python3-apt
-# Installed with apt after debootstrap (whose --include does not resolve
-# their dependencies): python3-cryptography for the role's key and CSR. The
-# role installs it itself; having it here saves a download on every run.
-extra=python3-cryptography
-cache=${JOULIE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/joulie}
-key=$(printf '%s %s minbase %s %s' "$suite" "$(dpkg --print-architecture)" "$include" "$extra" | sha256sum | cut -c1-12)
-tarball="$cache/rootfs-$suite-$key.tar"
+. hack/container.sh
+suite=$ct_suite include=$ct_include extra=$ct_extra
+tarball=$(ct_rootfs_tarball)
+cache=$(dirname "$tarball")
 
 # The mirror this host's apt already uses for Debian itself.
 host_mirror() {
@@ -126,44 +119,13 @@ tar --numeric-owner --xattrs -C "$root" -xf "$tarball"
 # The fixture host, written where the container sees it as
 # /var/lib/joulie-fixture: one Xeon package, long-term limit 200 W with a
 # 200 W maximum. A 60% eco profile makes it 120 W.
-fixture=/var/lib/joulie-fixture
+fixture=$ct_fixture
 zone_rel="sys/class/powercap/intel-rapl:0"
 limit_file="$root$fixture/$zone_rel/constraint_0_power_limit_uw"
-original=200000000
-capped=120000000
+original=$ct_original
+capped=$ct_capped
 
-make_fixture() {
-	local fx=$1 ct zone cpu
-	ct="$fx/sys/devices/virtual/powercap/intel-rapl"
-	zone="$ct/intel-rapl:0"
-	mkdir -p "$zone/power" "$fx/sys/class/powercap" "$fx/proc"
-	ln -s ../../devices/virtual/powercap/intel-rapl "$fx/sys/class/powercap/intel-rapl"
-	ln -s ../../devices/virtual/powercap/intel-rapl/intel-rapl:0 "$fx/sys/class/powercap/intel-rapl:0"
-	echo 1 >"$ct/enabled"
-	echo package-0 >"$zone/name"
-	echo 1 >"$zone/enabled"
-	echo 1000000000 >"$zone/energy_uj"
-	echo 262143328850 >"$zone/max_energy_range_uj"
-	echo long_term >"$zone/constraint_0_name"
-	echo "$original" >"$zone/constraint_0_power_limit_uw"
-	echo 999424 >"$zone/constraint_0_time_window_us"
-	echo 200000000 >"$zone/constraint_0_max_power_uw"
-	echo short_term >"$zone/constraint_1_name"
-	echo 240000000 >"$zone/constraint_1_power_limit_uw"
-	echo 2440 >"$zone/constraint_1_time_window_us"
-	echo 400000000 >"$zone/constraint_1_max_power_uw"
-	# The kernel's modes, from which the agent decides what it may write.
-	chmod 0444 "$zone/name" "$zone/max_energy_range_uj" "$zone"/constraint_*_name "$zone"/constraint_*_max_power_uw
-	chmod 0400 "$zone/energy_uj"
-	: >"$fx/proc/cpuinfo"
-	for cpu in 0 1 2 3; do
-		printf '%s\n' "processor	: $cpu" "vendor_id	: GenuineIntel" "cpu family	: 6" "model		: 106" \
-			"model name	: Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz" "physical id	: 0" \
-			"siblings	: 4" "core id		: $cpu" "cpu cores	: 4" "" >>"$fx/proc/cpuinfo"
-	done
-	echo "MemTotal:       16384000 kB" >"$fx/proc/meminfo"
-}
-make_fixture "$root$fixture"
+ct_make_fixture "$root$fixture"
 cp "$deb" "$root/root/"
 deb_in="/root/$(basename "$deb")"
 

@@ -376,7 +376,7 @@ func (cp *ControlPlane) SetPodPhase(t testing.TB, namespace, name string, phase 
 		if err != nil {
 			return err
 		}
-		pod.Status = podStatus(pod, phase)
+		pod.Status = KubeletPodStatus(pod, phase)
 		updated, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 		return err
 	})
@@ -386,7 +386,10 @@ func (cp *ControlPlane) SetPodPhase(t testing.TB, namespace, name string, phase 
 	return updated
 }
 
-func podStatus(pod *corev1.Pod, phase corev1.PodPhase) corev1.PodStatus {
+// KubeletPodStatus is the status a kubelet would write for pod in phase:
+// conditions, start time and one container status per container. Tests and
+// the demo's pod stand-in, where no kubelet runs, write it themselves.
+func KubeletPodStatus(pod *corev1.Pod, phase corev1.PodPhase) corev1.PodStatus {
 	now := metav1.Now()
 	st := pod.Status.DeepCopy()
 	st.Phase = phase

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/test/harness"
 )
 
 // lifecycle stands in for the kubelets of the fleet's nodes, as KWOK
@@ -147,7 +148,7 @@ func (l *lifecycle) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	pod = pod.DeepCopy()
-	pod.Status = podStatus(pod, want)
+	pod.Status = harness.KubeletPodStatus(pod, want)
 	if _, err := l.kube.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("set pod %s %s: %w", key, want, err)
 	}
@@ -162,41 +163,4 @@ func (l *lifecycle) wait() {
 	for _, f := range l.factories {
 		f.Shutdown()
 	}
-}
-
-// podStatus is the status a kubelet would write for phase: conditions,
-// start time and one container status per container.
-func podStatus(pod *corev1.Pod, phase corev1.PodPhase) corev1.PodStatus {
-	now := metav1.Now()
-	st := pod.Status.DeepCopy()
-	st.Phase = phase
-	if st.StartTime == nil {
-		st.StartTime = &now
-	}
-	running := phase == corev1.PodRunning
-	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
-		s := corev1.ConditionFalse
-		if ok {
-			s = corev1.ConditionTrue
-		}
-		return corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now}
-	}
-	var conditions []corev1.PodCondition
-	for _, c := range st.Conditions {
-		if c.Type == corev1.PodScheduled { // the scheduler's
-			conditions = append(conditions, c)
-		}
-	}
-	st.Conditions = append(conditions, cond(corev1.PodInitialized, true), cond(corev1.ContainersReady, running), cond(corev1.PodReady, running))
-	st.ContainerStatuses = nil
-	for _, c := range pod.Spec.Containers {
-		cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: running, Started: &running}
-		if running {
-			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
-		} else {
-			cs.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: *st.StartTime, FinishedAt: now}
-		}
-		st.ContainerStatuses = append(st.ContainerStatuses, cs)
-	}
-	return *st
 }
