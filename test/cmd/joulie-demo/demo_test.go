@@ -168,6 +168,45 @@ func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...s
 	return out
 }
 
+// --compare replays the same workload without Joulie: two runs in one
+// report, the second with no cap applied anywhere, both over every pod of
+// the one job list.
+func TestCompareRunsTheSameWorkloadWithoutJoulie(t *testing.T) {
+	out := runDemo(t, nil, "--compare", "--duration", "40s", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "60")
+	rep, err := report.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 2 || rep.Runs[0].Name != report.RunJoulie || rep.Runs[1].Name != report.RunBaseline {
+		var names []string
+		for _, r := range rep.Runs {
+			names = append(names, r.Name)
+		}
+		t.Fatalf("runs %v, want [%s %s]", names, report.RunJoulie, report.RunBaseline)
+	}
+	for _, run := range rep.Runs {
+		if run.Summary.Pods != rep.Workload.Jobs {
+			t.Errorf("run %s created %d pods of the workload's %d", run.Name, run.Summary.Pods, rep.Workload.Jobs)
+		}
+		if len(run.Samples) < 5 {
+			t.Errorf("run %s has %d samples", run.Name, len(run.Samples))
+		}
+	}
+	if n := len(rep.Runs[0].Summary.EcoCappedNodes); n == 0 {
+		t.Errorf("the run with Joulie capped no eco node")
+	}
+	// Without Joulie no agent may hold a cap, whatever profile a node
+	// still carries from the first run.
+	for _, n := range rep.Runs[1].Nodes {
+		for _, c := range n.Timeline {
+			if c.CPUCapPct < 99.5 || c.GPUCapPct < 99.5 {
+				t.Errorf("without Joulie, node %s was capped at %.0f s: CPU %.0f%%, GPU %.0f%%", n.Name, c.T, c.CPUCapPct, c.GPUCapPct)
+				break
+			}
+		}
+	}
+}
+
 // Ctrl-C ends the run early; the demo still writes the report of what it
 // saw and leaves nothing behind.
 func TestInterruptedDemoStillReports(t *testing.T) {
