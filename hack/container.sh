@@ -138,3 +138,18 @@ ct_cleanup() {
 		wait "$pid" 2>/dev/null || true
 	done
 }
+
+# kube PYTHON: runs PYTHON as the admin of the test cluster in $cluster
+# (joulie-testcluster's directory), with the Python client that
+# kubernetes.core and the role's approval module use, as core, certs and
+# custom. The caller defines netns, which runs a command where the
+# cluster's loopback listeners are.
+kube() {
+	netns /usr/bin/python3 -c '
+import sys
+from kubernetes import client, config
+config.load_kube_config(sys.argv[1])
+core, certs, custom = client.CoreV1Api(), client.CertificatesV1Api(), client.CustomObjectsApi()
+exec(sys.argv[2])
+' "$cluster/admin.kubeconfig" "$1"
+}

@@ -15,6 +15,7 @@
 # /var/lib/joulie-fixture, and no joulie-agent installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/container.sh
 
 [ "$#" -eq 3 ] || { echo "usage: $0 INIT_PID PACKAGE WORKDIR" >&2; exit 2; }
 leader=$1 deb=$2 work=$3
@@ -76,18 +77,6 @@ for _ in $(seq 180); do
 done
 [ -e "$cluster/ready" ] || { cat "$work/testcluster.log" >&2; fail "joulie-testcluster not ready after 180 s"; }
 cat "$work/testcluster.log"
-# kube PYTHON: runs PYTHON as the cluster's admin with the Python client
-# that kubernetes.core and the role's approval module use, as core, certs
-# and custom.
-kube() {
-	netns /usr/bin/python3 -c '
-import sys
-from kubernetes import client, config
-config.load_kube_config(sys.argv[1])
-core, certs, custom = client.CoreV1Api(), client.CertificatesV1Api(), client.CustomObjectsApi()
-exec(sys.argv[2])
-' "$cluster/admin.kubeconfig" "$1"
-}
 
 # The node and its target, as the controller would leave them: eco, the
 # CPU capped at 60% of its maximum.

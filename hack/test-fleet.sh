@@ -117,15 +117,6 @@ for _ in $(seq 180); do
 	sleep 1
 done
 [ -e "$cluster/ready" ] || { cat "$work/testcluster.log" >&2; fail "joulie-testcluster not ready after 180 s"; }
-kube() {
-	netns /usr/bin/python3 -c '
-import sys
-from kubernetes import client, config
-config.load_kube_config(sys.argv[1])
-core, certs, custom = client.CoreV1Api(), client.CertificatesV1Api(), client.CustomObjectsApi()
-exec(sys.argv[2])
-' "$cluster/admin.kubeconfig" "$1"
-}
 # Each node's target, as the controller would leave it: eco at 60%.
 kube "
 for n in '${hosts[*]}'.split():
