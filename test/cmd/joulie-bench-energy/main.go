@@ -63,6 +63,7 @@ type options struct {
 	out                string
 	arms               []sim.Arm
 	parallel           int
+	seedMethod         bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -82,6 +83,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.out, "out", "bench/energy", "directory for report.md and the plots (relative to the working directory)")
 	arms := fs.String("arms", joinArms(defaultArms), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once (each uses one core)")
+	fs.BoolVar(&o.seedMethod, "seed-method", true, "also run every arm the seed document's way (fixed window, drops, jobs counted); false about halves a large run and leaves that section out")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -139,7 +141,8 @@ func joinArms(arms []sim.Arm) string {
 
 // simulator runs one arm on one job list; progress is called with the
 // simulated time reached and the fraction of the run done.
-type simulator func(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, progress func(simulated time.Duration, done float64)) (sim.Result, error)
+// seedMethod asks for the seed document's second pass as well.
+type simulator func(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, seedMethod bool, progress func(simulated time.Duration, done float64)) (sim.Result, error)
 
 func run(ctx context.Context, args []string, stderr io.Writer, simulate simulator) error {
 	o, err := parse(args, stderr)
@@ -243,7 +246,7 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 					continue
 				}
 				id := prog.start(t.arm, t.s.seed)
-				r, err := simulate(ctx, t.arm, t.s.seed, nodes, list.jobs, model, func(at time.Duration, done float64) { prog.update(id, at, done) })
+				r, err := simulate(ctx, t.arm, t.s.seed, nodes, list.jobs, model, o.seedMethod, func(at time.Duration, done float64) { prog.update(id, at, done) })
 				prog.finish(id)
 				if err != nil {
 					if ctx.Err() == nil || !errors.Is(err, context.Canceled) {

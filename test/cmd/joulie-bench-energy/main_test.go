@@ -27,11 +27,13 @@ type fakeSim struct {
 	hashes map[int64]map[sim.Arm]string
 	nodes  int
 	fail   sim.Arm
+	// seedMethod counts the runs asked for the seed document's pass.
+	seedMethod int
 }
 
 var fakeWatts = map[sim.Arm]float64{sim.ArmDefault: 1000, sim.ArmBinPack: 900, sim.ArmQueueAware: 800}
 
-func (f *fakeSim) run(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, progress func(time.Duration, float64)) (sim.Result, error) {
+func (f *fakeSim) run(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, seedMethod bool, progress func(time.Duration, float64)) (sim.Result, error) {
 	if arm == f.fail {
 		return sim.Result{}, errors.New("the fake simulator fails here")
 	}
@@ -44,8 +46,14 @@ func (f *fakeSim) run(ctx context.Context, arm sim.Arm, seed int64, nodes []work
 	}
 	f.hashes[seed][arm] = workload.Hash(jobs)
 	f.nodes = len(nodes)
+	if seedMethod {
+		f.seedMethod++
+	}
 	f.mu.Unlock()
 	r := sim.Result{Arm: arm, Seed: seed, JobsHash: workload.Hash(jobs), Nodes: len(nodes), Power: []sim.Sample{{T: 0, Watts: fakeWatts[arm]}}}
+	if seedMethod {
+		r.SeedMethod = &sim.SeedMethod{Window: 48 * time.Hour, EnergyJ: fakeWatts[arm] * 3600, Accepted: len(jobs)}
+	}
 	for i, j := range jobs {
 		slow := 1.0
 		if arm == sim.ArmQueueAware && j.Class == workload.Class(report.Standard) {
@@ -118,6 +126,39 @@ func TestBenchWritesTheReport(t *testing.T) {
 	}
 	if strings.Contains(log, "\r") {
 		t.Error("progress redraws a line on a buffer that is not a terminal")
+	}
+}
+
+// TestSeedMethodCanBeLeftOut: --seed-method=false reaches every run and
+// the report says the section was not run rather than printing an empty
+// table; by default every run does the seed document's pass.
+func TestSeedMethodCanBeLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		flag     []string
+		runs     int
+		inReport string
+	}{
+		{nil, 2, "| a-default | 1 | 48h0m0s |"},
+		{[]string{"--seed-method=false"}, 0, "Not run for this report (`--seed-method=false`"},
+	} {
+		out := filepath.Join(t.TempDir(), "energy")
+		f := &fakeSim{}
+		var stderr bytes.Buffer
+		args := append([]string{"--nodes-cpu", "2", "--nodes-gpu", "1", "--jobs", "20", "--seeds", "1",
+			"--arms", "a-default,b-binpack", "--out", out, "--parallel", "1"}, tc.flag...)
+		if err := run(context.Background(), args, &stderr, f.run); err != nil {
+			t.Fatalf("%v: run: %v\n%s", tc.flag, err, stderr.String())
+		}
+		if f.seedMethod != tc.runs {
+			t.Errorf("%v: %d runs asked for the seed pass, want %d", tc.flag, f.seedMethod, tc.runs)
+		}
+		md, err := os.ReadFile(filepath.Join(out, "report.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(md), tc.inReport) {
+			t.Errorf("%v: report.md lacks %q", tc.flag, tc.inReport)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,6 +145,10 @@ func Markdown(cfg Config, st *Stats) []byte {
 	p("\n![Cluster power over time](%s)\n\n", PlotPower)
 
 	p("## The seed's method, side by side\n\n")
+	if !slices.ContainsFunc(st.Runs, func(r *Run) bool { return r.SeedMethod != nil }) {
+		p("Not run for this report (`--seed-method=false`, to save half the run time at this scale); the standard run's report has it.\n")
+		return b.Bytes()
+	}
 	p("The seed's experiment measured energy over a fixed window, dropped jobs that did not fit at once and counted jobs. The same arms, both ways, against %s (mean paired difference, 95%% CI):\n\n", sim.ArmBinPack)
 	p("| arm | IT energy, every job completed, common window | seed method: IT energy | seed method: accepted core-hours | seed method: energy per accepted core-hour |\n|---|---|---|---|---|\n")
 	for _, a := range st.Arms {
