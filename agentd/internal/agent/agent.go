@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -30,7 +30,7 @@ import (
 type Hardware interface {
 	Enforce(now time.Time, spec joulie.NodePowerProfileSpec) (cpu, gpu joulie.ControlStatus)
 	Hardware(now time.Time) joulie.NodeHardwareStatus
-	MeasuredPower(now time.Time) host.Power
+	MeasuredPower(now time.Time) power.Reading
 	CPUMode() joulie.ControlBackend
 	DVFS() (dvfs.Decision, bool)
 	PendingOriginals() int
@@ -108,7 +108,7 @@ type Snapshot struct {
 	Generation int64
 	CPU, GPU   joulie.ControlStatus
 	CPUMode    joulie.ControlBackend
-	Power      host.Power
+	Power      power.Reading
 	DVFS       dvfs.Decision
 	HasDVFS    bool
 	// LastReconcile is when the last tick ran; LastSync when the cluster

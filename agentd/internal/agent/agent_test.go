@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -22,7 +22,7 @@ type fakeHW struct {
 	enforced []joulie.NodePowerProfileSpec
 	restores int
 	pending  int
-	power    host.Power
+	power    power.Reading
 }
 
 func (f *fakeHW) Enforce(_ time.Time, s joulie.NodePowerProfileSpec) (joulie.ControlStatus, joulie.ControlStatus) {
@@ -34,7 +34,7 @@ func (f *fakeHW) Enforce(_ time.Time, s joulie.NodePowerProfileSpec) (joulie.Con
 	return joulie.ControlStatus{Backend: joulie.BackendRAPL, Result: r}, joulie.ControlStatus{Backend: joulie.BackendNVML, Result: r}
 }
 func (f *fakeHW) Hardware(time.Time) joulie.NodeHardwareStatus { return joulie.NodeHardwareStatus{} }
-func (f *fakeHW) MeasuredPower(time.Time) host.Power           { return f.power }
+func (f *fakeHW) MeasuredPower(time.Time) power.Reading        { return f.power }
 func (f *fakeHW) CPUMode() joulie.ControlBackend               { return joulie.BackendRAPL }
 func (f *fakeHW) DVFS() (dvfs.Decision, bool)                  { return dvfs.Decision{}, false }
 func (f *fakeHW) PendingOriginals() int                        { return f.pending }
@@ -267,7 +267,7 @@ func TestShouldPublishPower(t *testing.T) {
 
 func TestProfileStatusKeepsPublishedPowerUntilDue(t *testing.T) {
 	published := &joulie.MeasuredPower{NodePowerWatts: 500, Time: metav1.NewTime(t0)}
-	s := Snapshot{Generation: 2, LastReconcile: t0.Add(10 * time.Second), Power: host.Power{CPUWatts: 300, HasCPU: true, GPUWatts: 210, HasGPU: true}}
+	s := Snapshot{Generation: 2, LastReconcile: t0.Add(10 * time.Second), Power: power.Reading{CPUWatts: 300, HasCPU: true, GPUWatts: 210, HasGPU: true}}
 	st := s.ProfileStatus(published)
 	if st.MeasuredPower.NodePowerWatts != 500 || !st.MeasuredPower.Time.Equal(&published.Time) {
 		t.Fatalf("a 2%% change 10 s later must not be republished: %+v", st.MeasuredPower)

@@ -399,18 +399,12 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	return discovery.Build(f, h.cat, now)
 }
 
-// Power is a reading of the host's measured power.
-type Power struct {
-	CPUWatts, GPUWatts float64
-	HasCPU, HasGPU     bool
-}
-
 // MeasuredPower reads the CPU power the last tick measured (RAPL energy)
 // and the GPUs' current draw.
-func (h *Host) MeasuredPower(now time.Time) Power {
+func (h *Host) MeasuredPower(now time.Time) power.Reading {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var p Power
+	var p power.Reading
 	if h.meter != nil {
 		p.CPUWatts, p.HasCPU = h.meter.CPUPowerWatts(now)
 	}

@@ -18,7 +18,6 @@ import (
 	"joulie.io/joulie/agentd/internal/discovery"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
-	"joulie.io/joulie/agentd/internal/host"
 	"joulie.io/joulie/agentd/internal/httpbackend"
 	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -129,10 +128,10 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 }
 
 // MeasuredPower reads the simulated node's CPU and GPU power.
-func (h *Host) MeasuredPower(now time.Time) host.Power {
+func (h *Host) MeasuredPower(now time.Time) power.Reading {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var p host.Power
+	var p power.Reading
 	if w, ok := (meter{h}).CPUPowerWatts(now); ok {
 		p.CPUWatts, p.HasCPU = w, true
 	}
