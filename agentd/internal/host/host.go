@@ -331,30 +331,22 @@ func (h *Host) restoreCPU() error {
 	}, h.restorers)
 }
 
-// Enforce applies a NodePowerProfile spec and returns the CPU and GPU
-// outcomes.
-func (h *Host) Enforce(now time.Time, spec joulie.NodePowerProfileSpec) (cpu, gpu joulie.ControlStatus) {
+// Enforce applies a NodePowerProfile spec (nil: none, only measure) and
+// returns the outcomes with the power measured during the tick.
+func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce.Result {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU)
-}
-
-// CPUMode is the CPU backend in force: none, rapl, amdsmi or dvfs.
-func (h *Host) CPUMode() joulie.ControlBackend {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.cpuEnf.Mode()
-}
-
-// DVFS returns the DVFS controller's last decision, for metrics; ok is
-// false on a host without cpufreq control.
-func (h *Host) DVFS() (d dvfs.Decision, ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.regulator == nil {
-		return dvfs.Decision{}, false
+	var r enforce.Result
+	if spec != nil {
+		r.CPU, r.GPU = h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU)
 	}
-	return h.regulator.Last(), true
+	r.CPUMode = h.cpuEnf.Mode()
+	r.Power = h.measuredPower(now)
+	if h.regulator != nil {
+		d := h.regulator.Last()
+		r.DVFS = &d
+	}
+	return r
 }
 
 // Hardware returns the NodeHardware status of the host as it is now.
@@ -399,11 +391,9 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	return discovery.Build(f, h.cat, now)
 }
 
-// MeasuredPower reads the CPU power the last tick measured (RAPL energy)
-// and the GPUs' current draw.
-func (h *Host) MeasuredPower(now time.Time) power.Reading {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// measuredPower reads the CPU power of the tick at now (RAPL energy) and
+// the GPUs' current draw. h.mu is held.
+func (h *Host) measuredPower(now time.Time) power.Reading {
 	var p power.Reading
 	if h.meter != nil {
 		p.CPUWatts, p.HasCPU = h.meter.CPUPowerWatts(now)
