@@ -86,7 +86,7 @@ func (c *SocketCapper) SetSocketCap(id int, watts float64) (float64, error) {
 		}
 		return max(uint32(v), 1)
 	}, func(cur uint32) error {
-		return c.journal.Record(state.Entry{Backend: Backend, ID: "cpu-socket/" + strconv.Itoa(id), Original: strconv.FormatUint(uint64(cur), 10)})
+		return c.journal.Record(state.Entry{Backend: Backend, Kind: state.KindCPU, ID: "cpu-socket/" + strconv.Itoa(id), Original: strconv.FormatUint(uint64(cur), 10)})
 	})
 	return float64(mw) / milliPerWatt, err
 }

@@ -310,7 +310,7 @@ func (h *Host) wireEnforcers() {
 		name := h.gpu.Name()
 		restoreGPU = func() error {
 			return h.journal.RestoreWhere(func(e state.Entry) bool {
-				return e.Backend == name && (name != amdsmi.Backend || strings.HasPrefix(e.ID, "gpu/"))
+				return e.Kind == state.KindGPU && e.Backend == name
 			}, h.restorers)
 		}
 	}
@@ -320,15 +320,7 @@ func (h *Host) wireEnforcers() {
 // restoreCPU puts the CPU controls' originals back: RAPL limits, cpufreq
 // ceilings and amd-smi socket caps.
 func (h *Host) restoreCPU() error {
-	return h.journal.RestoreWhere(func(e state.Entry) bool {
-		switch e.Backend {
-		case rapl.Backend, cpufreq.Backend:
-			return true
-		case amdsmi.Backend:
-			return strings.HasPrefix(e.ID, "cpu-socket/")
-		}
-		return false
-	}, h.restorers)
+	return h.journal.RestoreWhere(func(e state.Entry) bool { return e.Kind == state.KindCPU }, h.restorers)
 }
 
 // Enforce applies a NodePowerProfile spec (nil: none, only measure) and
