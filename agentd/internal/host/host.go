@@ -64,6 +64,8 @@ type Config struct {
 	// Writer replaces how attribute files are written; tests inject the
 	// driver errors (EIO) a fixture file cannot produce.
 	Writer sysfs.Writer
+	// DiscoverRAPL replaces rapl.Discover; tests count discoveries.
+	DiscoverRAPL func(fs *sysfs.FS) ([]rapl.Package, []string)
 }
 
 // Skip is the library path that turns a library backend off.
@@ -80,6 +82,7 @@ type Host struct {
 	cpu         cpuinfo.Info
 	warnings    []string
 	tdpWatts    float64
+	raplPkgs    []rapl.Package // as discovered, limits as of the last publish
 	raplCapper  *rapl.Capper
 	meter       *cpuMeter
 	freq        cpufreq.Host
@@ -116,6 +119,9 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.DiscoverRAPL == nil {
+		cfg.DiscoverRAPL = rapl.Discover
+	}
 	journal, err := state.Open(cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -141,8 +147,9 @@ func Open(cfg Config) (*Host, error) {
 }
 
 func (h *Host) openCPUControls() {
-	pkgs, warns := rapl.Discover(h.fs)
+	pkgs, warns := h.cfg.DiscoverRAPL(h.fs)
 	h.warnings = append(h.warnings, warns...)
+	h.raplPkgs = pkgs
 	if len(pkgs) > 0 {
 		c, err := rapl.NewCapper(h.fs, h.journal, pkgs, rapl.Options{MaxWatts: h.tdpWatts, Vendor: h.cpu.Vendor})
 		if err != nil {
@@ -361,9 +368,7 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 			}
 		}
 	} else {
-		// Re-read the zones so the published limits are the ones in force.
-		pkgs, _ := rapl.Discover(h.fs)
-		for _, p := range pkgs {
+		for _, p := range h.currentRAPL() {
 			f.Packages = append(f.Packages, discovery.PackageFacts{ID: p.ID, Zone: p.Zone,
 				MinWatts: float64(p.MinPowerUW) / 1e6, MaxWatts: p.MaxWatts(), LimitWatts: p.LimitWatts(), Writable: p.LimitsWritable})
 		}
@@ -381,6 +386,21 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 		}
 	}
 	return discovery.Build(f, h.cat, now)
+}
+
+// currentRAPL is the RAPL packages with the limits in force now, for
+// publication. The zones were discovered at Open; only their limits are
+// read again, unless a zone no longer answers (its driver was unloaded):
+// then the zones are discovered again, so the status shows what is left.
+// Enforcement keeps the zones of Open either way, as it always has; a
+// changed RAPL setup takes a restart. h.mu is held.
+func (h *Host) currentRAPL() []rapl.Package {
+	pkgs, err := rapl.CurrentLimits(h.fs, h.raplPkgs)
+	if err != nil {
+		pkgs, _ = h.cfg.DiscoverRAPL(h.fs)
+	}
+	h.raplPkgs = pkgs
+	return pkgs
 }
 
 // measuredPower reads the CPU power of the tick at now (RAPL energy) and
