@@ -100,6 +100,14 @@ type Host struct {
 	mu     sync.Mutex
 	cpuEnf *enforce.CPUEnforcer
 	gpuEnf *enforce.GPUEnforcer
+	// gpus is the GPU backend's list of the last tick, with the limits it
+	// applied, shared by enforcement, measured power and the hardware
+	// facts so that a tick enumerates the GPUs once (NVML asks every
+	// device for its readings). gpusFresh is false until a tick lists
+	// them, and after a restore has put limits back behind its back.
+	gpus      []power.GPU
+	gpusErr   error
+	gpusFresh bool
 }
 
 // Open discovers the host and wires its backends.
@@ -316,6 +324,7 @@ func (h *Host) wireEnforcers() {
 	if _, unreachable := h.gpu.(unreachableGPUs); h.gpu != nil && !unreachable {
 		name := h.gpu.Name()
 		restoreGPU = func() error {
+			h.gpusFresh = false
 			return h.journal.RestoreWhere(func(e state.Entry) bool {
 				return e.Kind == state.KindGPU && e.Backend == name
 			}, h.restorers)
@@ -336,8 +345,11 @@ func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var r enforce.Result
+	h.listGPUs()
 	if spec != nil {
-		r.CPU, r.GPU = h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU)
+		r.CPU = h.cpuEnf.Enforce(now, spec.CPU)
+		r.GPU = h.gpuEnf.Enforce(now, spec.GPU, h.gpus, h.gpusErr)
+		h.noteApplied(r.GPU)
 	}
 	r.CPUMode = h.cpuEnf.Mode()
 	r.Power = h.measuredPower(now)
@@ -379,13 +391,39 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	}
 	if h.gpu != nil {
 		f.GPUBackend = joulie.ControlBackend(h.gpu.Name())
-		gpus, err := h.gpu.GPUs()
-		f.GPUs = gpus
-		if err != nil {
-			f.GPUError = err
+		if !h.gpusFresh {
+			h.listGPUs()
 		}
+		f.GPUs, f.GPUError = slices.Clone(h.gpus), h.gpusErr
 	}
 	return discovery.Build(f, h.cat, now)
+}
+
+// listGPUs enumerates the GPUs for this tick. h.mu is held.
+func (h *Host) listGPUs() {
+	h.gpus, h.gpusErr, h.gpusFresh = nil, nil, true
+	if h.gpu != nil {
+		h.gpus, h.gpusErr = h.gpu.GPUs()
+	}
+}
+
+// noteApplied updates the tick's GPU list with the limits the GPU
+// enforcer has just set, so the list still says what is in force. The
+// enforcer reports one device per listed GPU, in list order. When a write
+// failed, what the device holds is uncertain, and the list is read again
+// when next needed. h.mu is held.
+func (h *Host) noteApplied(st joulie.ControlStatus) {
+	if len(st.Devices) != len(h.gpus) {
+		return // nothing was written (no cap asked, or no devices)
+	}
+	for i, d := range st.Devices {
+		switch {
+		case d.Result == joulie.ResultError:
+			h.gpusFresh = false
+		case d.AppliedCapWatts != nil:
+			h.gpus[i].CapWatts = *d.AppliedCapWatts
+		}
+	}
 }
 
 // currentRAPL is the RAPL packages with the limits in force now, for
@@ -404,14 +442,14 @@ func (h *Host) currentRAPL() []rapl.Package {
 }
 
 // measuredPower reads the CPU power of the tick at now (RAPL energy) and
-// the GPUs' current draw. h.mu is held.
+// sums the GPUs' draw from the tick's list. h.mu is held.
 func (h *Host) measuredPower(now time.Time) power.Reading {
 	var p power.Reading
 	if h.meter != nil {
 		p.CPUWatts, p.HasCPU = h.meter.CPUPowerWatts(now)
 	}
 	if h.gpu != nil {
-		if gpus, err := h.gpu.GPUs(); err == nil && len(gpus) > 0 {
+		if gpus, err := h.gpus, h.gpusErr; err == nil && len(gpus) > 0 {
 			p.HasGPU = true
 			for _, g := range gpus {
 				if !g.HasPower {
@@ -441,6 +479,7 @@ func (h *Host) Restore() error {
 		_ = h.regulator.Reset() // the journal restores the ceilings too
 	}
 	err := h.journal.Restore(h.restorers)
+	h.gpusFresh = false
 	// The enforcers start over: the next target is applied afresh.
 	h.wireEnforcers()
 	return err

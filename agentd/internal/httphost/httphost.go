@@ -96,12 +96,13 @@ func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var r enforce.Result
+	gpus, gpuErr := h.gpu.GPUs() // once per tick, for the caps and the report
 	if spec != nil {
 		h.lastCPU = nil // one telemetry read per tick, shared by DVFS and the report
-		r.CPU, r.GPU = h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU)
+		r.CPU, r.GPU = h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU, gpus, gpuErr)
 	}
 	r.CPUMode = h.cpuEnf.Mode()
-	r.Power = h.measuredPower(now)
+	r.Power = h.measuredPower(now, gpus, gpuErr)
 	d := h.regulator.Last()
 	r.DVFS = &d
 	return r
@@ -136,14 +137,14 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	return discovery.Build(f, h.opts.Catalog, now)
 }
 
-// measuredPower reads the simulated node's CPU and GPU power. h.mu is
-// held.
-func (h *Host) measuredPower(now time.Time) power.Reading {
+// measuredPower reads the simulated node's CPU power and sums the GPUs'
+// from the tick's list. h.mu is held.
+func (h *Host) measuredPower(now time.Time, gpus []power.GPU, gpuErr error) power.Reading {
 	var p power.Reading
 	if w, ok := (meter{h}).CPUPowerWatts(now); ok {
 		p.CPUWatts, p.HasCPU = w, true
 	}
-	if gpus, err := h.gpu.GPUs(); err == nil && len(gpus) > 0 {
+	if gpuErr == nil && len(gpus) > 0 {
 		p.HasGPU = true
 		for _, g := range gpus {
 			p.GPUWatts += g.PowerWatts

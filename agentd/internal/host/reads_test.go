@@ -2,6 +2,9 @@ package host
 
 import (
 	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
 
 	"joulie.io/joulie/agentd/internal/nvml"
 	"joulie.io/joulie/agentd/internal/rapl"
@@ -56,5 +59,52 @@ func TestRAPLIsDiscoveredAtOpenAndAgainOnlyWhenAZoneGoes(t *testing.T) {
 	}
 	if discoveries != 2 {
 		t.Fatalf("RAPL discovered %d times, want 2: once at Open, once when intel-rapl:1 went", discoveries)
+	}
+}
+
+// A tick lists the GPUs once: enforcement, the measured power and the
+// NodeHardware published after the tick share the list, and the list
+// carries the limits the tick set.
+func TestATickEnumeratesTheGPUsOnce(t *testing.T) {
+	root, dgx := xeonDGX(t)
+	c := newClock()
+	h := open(t, root, t.TempDir(), dgx, c)
+	defer h.Close()
+	enumerations := func() int { return len(dgx.Server.DeviceGetCountCalls()) }
+	gpuCaps := func(hw joulie.NodeHardwareStatus) []float64 {
+		var out []float64
+		for _, d := range hw.GPU.Devices {
+			out = append(out, *d.CurrentCapWatts)
+		}
+		return out
+	}
+
+	for tick, want := range []struct {
+		spec  *joulie.NodePowerProfileSpec
+		watts float64
+	}{
+		{ptr.To(eco(60)), 420}, {ptr.To(eco(60)), 420}, {nil, 420}, // nil: paused, measure only
+		{&joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}, 700}, {ptr.To(eco(80)), 560},
+	} {
+		before := enumerations()
+		r := h.Enforce(c.now(), want.spec)
+		hw := h.Hardware(c.now())
+		n := enumerations() - before
+		if caps := gpuCaps(hw); len(caps) != 8 || caps[0] != want.watts || caps[7] != want.watts {
+			t.Fatalf("tick %d: published GPU limits %v, want %g W", tick, caps, want.watts)
+		}
+		if !r.Power.HasGPU {
+			t.Fatalf("tick %d: no GPU power measured", tick)
+		}
+		// Lifting the caps restores the originals behind the list's back,
+		// so the publish after that tick lists again.
+		wantN := 1
+		if tick == 3 {
+			wantN = 2
+		}
+		if n != wantN {
+			t.Fatalf("tick %d enumerated the GPUs %d times, want %d", tick, n, wantN)
+		}
+		c.step(5 * time.Second)
 	}
 }
