@@ -84,7 +84,7 @@ type Host struct {
 	tdpWatts    float64
 	raplPkgs    []rapl.Package // as discovered, limits as of the last publish
 	raplCapper  *rapl.Capper
-	meter       *cpuMeter
+	meter       *rapl.CPUMeter
 	freq        cpufreq.Host
 	setter      *cpufreq.Setter
 	regulator   *dvfs.Regulator
@@ -166,16 +166,10 @@ func (h *Host) openCPUControls() {
 			h.raplCapper = c
 			h.restorers[rapl.Backend] = c
 		}
-		var meters []*rapl.EnergyMeter
-		for _, p := range pkgs {
-			if p.HasEnergy {
-				meters = append(meters, rapl.NewEnergyMeter(h.fs, p, rapl.MeterOptions{Now: h.cfg.Now, MaxWatts: maxOr(p.MaxWatts(), h.tdpWatts)}))
-			}
-		}
-		if len(meters) == len(pkgs) {
-			h.meter = &cpuMeter{meters: meters}
-		} else if len(meters) > 0 {
-			h.warnings = append(h.warnings, "RAPL energy is readable on only some packages; CPU power is not measured")
+		var warn string
+		h.meter, warn = rapl.NewCPUMeter(h.fs, pkgs, rapl.MeterOptions{Now: h.cfg.Now, MaxWatts: h.tdpWatts})
+		if warn != "" {
+			h.warnings = append(h.warnings, warn)
 		}
 	}
 	h.pkgBackend = joulie.BackendRAPL
@@ -309,7 +303,7 @@ func (h *Host) wireEnforcers() {
 	}
 	switch {
 	case h.socketCap != nil:
-		cpuCfg.RAPL = socketCapper{h.socketCap}
+		cpuCfg.RAPL = h.socketCap
 	case h.raplCapper != nil:
 		cpuCfg.RAPL = h.raplCapper
 	}
@@ -519,42 +513,6 @@ func (h *Host) Close() error {
 	return errors.Join(errs...)
 }
 
-// socketCapper adapts the amd-smi socket cap to enforce.PackageCapper.
-type socketCapper struct{ c *amdsmi.SocketCapper }
-
-func (s socketCapper) SetPackageCap(id int, watts float64) (float64, error) {
-	return s.c.SetSocketCap(id, watts)
-}
-
-// cpuMeter sums the packages' RAPL energy meters. Each meter turns the
-// energy since its previous read into watts, so the host reads them once
-// per tick and hands the same figure to DVFS and to the status report.
-type cpuMeter struct {
-	meters []*rapl.EnergyMeter
-	at     time.Time
-	watts  float64
-	ok     bool
-}
-
-func (m *cpuMeter) CPUPowerWatts(now time.Time) (float64, bool) {
-	if now.Equal(m.at) {
-		return m.watts, m.ok
-	}
-	m.at, m.watts, m.ok = now, 0, true
-	for _, e := range m.meters {
-		w, ok, err := e.Read()
-		if err != nil || !ok {
-			m.ok = false
-			continue
-		}
-		m.watts += w
-	}
-	if !m.ok {
-		m.watts = 0
-	}
-	return m.watts, m.ok
-}
-
 // unreachableGPUs stands in for a GPU backend on a host whose GPUs are on
 // the PCI bus but out of every backend's reach. It lists them as the bus
 // shows them, each with the reason it cannot be capped, and never writes:
@@ -580,11 +538,4 @@ func (u unreachableGPUs) Restore(id, _ string) error {
 // use, for warnings and reasons that say it in words.
 func plain(err error) string {
 	return strings.TrimPrefix(err.Error(), power.ErrBlocked.Error()+": ")
-}
-
-func maxOr(v, fallback float64) float64 {
-	if v > 0 {
-		return v
-	}
-	return fallback
 }
