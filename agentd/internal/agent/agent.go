@@ -416,14 +416,6 @@ func (a *Agent) Reconcile() {
 	}
 }
 
-// transition keeps the previous transition time while the result holds.
-func transition(prev, cur joulie.ControlStatus, now time.Time) metav1Time {
-	if prev.Result == cur.Result && !prev.LastTransitionTime.IsZero() {
-		return prev.LastTransitionTime
-	}
-	return newTime(now)
-}
-
 // Reconfigure applies the options a SIGHUP reload may change while the
 // agent runs: failsafe, its timeout, keepCapsOnStop and the standalone
 // profile. A pause by the operator ends: the reload is a new target.
