@@ -2,9 +2,10 @@
 // discovers which backends the host has (RAPL, cpufreq, amd-smi, NVML,
 // amdgpu hwmon) under the configured host root, wires them to the
 // enforcers, and registers every backend that writes as a restorer of the
-// state journal. The daemon then asks it for the NodeHardware facts,
-// hands it NodePowerProfile targets, reads measured power, and restores
-// the originals on stop.
+// state journal. The agent's loop then hands it a NodePowerProfile target
+// each tick and gets back the outcomes with the power measured in the
+// same pass, publishes its NodeHardware facts, and has it restore the
+// originals on stop.
 //
 // A host with nothing to control (this kind of VM) still opens: every
 // missing piece becomes a warning and a blocked or none result, never an
