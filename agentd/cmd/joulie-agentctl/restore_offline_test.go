@@ -43,8 +43,8 @@ func newKilledHost(t *testing.T, extraConfig string) *killedHost {
 		t.Fatal(err)
 	}
 	pct := 60.0
-	cpu, _ := h.Enforce(time.Now(), joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco,
-		CPU: &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: &pct}})
+	cpu := h.Enforce(time.Now(), &joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco,
+		CPU: &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: &pct}}).CPU
 	if cpu.Result != joulie.ResultApplied {
 		t.Fatalf("fixture: CPU cap not applied: %+v", cpu)
 	}

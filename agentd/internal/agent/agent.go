@@ -20,19 +20,19 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/enforce"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
 // Hardware is the host side the agent drives: *host.Host on a real
 // machine, an HTTP-backed host for simulated nodes.
 type Hardware interface {
-	Enforce(now time.Time, spec joulie.NodePowerProfileSpec) (cpu, gpu joulie.ControlStatus)
+	// Enforce applies spec and measures the host in the same pass. A nil
+	// spec touches no control and only measures: enforcement is paused.
+	Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce.Result
+	// Hardware is the host's NodeHardware status now.
 	Hardware(now time.Time) joulie.NodeHardwareStatus
-	MeasuredPower(now time.Time) host.Power
-	CPUMode() joulie.ControlBackend
-	DVFS() (dvfs.Decision, bool)
+	// PendingOriginals is how many changed controls the journal records.
 	PendingOriginals() int
 	Restore() error
 	Close() error
@@ -106,11 +106,8 @@ type Snapshot struct {
 	Spec       *joulie.NodePowerProfileSpec
 	Source     string
 	Generation int64
-	CPU, GPU   joulie.ControlStatus
-	CPUMode    joulie.ControlBackend
-	Power      host.Power
-	DVFS       dvfs.Decision
-	HasDVFS    bool
+	// Result is what the last tick did and measured.
+	enforce.Result
 	// LastReconcile is when the last tick ran; LastSync when the cluster
 	// last answered, SyncError its last error.
 	LastReconcile time.Time
@@ -386,47 +383,37 @@ func (a *Agent) Reconcile() {
 		}
 	}
 
-	var cpu, gpu joulie.ControlStatus
-	enforced := joulie.NodePowerProfileSpec{}
-	if spec != nil {
-		enforced = *spec
-	}
+	var res enforce.Result
 	// An empty spec lifts every cap (the enforcers restore originals);
-	// after a restore there is nothing left to lift.
+	// after a restore there is nothing left to lift, only to measure.
 	if spec != nil || source != SourcePaused && !restoreFailsafe {
-		cpu, gpu = a.hw.Enforce(now, enforced)
+		enforced := joulie.NodePowerProfileSpec{}
+		if spec != nil {
+			enforced = *spec
+		}
+		res = a.hw.Enforce(now, &enforced)
 	} else {
-		cpu = joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "original settings restored; enforcement paused"}
-		gpu = cpu
+		res = a.hw.Enforce(now, nil)
+		res.CPU = joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "original settings restored; enforcement paused"}
+		res.GPU = res.CPU
 	}
-	cpu.LastTransitionTime = transition(prev.CPU, cpu, now)
-	gpu.LastTransitionTime = transition(prev.GPU, gpu, now)
-	power := a.hw.MeasuredPower(now)
-	decision, hasDVFS := a.hw.DVFS()
+	res.CPU.LastTransitionTime = transition(prev.CPU, res.CPU, now)
+	res.GPU.LastTransitionTime = transition(prev.GPU, res.GPU, now)
 
 	a.mu.Lock()
 	a.snap = Snapshot{
 		Node: a.opts.Node, Version: a.opts.Version, Standalone: a.opts.Standalone != nil,
-		Spec: spec, Source: source, Generation: generation,
-		CPU: cpu, GPU: gpu, CPUMode: a.hw.CPUMode(), Power: power, DVFS: decision, HasDVFS: hasDVFS,
+		Spec: spec, Source: source, Generation: generation, Result: res,
 		LastReconcile: now, Failsafe: fs,
 	}
 	a.mu.Unlock()
 
-	if cpu.Result != prev.CPU.Result || cpu.Backend != prev.CPU.Backend {
-		a.log.Info("CPU control", "result", cpu.Result, "backend", cpu.Backend, "message", cpu.Message)
+	if res.CPU.Result != prev.CPU.Result || res.CPU.Backend != prev.CPU.Backend {
+		a.log.Info("CPU control", "result", res.CPU.Result, "backend", res.CPU.Backend, "message", res.CPU.Message)
 	}
-	if gpu.Result != prev.GPU.Result || gpu.Backend != prev.GPU.Backend {
-		a.log.Info("GPU control", "result", gpu.Result, "backend", gpu.Backend, "message", gpu.Message)
+	if res.GPU.Result != prev.GPU.Result || res.GPU.Backend != prev.GPU.Backend {
+		a.log.Info("GPU control", "result", res.GPU.Result, "backend", res.GPU.Backend, "message", res.GPU.Message)
 	}
-}
-
-// transition keeps the previous transition time while the result holds.
-func transition(prev, cur joulie.ControlStatus, now time.Time) metav1Time {
-	if prev.Result == cur.Result && !prev.LastTransitionTime.IsZero() {
-		return prev.LastTransitionTime
-	}
-	return newTime(now)
 }
 
 // Reconfigure applies the options a SIGHUP reload may change while the

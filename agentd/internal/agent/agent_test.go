@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/enforce"
+	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -22,21 +22,24 @@ type fakeHW struct {
 	enforced []joulie.NodePowerProfileSpec
 	restores int
 	pending  int
-	power    host.Power
+	power    power.Reading
 }
 
-func (f *fakeHW) Enforce(_ time.Time, s joulie.NodePowerProfileSpec) (joulie.ControlStatus, joulie.ControlStatus) {
-	f.enforced = append(f.enforced, s)
+// Enforce records the specs enforced; a nil spec (paused) only measures.
+func (f *fakeHW) Enforce(_ time.Time, s *joulie.NodePowerProfileSpec) enforce.Result {
+	res := enforce.Result{CPUMode: joulie.BackendRAPL, Power: f.power}
+	if s == nil {
+		return res
+	}
+	f.enforced = append(f.enforced, *s)
 	r := joulie.ResultApplied
 	if s.CPU == nil {
 		r = joulie.ResultNone
 	}
-	return joulie.ControlStatus{Backend: joulie.BackendRAPL, Result: r}, joulie.ControlStatus{Backend: joulie.BackendNVML, Result: r}
+	res.CPU, res.GPU = joulie.ControlStatus{Backend: joulie.BackendRAPL, Result: r}, joulie.ControlStatus{Backend: joulie.BackendNVML, Result: r}
+	return res
 }
 func (f *fakeHW) Hardware(time.Time) joulie.NodeHardwareStatus { return joulie.NodeHardwareStatus{} }
-func (f *fakeHW) MeasuredPower(time.Time) host.Power           { return f.power }
-func (f *fakeHW) CPUMode() joulie.ControlBackend               { return joulie.BackendRAPL }
-func (f *fakeHW) DVFS() (dvfs.Decision, bool)                  { return dvfs.Decision{}, false }
 func (f *fakeHW) PendingOriginals() int                        { return f.pending }
 func (f *fakeHW) Restore() error                               { f.restores++; f.pending = 0; return nil }
 func (f *fakeHW) Close() error                                 { return nil }
@@ -267,7 +270,7 @@ func TestShouldPublishPower(t *testing.T) {
 
 func TestProfileStatusKeepsPublishedPowerUntilDue(t *testing.T) {
 	published := &joulie.MeasuredPower{NodePowerWatts: 500, Time: metav1.NewTime(t0)}
-	s := Snapshot{Generation: 2, LastReconcile: t0.Add(10 * time.Second), Power: host.Power{CPUWatts: 300, HasCPU: true, GPUWatts: 210, HasGPU: true}}
+	s := Snapshot{Generation: 2, LastReconcile: t0.Add(10 * time.Second), Result: enforce.Result{Power: power.Reading{CPUWatts: 300, HasCPU: true, GPUWatts: 210, HasGPU: true}}}
 	st := s.ProfileStatus(published)
 	if st.MeasuredPower.NodePowerWatts != 500 || !st.MeasuredPower.Time.Equal(&published.Time) {
 		t.Fatalf("a 2%% change 10 s later must not be republished: %+v", st.MeasuredPower)

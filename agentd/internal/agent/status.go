@@ -10,9 +10,16 @@ import (
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-type metav1Time = metav1.Time
-
+// newTime is t as the API stores it: UTC, whole seconds.
 func newTime(t time.Time) metav1.Time { return metav1.NewTime(t.UTC().Truncate(time.Second)) }
+
+// transition keeps the previous transition time while the result holds.
+func transition(prev, cur joulie.ControlStatus, now time.Time) metav1.Time {
+	if prev.Result == cur.Result && !prev.LastTransitionTime.IsZero() {
+		return prev.LastTransitionTime
+	}
+	return newTime(now)
+}
 
 // PowerPublishInterval and PowerPublishChange bound how often measured
 // power reaches the API: at most once a minute, or sooner on a change of

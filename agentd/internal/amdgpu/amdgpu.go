@@ -219,7 +219,7 @@ func (c *Capper) write(addr string, l limits, target int64) (int64, error) {
 	if c.journal == nil {
 		return l.cur, fmt.Errorf("set power cap of AMD GPU %s: no journal to record the original in; refusing to write", addr)
 	}
-	if err := c.journal.Record(state.Entry{Backend: Backend, ID: addr + "/" + capAttr, Original: strconv.FormatInt(l.cur, 10)}); err != nil {
+	if err := c.journal.Record(state.Entry{Backend: Backend, Kind: state.KindGPU, ID: addr + "/" + capAttr, Original: strconv.FormatInt(l.cur, 10)}); err != nil {
 		return l.cur, fmt.Errorf("set power cap of AMD GPU %s: %w", addr, err)
 	}
 	if err := c.fs.WriteInt(attr, target); err != nil {

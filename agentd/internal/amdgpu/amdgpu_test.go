@@ -116,7 +116,7 @@ func TestSetCapJournalsTheOriginalBeforeTheFirstWriteOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []state.Entry{{Backend: "hwmon", ID: "0000:03:00.0/power1_cap", Original: "300000000"}}
+	want := []state.Entry{{Backend: "hwmon", Kind: state.KindGPU, ID: "0000:03:00.0/power1_cap", Original: "300000000"}}
 	got := j.Entries()
 	for i := range got {
 		got[i].RecordedAt = want[0].RecordedAt

@@ -254,7 +254,7 @@ func TestGPUSetCapRejectsMeaninglessRequests(t *testing.T) {
 	}
 }
 
-func TestSocketsAndSetSocketCap(t *testing.T) {
+func TestSocketsAndSetPackageCap(t *testing.T) {
 	l := openFake(t, "full")
 	j, _ := openJournal(t)
 	c := NewSocketCapper(l, j)
@@ -278,23 +278,23 @@ func TestSocketsAndSetSocketCap(t *testing.T) {
 		{1, 1000, 360, 2},    // clamped to the maximum
 		{1, 10, 50, 3},       // the SMU raises it to its floor
 	} {
-		applied, err := c.SetSocketCap(tc.id, tc.watts)
+		applied, err := c.SetPackageCap(tc.id, tc.watts)
 		if err != nil {
-			t.Fatalf("SetSocketCap(%d, %v): %v", tc.id, tc.watts, err)
+			t.Fatalf("SetPackageCap(%d, %v): %v", tc.id, tc.watts, err)
 		}
 		if applied != tc.want || *calls != tc.calls {
-			t.Errorf("SetSocketCap(%d, %v) = %v W after %d calls, want %v W after %d", tc.id, tc.watts, applied, *calls, tc.want, tc.calls)
+			t.Errorf("SetPackageCap(%d, %v) = %v W after %d calls, want %v W after %d", tc.id, tc.watts, applied, *calls, tc.want, tc.calls)
 		}
 	}
 	want := map[string]string{"amdsmi cpu-socket/0": "280000", "amdsmi cpu-socket/1": "280000"}
 	if got := entries(j); !reflect.DeepEqual(got, want) {
 		t.Fatalf("journal = %v, want %v", got, want)
 	}
-	if _, err := c.SetSocketCap(2, 100); err == nil {
-		t.Error("SetSocketCap on a missing socket succeeded")
+	if _, err := c.SetPackageCap(2, 100); err == nil {
+		t.Error("SetPackageCap on a missing socket succeeded")
 	}
 	*fakeVar[uint32](t, l, "fake_fail_set_cpu_socket_power_cap") = 50 // AMDSMI_STATUS_HSMP_TIMEOUT
-	if _, err := c.SetSocketCap(0, 150); err == nil || power.IsBlocked(err) || !strings.Contains(err.Error(), "HSMP_TIMEOUT") {
+	if _, err := c.SetPackageCap(0, 150); err == nil || power.IsBlocked(err) || !strings.Contains(err.Error(), "HSMP_TIMEOUT") {
 		t.Fatalf("HSMP timeout: %v, want an error", err)
 	}
 }
@@ -310,7 +310,7 @@ func TestRestoreAfterCrashFromANewJournal(t *testing.T) {
 	if _, err := NewGPUCapper(l, j).SetCap(1, 400); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewSocketCapper(l, j).SetSocketCap(0, 150); err != nil {
+	if _, err := NewSocketCapper(l, j).SetPackageCap(0, 150); err != nil {
 		t.Fatal(err)
 	}
 
@@ -382,7 +382,7 @@ func TestMissingSymbolIsBlocked(t *testing.T) {
 	if j.Len() != 0 {
 		t.Error("an original was journaled for a write that cannot happen")
 	}
-	if applied, err := NewSocketCapper(l, j).SetSocketCap(0, 200); err != nil || applied != 200 {
+	if applied, err := NewSocketCapper(l, j).SetPackageCap(0, 200); err != nil || applied != 200 {
 		t.Fatalf("CPU socket: %v, %v", applied, err)
 	}
 
@@ -401,8 +401,8 @@ func TestHostWithoutCPUSupportStillCapsGPUs(t *testing.T) {
 	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "AMDSMI_STATUS_NO_HSMP_DRV") {
 		t.Fatalf("Sockets without CPU support: %v, want blocked with the reason", err)
 	}
-	if _, err := NewSocketCapper(l, j).SetSocketCap(0, 200); !power.IsBlocked(err) {
-		t.Fatalf("SetSocketCap without CPU support: %v", err)
+	if _, err := NewSocketCapper(l, j).SetPackageCap(0, 200); !power.IsBlocked(err) {
+		t.Fatalf("SetPackageCap without CPU support: %v", err)
 	}
 	if applied, err := NewGPUCapper(l, j).SetCap(0, 200); err != nil || applied != 200 {
 		t.Fatalf("GPU: %v, %v", applied, err)
@@ -416,7 +416,7 @@ func TestHostWithoutGPUSupportStillCapsSockets(t *testing.T) {
 	if _, err := NewGPUCapper(l, j).GPUs(); !power.IsBlocked(err) {
 		t.Fatalf("GPUs without GPU support: %v, want blocked", err)
 	}
-	if applied, err := NewSocketCapper(l, j).SetSocketCap(1, 300); err != nil || applied != 300 {
+	if applied, err := NewSocketCapper(l, j).SetPackageCap(1, 300); err != nil || applied != 300 {
 		t.Fatalf("socket: %v, %v", applied, err)
 	}
 }
@@ -445,8 +445,8 @@ func TestClosedLibraryIsBlocked(t *testing.T) {
 	if _, err := NewGPUCapper(l, j).GPUs(); !errors.Is(err, ErrClosed) || !power.IsBlocked(err) {
 		t.Fatalf("GPUs after Close: %v", err)
 	}
-	if _, err := NewSocketCapper(l, j).SetSocketCap(0, 100); !errors.Is(err, ErrClosed) {
-		t.Fatalf("SetSocketCap after Close: %v", err)
+	if _, err := NewSocketCapper(l, j).SetPackageCap(0, 100); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SetPackageCap after Close: %v", err)
 	}
 }
 
@@ -484,7 +484,7 @@ func TestConcurrentUseIsSerialised(t *testing.T) {
 				if i%2 == 0 {
 					_, err = gpus.SetCap(i/2, float64(200+k%3))
 				} else {
-					_, err = sockets.SetSocketCap(i/2, float64(200+k%3))
+					_, err = sockets.SetPackageCap(i/2, float64(200+k%3))
 				}
 				if err != nil {
 					break

@@ -66,11 +66,13 @@ func (c *SocketCapper) Sockets() ([]Socket, error) {
 	return out, errors.Join(errs...)
 }
 
-// SetSocketCap sets socket id's power limit to watts, clamped to the
+// SetPackageCap sets socket id's power limit to watts, clamped to the
 // maximum amd-smi reports, recording the original before the first write
 // and skipping the write when the limit is in force. It returns the limit
-// read back, which the SMU may have raised to its own floor.
-func (c *SocketCapper) SetSocketCap(id int, watts float64) (float64, error) {
+// read back, which the SMU may have raised to its own floor. A socket is
+// the CPU package the enforcer caps, so SocketCapper is its package
+// capper on EPYC hosts with read-only RAPL limits.
+func (c *SocketCapper) SetPackageCap(id int, watts float64) (float64, error) {
 	if err := power.CheckTarget(fmt.Sprintf("CPU socket %d", id), watts); err != nil {
 		return 0, err
 	}
@@ -86,7 +88,7 @@ func (c *SocketCapper) SetSocketCap(id int, watts float64) (float64, error) {
 		}
 		return max(uint32(v), 1)
 	}, func(cur uint32) error {
-		return c.journal.Record(state.Entry{Backend: Backend, ID: "cpu-socket/" + strconv.Itoa(id), Original: strconv.FormatUint(uint64(cur), 10)})
+		return c.journal.Record(state.Entry{Backend: Backend, Kind: state.KindCPU, ID: "cpu-socket/" + strconv.Itoa(id), Original: strconv.FormatUint(uint64(cur), 10)})
 	})
 	return float64(mw) / milliPerWatt, err
 }

@@ -116,7 +116,7 @@ func (c *GPUCapper) SetCap(index int, watts float64) (float64, error) {
 		lo, hi := power.WholeWattRange(info.min, info.max)
 		return power.ClampWholeWatts(watts, lo, hi)
 	}, func(cur uint64) error {
-		return c.journal.Record(state.Entry{Backend: Backend, ID: "gpu/" + addr, Original: strconv.FormatUint(cur, 10)})
+		return c.journal.Record(state.Entry{Backend: Backend, Kind: state.KindGPU, ID: "gpu/" + addr, Original: strconv.FormatUint(cur, 10)})
 	})
 	return float64(uw) / microPerWatt, err
 }

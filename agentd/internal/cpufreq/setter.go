@@ -128,7 +128,7 @@ func (s *Setter) SetMaxFreq(targets []Target) ([]Result, error) {
 			continue
 		}
 		if _, journaled := s.journal.Original(Backend, ID(t.CPU)); !journaled {
-			entries = append(entries, state.Entry{Backend: Backend, ID: ID(t.CPU), Original: strconv.FormatInt(cur, 10)})
+			entries = append(entries, state.Entry{Backend: Backend, Kind: state.KindCPU, ID: ID(t.CPU), Original: strconv.FormatInt(cur, 10)})
 		}
 		pending = append(pending, i)
 	}

@@ -268,12 +268,12 @@ func TestGPUEachDeviceCappedFromItsOwnMax(t *testing.T) {
 	g := newFakeGPUs(2, 700)
 	g.gpus[1].MaxWatts = 600
 	e := NewGPUEnforcer(g, nil, time.Minute)
-	st := e.Enforce(t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
+	st := enforceGPU(e, t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
 	if st.Result != joulie.ResultApplied || strings.Join(g.sets, ",") != "0=420,1=360" || st.AppliedCapWatts != nil {
 		t.Fatalf("status %+v, sets %v", st, g.sets)
 	}
 	g.sets = nil
-	st = e.Enforce(t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0), CapWattsPerGpu: ptr.To(400.0)}})
+	st = enforceGPU(e, t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0), CapWattsPerGpu: ptr.To(400.0)}})
 	if strings.Join(g.sets, ",") != "0=400,1=400" || *st.AppliedCapWatts != 400 {
 		t.Fatalf("watts should win: status %+v, sets %v", st, g.sets)
 	}
@@ -284,7 +284,7 @@ func TestGPUOneFailingDeviceDoesNotStopTheOthers(t *testing.T) {
 	g.fail[3] = errors.New("GPU is lost")
 	g.fail[5] = fmt.Errorf("%w: setting power limits is not supported", power.ErrBlocked)
 	e := NewGPUEnforcer(g, nil, time.Minute)
-	st := e.Enforce(t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: ptr.To(500.0)}})
+	st := enforceGPU(e, t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: ptr.To(500.0)}})
 	if st.Result != joulie.ResultError || len(g.sets) != 8 {
 		t.Fatalf("status %+v, sets %v", st, g.sets)
 	}
@@ -296,7 +296,7 @@ func TestGPUOneFailingDeviceDoesNotStopTheOthers(t *testing.T) {
 	}
 	// The lost GPU is not hammered: the next tick within retryMin skips it.
 	g.sets = nil
-	e.Enforce(t0.Add(10*time.Second), &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: ptr.To(500.0)}})
+	enforceGPU(e, t0.Add(10*time.Second), &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: ptr.To(500.0)}})
 	for _, s := range g.sets {
 		if strings.HasPrefix(s, "3=") {
 			t.Fatalf("failed GPU written again before the retry interval: %v", g.sets)
@@ -311,7 +311,7 @@ func TestGPUsTheBackendKnowsAreBlockedAreNotWrittenAndSaidOnce(t *testing.T) {
 		g.gpus[i].CapBlocked = why
 	}
 	e := NewGPUEnforcer(g, nil, time.Minute)
-	st := e.Enforce(t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
+	st := enforceGPU(e, t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
 	if st.Result != joulie.ResultBlocked || len(g.sets) != 0 {
 		t.Fatalf("status %+v, sets %v", st, g.sets)
 	}
@@ -325,7 +325,7 @@ func TestGPUsTheBackendKnowsAreBlockedAreNotWrittenAndSaidOnce(t *testing.T) {
 	}
 	// One GPU that can be capped: it is, and the others are named.
 	g.gpus[2].CapBlocked = ""
-	st = e.Enforce(t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
+	st = enforceGPU(e, t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}})
 	if st.Result != joulie.ResultBlocked || strings.Join(g.sets, ",") != "2=450" || !strings.Contains(st.Message, "3 of 4 GPUs not capped: 0: "+why+"; 1: ") {
 		t.Fatalf("status %+v, sets %v", st, g.sets)
 	}
@@ -333,23 +333,23 @@ func TestGPUsTheBackendKnowsAreBlockedAreNotWrittenAndSaidOnce(t *testing.T) {
 
 func TestGPUBackendStates(t *testing.T) {
 	target := &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}
-	if st := NewGPUEnforcer(nil, nil, 0).Enforce(t0, target); st.Result != joulie.ResultNone {
+	if st := enforceGPU(NewGPUEnforcer(nil, nil, 0), t0, target); st.Result != joulie.ResultNone {
 		t.Errorf("no backend: %+v", st)
 	}
 	g := newFakeGPUs(0, 0)
 	g.enumE = fmt.Errorf("%w: NVML unavailable: libnvidia-ml.so.1 not found", power.ErrBlocked)
-	if st := NewGPUEnforcer(g, nil, 0).Enforce(t0, target); st.Result != joulie.ResultBlocked || st.Backend != joulie.BackendNVML {
+	if st := enforceGPU(NewGPUEnforcer(g, nil, 0), t0, target); st.Result != joulie.ResultBlocked || st.Backend != joulie.BackendNVML {
 		t.Errorf("library missing: %+v", st)
 	}
 	g.enumE = errors.New("driver not loaded")
-	if st := NewGPUEnforcer(g, nil, 0).Enforce(t0, target); st.Result != joulie.ResultError {
+	if st := enforceGPU(NewGPUEnforcer(g, nil, 0), t0, target); st.Result != joulie.ResultError {
 		t.Errorf("enumeration error: %+v", st)
 	}
 	restored := 0
 	g = newFakeGPUs(2, 700)
 	e := NewGPUEnforcer(g, func() error { restored++; return nil }, 0)
-	e.Enforce(t0, target)
-	if st := e.Enforce(t0, nil); st.Result != joulie.ResultNone || restored != 1 {
+	enforceGPU(e, t0, target)
+	if st := enforceGPU(e, t0, nil); st.Result != joulie.ResultNone || restored != 1 {
 		t.Errorf("lifting the GPU cap: %+v, restored %d", st, restored)
 	}
 }
@@ -369,4 +369,14 @@ func TestCPUDVFSMessageCarriesTheBackendsReason(t *testing.T) {
 	if st := e.Enforce(t0, pct(50)); !strings.Contains(st.Message, "AMD EPYC exposes energy only") {
 		t.Fatalf("message %q", st.Message)
 	}
+}
+
+// enforceGPU runs one tick of e, listing the devices as the host does.
+func enforceGPU(e *GPUEnforcer, now time.Time, t *joulie.GPUPowerTarget) joulie.ControlStatus {
+	var gpus []power.GPU
+	var err error
+	if e.backend != nil {
+		gpus, err = e.backend.GPUs()
+	}
+	return e.Enforce(now, t, gpus, err)
 }

@@ -32,13 +32,15 @@ func NewGPUEnforcer(backend power.GPUCapper, restore func() error, retryMin time
 	return &GPUEnforcer{backend: backend, restore: restore, retryMin: retryMin, failedAt: map[int]time.Time{}, restored: true}
 }
 
-// Enforce applies target t to every device and returns the status.
-func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget) joulie.ControlStatus {
+// Enforce applies target t to every device of gpus, the backend's
+// enumeration for this tick (err when it failed), and returns the status.
+// The caller lists the devices once per tick and shares the list with
+// whatever else reads them that tick (measured power, hardware facts).
+func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []power.GPU, err error) joulie.ControlStatus {
 	if e.backend == nil {
 		return joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "no GPUs found on this host"}
 	}
 	backend := joulie.ControlBackend(e.backend.Name())
-	gpus, err := e.backend.GPUs()
 	if err != nil {
 		result := joulie.ResultError
 		if power.IsBlocked(err) {

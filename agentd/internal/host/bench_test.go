@@ -6,6 +6,7 @@ import (
 
 	"joulie.io/joulie/agentd/internal/cpufreq/cpufreqtest"
 	"joulie.io/joulie/agentd/internal/cpuinfo/cpuinfotest"
+	"joulie.io/joulie/agentd/internal/enforce"
 	"joulie.io/joulie/agentd/internal/nvml/nvmltest"
 	"joulie.io/joulie/agentd/internal/rapl/rapltest"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -31,17 +32,18 @@ func benchmarkTick(b *testing.B, root string, dgx *nvmltest.DGX, wantMode joulie
 	h := open(b, root, b.TempDir(), dgx, c)
 	defer h.Close()
 	spec := eco(60)
+	var r enforce.Result
 	for range 3 { // reach steady state
-		h.Enforce(c.now(), spec)
+		r = h.Enforce(c.now(), &spec)
 		c.step(5 * time.Second)
 	}
-	if h.CPUMode() != wantMode {
-		b.Fatalf("mode %s, want %s", h.CPUMode(), wantMode)
+	if r.CPUMode != wantMode {
+		b.Fatalf("mode %s, want %s", r.CPUMode, wantMode)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		cpu, gpu := h.Enforce(c.now(), spec)
+		cpu, gpu := apply(h, c.now(), spec)
 		if cpu.Result != joulie.ResultApplied || gpu.Result != joulie.ResultApplied {
 			b.Fatalf("cpu %s %s, gpu %s %s", cpu.Result, cpu.Message, gpu.Result, gpu.Message)
 		}

@@ -49,7 +49,7 @@ func TestNVIDIAGPUsWithoutNVMLAreBlockedAndListed(t *testing.T) {
 			h := openPCIHost(t, xeonWithPCI(t, pcitest.HGX(3)...), tc.nvmlPath)
 			c := newClock()
 
-			_, gpu := h.Enforce(c.now(), eco(60))
+			_, gpu := apply(h, c.now(), eco(60))
 			if gpu.Result != joulie.ResultBlocked || gpu.Backend != joulie.BackendNone {
 				t.Fatalf("GPU status %+v, want blocked with backend none", gpu)
 			}
@@ -93,7 +93,7 @@ func TestNVIDIAGPUsWithoutNVMLAreBlockedAndListed(t *testing.T) {
 			}
 
 			// Asking for nothing is not a failure.
-			if _, gpu := h.Enforce(c.now(), joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}); gpu.Result != joulie.ResultNone {
+			if _, gpu := apply(h, c.now(), joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}); gpu.Result != joulie.ResultNone {
 				t.Errorf("no GPU target: %+v", gpu)
 			}
 		})
@@ -123,7 +123,7 @@ func TestAMDGPUWithReadOnlyPowerCapIsBlocked(t *testing.T) {
 	h := openPCIHost(t, root, Skip)
 	c := newClock()
 
-	_, gpu := h.Enforce(c.now(), eco(60))
+	_, gpu := apply(h, c.now(), eco(60))
 	if gpu.Result != joulie.ResultBlocked || gpu.Backend != joulie.BackendHwmon || !strings.Contains(gpu.Message, "read-only") {
 		t.Fatalf("GPU status %+v, want blocked saying power1_cap is read-only", gpu)
 	}
@@ -150,7 +150,7 @@ func TestAMDGPUWithoutTheDriverIsBlocked(t *testing.T) {
 	unbound.Driver = ""
 	h := openPCIHost(t, xeonWithPCI(t, unbound), Skip)
 	c := newClock()
-	_, gpu := h.Enforce(c.now(), eco(60))
+	_, gpu := apply(h, c.now(), eco(60))
 	if gpu.Result != joulie.ResultBlocked || !containsAll([]string{gpu.Message}, "AMD GPUs on the PCI bus", "amdgpu", "amdsmiLibraryPath is none") {
 		t.Fatalf("GPU status %+v", gpu)
 	}
@@ -163,7 +163,7 @@ func TestNoGPUOnThePCIBusIsStillNone(t *testing.T) {
 	// The BMC's VGA and NVSwitches are on the bus, but no GPU.
 	h := openPCIHost(t, xeonWithPCI(t, pcitest.HGX(0)...), filepath.Join(t.TempDir(), "libnvidia-ml.so.1"))
 	c := newClock()
-	_, gpu := h.Enforce(c.now(), eco(60))
+	_, gpu := apply(h, c.now(), eco(60))
 	if gpu.Result != joulie.ResultNone || gpu.Message != "no GPUs found on this host" {
 		t.Fatalf("GPU status %+v", gpu)
 	}

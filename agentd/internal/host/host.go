@@ -2,9 +2,10 @@
 // discovers which backends the host has (RAPL, cpufreq, amd-smi, NVML,
 // amdgpu hwmon) under the configured host root, wires them to the
 // enforcers, and registers every backend that writes as a restorer of the
-// state journal. The daemon then asks it for the NodeHardware facts,
-// hands it NodePowerProfile targets, reads measured power, and restores
-// the originals on stop.
+// state journal. The agent's loop then hands it a NodePowerProfile target
+// each tick and gets back the outcomes with the power measured in the
+// same pass, publishes its NodeHardware facts, and has it restore the
+// originals on stop.
 //
 // A host with nothing to control (this kind of VM) still opens: every
 // missing piece becomes a warning and a blocked or none result, never an
@@ -16,11 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/amdgpu"
 	"joulie.io/joulie/agentd/internal/amdsmi"
 	"joulie.io/joulie/agentd/internal/cpufreq"
 	"joulie.io/joulie/agentd/internal/cpuinfo"
@@ -28,7 +27,6 @@ import (
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
 	"joulie.io/joulie/agentd/internal/nvml"
-	"joulie.io/joulie/agentd/internal/pci"
 	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/rapl"
 	"joulie.io/joulie/agentd/internal/state"
@@ -64,6 +62,8 @@ type Config struct {
 	// Writer replaces how attribute files are written; tests inject the
 	// driver errors (EIO) a fixture file cannot produce.
 	Writer sysfs.Writer
+	// DiscoverRAPL replaces rapl.Discover; tests count discoveries.
+	DiscoverRAPL func(fs *sysfs.FS) ([]rapl.Package, []string)
 }
 
 // Skip is the library path that turns a library backend off.
@@ -80,8 +80,9 @@ type Host struct {
 	cpu         cpuinfo.Info
 	warnings    []string
 	tdpWatts    float64
+	raplPkgs    []rapl.Package // as discovered, limits as of the last publish
 	raplCapper  *rapl.Capper
-	meter       *cpuMeter
+	meter       *rapl.CPUMeter
 	freq        cpufreq.Host
 	setter      *cpufreq.Setter
 	regulator   *dvfs.Regulator
@@ -97,6 +98,14 @@ type Host struct {
 	mu     sync.Mutex
 	cpuEnf *enforce.CPUEnforcer
 	gpuEnf *enforce.GPUEnforcer
+	// gpus is the GPU backend's list of the last tick, with the limits it
+	// applied, shared by enforcement, measured power and the hardware
+	// facts so that a tick enumerates the GPUs once (NVML asks every
+	// device for its readings). gpusFresh is false until a tick lists
+	// them, and after a restore has put limits back behind its back.
+	gpus      []power.GPU
+	gpusErr   error
+	gpusFresh bool
 }
 
 // Open discovers the host and wires its backends.
@@ -115,6 +124,9 @@ func Open(cfg Config) (*Host, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.DiscoverRAPL == nil {
+		cfg.DiscoverRAPL = rapl.Discover
 	}
 	journal, err := state.Open(cfg.StateDir)
 	if err != nil {
@@ -140,221 +152,77 @@ func Open(cfg Config) (*Host, error) {
 	return h, nil
 }
 
-func (h *Host) openCPUControls() {
-	pkgs, warns := rapl.Discover(h.fs)
-	h.warnings = append(h.warnings, warns...)
-	if len(pkgs) > 0 {
-		c, err := rapl.NewCapper(h.fs, h.journal, pkgs, rapl.Options{MaxWatts: h.tdpWatts, Vendor: h.cpu.Vendor})
-		if err != nil {
-			h.warnings = append(h.warnings, "RAPL: "+err.Error())
-		} else {
-			h.raplCapper = c
-			h.restorers[rapl.Backend] = c
-		}
-		var meters []*rapl.EnergyMeter
-		for _, p := range pkgs {
-			if p.HasEnergy {
-				meters = append(meters, rapl.NewEnergyMeter(h.fs, p, rapl.MeterOptions{Now: h.cfg.Now, MaxWatts: maxOr(p.MaxWatts(), h.tdpWatts)}))
-			}
-		}
-		if len(meters) == len(pkgs) {
-			h.meter = &cpuMeter{meters: meters}
-		} else if len(meters) > 0 {
-			h.warnings = append(h.warnings, "RAPL energy is readable on only some packages; CPU power is not measured")
-		}
+// Enforce applies a NodePowerProfile spec (nil: none, only measure) and
+// returns the outcomes with the power measured during the tick.
+func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce.Result {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var r enforce.Result
+	h.listGPUs()
+	if spec != nil {
+		r.CPU = h.cpuEnf.Enforce(now, spec.CPU)
+		r.GPU = h.gpuEnf.Enforce(now, spec.GPU, h.gpus, h.gpusErr)
+		h.noteApplied(r.GPU)
 	}
-	h.pkgBackend = joulie.BackendRAPL
-	raplWritable := false
-	for _, p := range pkgs {
-		h.pkgs = append(h.pkgs, enforce.Package{ID: p.ID, MaxWatts: p.MaxWatts(), Writable: p.LimitsWritable, Reason: p.LimitsReason})
-		raplWritable = raplWritable || p.LimitsWritable
-	}
-
-	h.freq = cpufreq.Discover(h.fs)
-	h.warnings = append(h.warnings, h.freq.Warnings...)
-	if h.freq.Available() {
-		h.setter = cpufreq.NewSetter(h.fs, h.journal, h.freq)
-		h.restorers[cpufreq.Backend] = h.setter
-		act, err := dvfs.NewActuator(h.setter, h.freq, h.cfg.DVFS.MinFreqKHz)
-		if err == nil {
-			h.regulator, err = dvfs.NewRegulator(h.cfg.DVFS, act)
-		}
-		if err != nil {
-			h.warnings = append(h.warnings, "DVFS: "+err.Error())
-			h.regulator = nil
-		}
-	}
-
-	// amd-smi: the socket power cap is EPYC's answer to read-only RAPL
-	// limits, and its GPU side a second AMD GPU path.
-	if h.cfg.AMDSMILibraryPath != Skip {
-		lib, err := amdsmi.Open(h.cfg.AMDSMILibraryPath)
-		h.amdsmiErr = err
-		if err == nil {
-			h.amdsmiLib = lib
-			h.restorers[amdsmi.Backend] = lib
-		} else if h.cfg.AMDSMILibraryPath != "" || strings.Contains(strings.ToLower(h.cpu.Vendor), "amd") && !raplWritable {
-			// "blocked:" is the enforcers' vocabulary; a warning says it plainly.
-			h.warnings = append(h.warnings, plain(err)+" (the EPYC socket power cap needs ROCm's amd-smi)")
-		}
-	}
-	if h.amdsmiLib != nil && !raplWritable {
-		sc := amdsmi.NewSocketCapper(h.amdsmiLib, h.journal)
-		if sockets, err := sc.Sockets(); err == nil && len(sockets) > 0 {
-			h.socketCap, h.pkgBackend, h.pkgs = sc, joulie.BackendAMDSMI, nil
-			for _, s := range sockets {
-				h.pkgs = append(h.pkgs, enforce.Package{ID: s.ID, MaxWatts: s.MaxWatts, Writable: true})
-			}
-		}
-	}
-}
-
-// openGPU picks the first GPU backend that finds devices: NVML, then
-// amd-smi, then amdgpu's hwmon files. When none does but the PCI bus shows
-// GPUs, they are listed from PCI and every cap on them is blocked, with
-// the reason and what to install: a GPU the agent cannot reach is a
-// control it cannot enforce, not a GPU that is not there.
-func (h *Host) openGPU() {
-	var why struct{ nvml, amdsmi, hwmon string }
-	if h.cfg.NVMLLibraryPath == Skip {
-		why.nvml = "nvmlLibraryPath is none, so NVML is not loaded; set nvmlLibraryPath to libnvidia-ml.so.1's path (or leave it empty for the loader's default) to cap them"
-	} else {
-		open := h.cfg.OpenNVML
-		if open == nil {
-			open = func(j *state.Journal) *nvml.Backend { return nvml.Open(h.cfg.NVMLLibraryPath, j) }
-		}
-		b := open(h.journal)
-		h.nvmlBackend = b
-		h.restorers[nvml.BackendName] = b
-		gpus, err := b.GPUs()
-		switch {
-		case err == nil && len(gpus) > 0:
-			h.gpu = b
-			return
-		case power.IsBlocked(err):
-			why.nvml = plain(err) + "; install the NVIDIA driver (it ships libnvidia-ml.so.1) or set nvmlLibraryPath to the library's path"
-		case err != nil:
-			why.nvml = plain(err) + "; check the NVIDIA driver with nvidia-smi"
-		default:
-			why.nvml = "NVML lists none of them; check that the nvidia kernel module is loaded and has bound them (nvidia-smi)"
-		}
-	}
-	switch {
-	case h.amdsmiLib != nil:
-		g := amdsmi.NewGPUCapper(h.amdsmiLib, h.journal)
-		gpus, err := g.GPUs()
-		if err == nil && len(gpus) > 0 {
-			h.gpu = g
-			return
-		}
-		why.amdsmi = "amd-smi lists none of them"
-		if err != nil {
-			why.amdsmi = "amd-smi: " + plain(err)
-		}
-	case h.cfg.AMDSMILibraryPath == Skip:
-		why.amdsmi = "amd-smi is not loaded (amdsmiLibraryPath is none)"
-	case h.amdsmiErr != nil:
-		why.amdsmi = plain(h.amdsmiErr)
-	}
-	hw := amdgpu.New(h.fs, h.journal)
-	h.restorers[amdgpu.Backend] = hw
-	gpus, err := hw.GPUs()
-	if err == nil && len(gpus) > 0 {
-		h.gpu = hw
-		return
-	}
-	why.hwmon = "the amdgpu driver has bound none of them"
-	if err != nil {
-		why.hwmon = "amdgpu: " + err.Error()
-	}
-
-	onBus := pci.GPUs(h.fs)
-	if len(onBus) == 0 {
-		return
-	}
-	reasons := map[string]string{
-		pci.VendorNVIDIA: "NVML cannot reach the NVIDIA GPUs on the PCI bus: " + why.nvml,
-		pci.VendorAMD: "no backend reaches the AMD GPUs on the PCI bus: " + why.hwmon + ", and " + why.amdsmi +
-			"; load the amdgpu kernel module (it gives each GPU a hwmon power1_cap) or install ROCm's amd-smi (libamd_smi.so)",
-	}
-	u := unreachableGPUs{}
-	for i, g := range onBus {
-		u = append(u, power.GPU{Index: i, Name: g.Model(), PCIBusID: g.Address, CapBlocked: reasons[g.VendorID]})
-	}
-	h.gpu = u
-}
-
-func (h *Host) wireEnforcers() {
-	cpuCfg := enforce.CPUConfig{
-		Packages:         h.pkgs,
-		RAPLBackend:      h.pkgBackend,
-		FallbackMaxWatts: h.tdpWatts,
-		RetryMin:         h.cfg.RetryMin,
-		Restore:          h.restoreCPU,
-	}
-	switch {
-	case h.socketCap != nil:
-		cpuCfg.RAPL = socketCapper{h.socketCap}
-	case h.raplCapper != nil:
-		cpuCfg.RAPL = h.raplCapper
-	}
+	r.CPUMode = h.cpuEnf.Mode()
+	r.Power = h.measuredPower(now)
 	if h.regulator != nil {
-		cpuCfg.DVFS = h.regulator
+		d := h.regulator.Last()
+		r.DVFS = &d
 	}
+	return r
+}
+
+// listGPUs enumerates the GPUs for this tick. h.mu is held.
+func (h *Host) listGPUs() {
+	h.gpus, h.gpusErr, h.gpusFresh = nil, nil, true
+	if h.gpu != nil {
+		h.gpus, h.gpusErr = h.gpu.GPUs()
+	}
+}
+
+// noteApplied updates the tick's GPU list with the limits the GPU
+// enforcer has just set, so the list still says what is in force. The
+// enforcer reports one device per listed GPU, in list order. When a write
+// failed, what the device holds is uncertain, and the list is read again
+// when next needed. h.mu is held.
+func (h *Host) noteApplied(st joulie.ControlStatus) {
+	if len(st.Devices) != len(h.gpus) {
+		return // nothing was written (no cap asked, or no devices)
+	}
+	for i, d := range st.Devices {
+		switch {
+		case d.Result == joulie.ResultError:
+			h.gpusFresh = false
+		case d.AppliedCapWatts != nil:
+			h.gpus[i].CapWatts = *d.AppliedCapWatts
+		}
+	}
+}
+
+// measuredPower reads the CPU power of the tick at now (RAPL energy) and
+// sums the GPUs' draw from the tick's list. h.mu is held.
+func (h *Host) measuredPower(now time.Time) power.Reading {
+	var p power.Reading
 	if h.meter != nil {
-		cpuCfg.Meter = h.meter
+		p.CPUWatts, p.HasCPU = h.meter.CPUPowerWatts(now)
 	}
-	h.cpuEnf = enforce.NewCPUEnforcer(cpuCfg)
-	var restoreGPU func() error
-	if _, unreachable := h.gpu.(unreachableGPUs); h.gpu != nil && !unreachable {
-		name := h.gpu.Name()
-		restoreGPU = func() error {
-			return h.journal.RestoreWhere(func(e state.Entry) bool {
-				return e.Backend == name && (name != amdsmi.Backend || strings.HasPrefix(e.ID, "gpu/"))
-			}, h.restorers)
+	if h.gpu != nil {
+		if gpus, err := h.gpus, h.gpusErr; err == nil && len(gpus) > 0 {
+			p.HasGPU = true
+			for _, g := range gpus {
+				if !g.HasPower {
+					p.HasGPU = false
+					break
+				}
+				p.GPUWatts += g.PowerWatts
+			}
+			if !p.HasGPU {
+				p.GPUWatts = 0
+			}
 		}
 	}
-	h.gpuEnf = enforce.NewGPUEnforcer(h.gpu, restoreGPU, h.cfg.RetryMin)
-}
-
-// restoreCPU puts the CPU controls' originals back: RAPL limits, cpufreq
-// ceilings and amd-smi socket caps.
-func (h *Host) restoreCPU() error {
-	return h.journal.RestoreWhere(func(e state.Entry) bool {
-		switch e.Backend {
-		case rapl.Backend, cpufreq.Backend:
-			return true
-		case amdsmi.Backend:
-			return strings.HasPrefix(e.ID, "cpu-socket/")
-		}
-		return false
-	}, h.restorers)
-}
-
-// Enforce applies a NodePowerProfile spec and returns the CPU and GPU
-// outcomes.
-func (h *Host) Enforce(now time.Time, spec joulie.NodePowerProfileSpec) (cpu, gpu joulie.ControlStatus) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU)
-}
-
-// CPUMode is the CPU backend in force: none, rapl, amdsmi or dvfs.
-func (h *Host) CPUMode() joulie.ControlBackend {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.cpuEnf.Mode()
-}
-
-// DVFS returns the DVFS controller's last decision, for metrics; ok is
-// false on a host without cpufreq control.
-func (h *Host) DVFS() (d dvfs.Decision, ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.regulator == nil {
-		return dvfs.Decision{}, false
-	}
-	return h.regulator.Last(), true
+	return p
 }
 
 // Hardware returns the NodeHardware status of the host as it is now.
@@ -377,9 +245,7 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 			}
 		}
 	} else {
-		// Re-read the zones so the published limits are the ones in force.
-		pkgs, _ := rapl.Discover(h.fs)
-		for _, p := range pkgs {
+		for _, p := range h.currentRAPL() {
 			f.Packages = append(f.Packages, discovery.PackageFacts{ID: p.ID, Zone: p.Zone,
 				MinWatts: float64(p.MinPowerUW) / 1e6, MaxWatts: p.MaxWatts(), LimitWatts: p.LimitWatts(), Writable: p.LimitsWritable})
 		}
@@ -390,46 +256,27 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	}
 	if h.gpu != nil {
 		f.GPUBackend = joulie.ControlBackend(h.gpu.Name())
-		gpus, err := h.gpu.GPUs()
-		f.GPUs = gpus
-		if err != nil {
-			f.GPUError = err
+		if !h.gpusFresh {
+			h.listGPUs()
 		}
+		f.GPUs, f.GPUError = slices.Clone(h.gpus), h.gpusErr
 	}
 	return discovery.Build(f, h.cat, now)
 }
 
-// Power is a reading of the host's measured power.
-type Power struct {
-	CPUWatts, GPUWatts float64
-	HasCPU, HasGPU     bool
-}
-
-// MeasuredPower reads the CPU power the last tick measured (RAPL energy)
-// and the GPUs' current draw.
-func (h *Host) MeasuredPower(now time.Time) Power {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var p Power
-	if h.meter != nil {
-		p.CPUWatts, p.HasCPU = h.meter.CPUPowerWatts(now)
+// currentRAPL is the RAPL packages with the limits in force now, for
+// publication. The zones were discovered at Open; only their limits are
+// read again, unless a zone no longer answers (its driver was unloaded):
+// then the zones are discovered again, so the status shows what is left.
+// Enforcement keeps the zones of Open either way, as it always has; a
+// changed RAPL setup takes a restart. h.mu is held.
+func (h *Host) currentRAPL() []rapl.Package {
+	pkgs, err := rapl.CurrentLimits(h.fs, h.raplPkgs)
+	if err != nil {
+		pkgs, _ = h.cfg.DiscoverRAPL(h.fs)
 	}
-	if h.gpu != nil {
-		if gpus, err := h.gpu.GPUs(); err == nil && len(gpus) > 0 {
-			p.HasGPU = true
-			for _, g := range gpus {
-				if !g.HasPower {
-					p.HasGPU = false
-					break
-				}
-				p.GPUWatts += g.PowerWatts
-			}
-			if !p.HasGPU {
-				p.GPUWatts = 0
-			}
-		}
-	}
-	return p
+	h.raplPkgs = pkgs
+	return pkgs
 }
 
 // PendingOriginals is how many originals the journal holds: after a crash,
@@ -445,6 +292,7 @@ func (h *Host) Restore() error {
 		_ = h.regulator.Reset() // the journal restores the ceilings too
 	}
 	err := h.journal.Restore(h.restorers)
+	h.gpusFresh = false
 	// The enforcers start over: the next target is applied afresh.
 	h.wireEnforcers()
 	return err
@@ -482,74 +330,4 @@ func (h *Host) Close() error {
 		errs = append(errs, h.amdsmiLib.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// socketCapper adapts the amd-smi socket cap to enforce.PackageCapper.
-type socketCapper struct{ c *amdsmi.SocketCapper }
-
-func (s socketCapper) SetPackageCap(id int, watts float64) (float64, error) {
-	return s.c.SetSocketCap(id, watts)
-}
-
-// cpuMeter sums the packages' RAPL energy meters. Each meter turns the
-// energy since its previous read into watts, so the host reads them once
-// per tick and hands the same figure to DVFS and to the status report.
-type cpuMeter struct {
-	meters []*rapl.EnergyMeter
-	at     time.Time
-	watts  float64
-	ok     bool
-}
-
-func (m *cpuMeter) CPUPowerWatts(now time.Time) (float64, bool) {
-	if now.Equal(m.at) {
-		return m.watts, m.ok
-	}
-	m.at, m.watts, m.ok = now, 0, true
-	for _, e := range m.meters {
-		w, ok, err := e.Read()
-		if err != nil || !ok {
-			m.ok = false
-			continue
-		}
-		m.watts += w
-	}
-	if !m.ok {
-		m.watts = 0
-	}
-	return m.watts, m.ok
-}
-
-// unreachableGPUs stands in for a GPU backend on a host whose GPUs are on
-// the PCI bus but out of every backend's reach. It lists them as the bus
-// shows them, each with the reason it cannot be capped, and never writes:
-// every cap is blocked, and the class reports it instead of "no GPUs".
-type unreachableGPUs []power.GPU
-
-func (u unreachableGPUs) Name() string { return string(joulie.BackendNone) }
-
-func (u unreachableGPUs) GPUs() ([]power.GPU, error) { return slices.Clone(u), nil }
-
-func (u unreachableGPUs) SetCap(index int, _ float64) (float64, error) {
-	if index < 0 || index >= len(u) {
-		return 0, fmt.Errorf("set power cap of GPU %d: no such GPU (%d found)", index, len(u))
-	}
-	return 0, fmt.Errorf("%w: GPU %d (%s): %s", power.ErrBlocked, index, u[index].PCIBusID, u[index].CapBlocked)
-}
-
-func (u unreachableGPUs) Restore(id, _ string) error {
-	return fmt.Errorf("restore %s: no GPU backend reaches this host's GPUs", id)
-}
-
-// plain is a backend's error without the "blocked: " marker the enforcers
-// use, for warnings and reasons that say it in words.
-func plain(err error) string {
-	return strings.TrimPrefix(err.Error(), power.ErrBlocked.Error()+": ")
-}
-
-func maxOr(v, fallback float64) float64 {
-	if v > 0 {
-		return v
-	}
-	return fallback
 }

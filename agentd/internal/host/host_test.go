@@ -13,6 +13,7 @@ import (
 
 	"joulie.io/joulie/agentd/internal/cpufreq/cpufreqtest"
 	"joulie.io/joulie/agentd/internal/cpuinfo/cpuinfotest"
+	"joulie.io/joulie/agentd/internal/enforce"
 	"joulie.io/joulie/agentd/internal/nvml"
 	"joulie.io/joulie/agentd/internal/nvml/nvmltest"
 	"joulie.io/joulie/agentd/internal/rapl/rapltest"
@@ -32,6 +33,12 @@ func eco(pct float64) joulie.NodePowerProfileSpec {
 		CPU:     &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: ptr.To(pct)},
 		GPU:     &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(pct)}},
 	}
+}
+
+// apply enforces spec and returns the CPU and GPU outcomes.
+func apply(h *Host, now time.Time, spec joulie.NodePowerProfileSpec) (cpu, gpu joulie.ControlStatus) {
+	r := h.Enforce(now, &spec)
+	return r.CPU, r.GPU
 }
 
 // xeonDGX is a 2-socket Intel host with writable RAPL, cpufreq and a
@@ -88,7 +95,7 @@ func TestXeonEcoCapsRAPLAndGPUsThenRestores(t *testing.T) {
 		t.Fatalf("hardware: cpu control %+v, gpu %+v, sockets %d", hw.CPU.Control, hw.GPU, hw.CPU.Sockets)
 	}
 
-	cpu, gpu := h.Enforce(c.now(), eco(60))
+	cpu, gpu := apply(h, c.now(), eco(60))
 	if cpu.Result != joulie.ResultApplied || cpu.Backend != joulie.BackendRAPL || *cpu.AppliedCapWatts != 210 {
 		t.Fatalf("cpu %+v", cpu)
 	}
@@ -122,9 +129,9 @@ func TestRestoreAfterCrashPutsBackTheOriginalsNotTheCaps(t *testing.T) {
 	c := newClock()
 	stateDir := t.TempDir()
 	h := open(t, root, stateDir, dgx, c)
-	h.Enforce(c.now(), eco(60))
+	apply(h, c.now(), eco(60))
 	c.step(time.Minute)
-	h.Enforce(c.now(), eco(40)) // a second cap must not replace the originals
+	apply(h, c.now(), eco(40)) // a second cap must not replace the originals
 	// The agent dies without restoring; a new one starts on the same host.
 	h2 := open(t, root, stateDir, dgx, c)
 	defer h2.Close()
@@ -156,29 +163,30 @@ func TestEPYCReadOnlyRAPLFallsBackToDVFSOnMeasuredPower(t *testing.T) {
 	// The packages draw 300 W each (energy grows 300 J/s); the cap is 50%
 	// of the catalog's 360 W TDP per package, so DVFS must throttle.
 	var energy [2]uint64
-	var cpu joulie.ControlStatus
+	var r enforce.Result
 	for tick := 0; tick < 12; tick++ {
 		for p := range energy {
 			energy[p] += 300 * 5 * 1_000_000
 			rapltest.SetAttr(t, root, "intel-rapl:"+strconv.Itoa(p), "energy_uj", strconv.FormatUint(energy[p], 10))
 		}
-		cpu, _ = h.Enforce(c.now(), eco(50))
+		r = h.Enforce(c.now(), ptr.To(eco(50)))
 		c.step(5 * time.Second)
 	}
+	cpu := r.CPU
 	if cpu.Backend != joulie.BackendDVFS || cpu.Result != joulie.ResultApplied || cpu.ThrottlePct == nil || *cpu.ThrottlePct == 0 {
 		t.Fatalf("cpu %+v", cpu)
 	}
 	if !strings.Contains(cpu.Message, "read-only") {
 		t.Errorf("the status should say why DVFS is in force: %q", cpu.Message)
 	}
-	if h.CPUMode() != joulie.BackendDVFS {
-		t.Fatalf("mode %s", h.CPUMode())
+	if r.CPUMode != joulie.BackendDVFS {
+		t.Fatalf("mode %s", r.CPUMode)
 	}
-	if p := h.MeasuredPower(c.now()); !p.HasCPU && p.CPUWatts != 0 {
+	if p := r.Power; !p.HasCPU && p.CPUWatts != 0 {
 		t.Fatalf("power %+v", p)
 	}
 	// Lifting the cap puts every frequency ceiling back.
-	if cpu, _ := h.Enforce(c.now(), joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}); cpu.Result != joulie.ResultNone {
+	if cpu, _ := apply(h, c.now(), joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}); cpu.Result != joulie.ResultNone {
 		t.Fatalf("lift: %+v", cpu)
 	}
 	tree := filepath.Join(root, "sys/devices/system/cpu/cpufreq")
@@ -239,8 +247,9 @@ func TestRAPLWriteEIOFallsBackToDVFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	cpu, gpu := h.Enforce(c.now(), eco(60))
-	if cpu.Backend != joulie.BackendDVFS || h.CPUMode() != joulie.BackendDVFS {
+	r := h.Enforce(c.now(), ptr.To(eco(60)))
+	cpu, gpu := r.CPU, r.GPU
+	if cpu.Backend != joulie.BackendDVFS || r.CPUMode != joulie.BackendDVFS {
 		t.Fatalf("EIO on package 1 should put DVFS in force: %+v", cpu)
 	}
 	if !strings.Contains(cpu.Message, "input/output error") {

@@ -18,7 +18,6 @@ import (
 	"joulie.io/joulie/agentd/internal/discovery"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
-	"joulie.io/joulie/agentd/internal/host"
 	"joulie.io/joulie/agentd/internal/httpbackend"
 	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -91,12 +90,22 @@ func New(c *httpbackend.Client, opts Options) (*Host, error) {
 	return h, nil
 }
 
-// Enforce applies spec to the simulated node.
-func (h *Host) Enforce(now time.Time, spec joulie.NodePowerProfileSpec) (cpu, gpu joulie.ControlStatus) {
+// Enforce applies spec (nil: none, only measure) to the simulated node
+// and reads its power.
+func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce.Result {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.lastCPU = nil // one telemetry read per tick, shared by DVFS and the report
-	return h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU)
+	var r enforce.Result
+	gpus, gpuErr := h.gpu.GPUs() // once per tick, for the caps and the report
+	if spec != nil {
+		h.lastCPU = nil // one telemetry read per tick, shared by DVFS and the report
+		r.CPU, r.GPU = h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU, gpus, gpuErr)
+	}
+	r.CPUMode = h.cpuEnf.Mode()
+	r.Power = h.measuredPower(now, gpus, gpuErr)
+	d := h.regulator.Last()
+	r.DVFS = &d
+	return r
 }
 
 // Hardware describes the simulated node from its telemetry.
@@ -128,15 +137,14 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	return discovery.Build(f, h.opts.Catalog, now)
 }
 
-// MeasuredPower reads the simulated node's CPU and GPU power.
-func (h *Host) MeasuredPower(now time.Time) host.Power {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var p host.Power
+// measuredPower reads the simulated node's CPU power and sums the GPUs'
+// from the tick's list. h.mu is held.
+func (h *Host) measuredPower(now time.Time, gpus []power.GPU, gpuErr error) power.Reading {
+	var p power.Reading
 	if w, ok := (meter{h}).CPUPowerWatts(now); ok {
 		p.CPUWatts, p.HasCPU = w, true
 	}
-	if gpus, err := h.gpu.GPUs(); err == nil && len(gpus) > 0 {
+	if gpuErr == nil && len(gpus) > 0 {
 		p.HasGPU = true
 		for _, g := range gpus {
 			p.GPUWatts += g.PowerWatts
@@ -144,17 +152,6 @@ func (h *Host) MeasuredPower(now time.Time) host.Power {
 	}
 	return p
 }
-
-// CPUMode is the CPU control in force: http (the simulator's RAPL), dvfs
-// or none.
-func (h *Host) CPUMode() joulie.ControlBackend {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.cpuEnf.Mode()
-}
-
-// DVFS is the DVFS controller's last decision.
-func (h *Host) DVFS() (dvfs.Decision, bool) { return h.regulator.Last(), true }
 
 // PendingOriginals is always 0: a simulator keeps no host state.
 func (h *Host) PendingOriginals() int { return 0 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"joulie.io/joulie/agentd/internal/enforce"
 	"joulie.io/joulie/agentd/internal/httpbackend"
 	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -51,7 +52,8 @@ func TestSimulatedNodeIsCappedThroughTheContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, gpu := h.Enforce(time.Now(), eco60())
+	r := h.Enforce(time.Now(), ptr.To(eco60()))
+	cpu, gpu := r.CPU, r.GPU
 	if cpu.Result != joulie.ResultApplied || cpu.Backend != joulie.BackendHTTP || *cpu.AppliedCapWatts != 240 {
 		t.Fatalf("cpu %+v", cpu)
 	}
@@ -66,7 +68,7 @@ func TestSimulatedNodeIsCappedThroughTheContract(t *testing.T) {
 	if hw.CPU.CatalogModel != "amd-epyc-9654" || hw.GPU == nil || hw.GPU.Count != 2 || hw.CPU.Control.Backend != joulie.BackendHTTP {
 		t.Fatalf("hardware %+v / %+v", hw.CPU, hw.GPU)
 	}
-	if p := h.MeasuredPower(time.Now()); !p.HasCPU || !p.HasGPU || p.CPUWatts <= 0 {
+	if p := r.Power; !p.HasCPU || !p.HasGPU || p.CPUWatts <= 0 {
 		t.Fatalf("power %+v", p)
 	}
 }
@@ -81,13 +83,13 @@ func TestSimulatedReadOnlyLimitsFallBackToTheSimulatorsDVFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	var cpu joulie.ControlStatus
+	var r enforce.Result
 	for range 20 {
-		cpu, _ = h.Enforce(now, eco60())
+		r = h.Enforce(now, ptr.To(eco60()))
 		now = now.Add(15 * time.Second)
 	}
-	if cpu.Backend != joulie.BackendDVFS || h.CPUMode() != joulie.BackendDVFS || cpu.ThrottlePct == nil || *cpu.ThrottlePct == 0 {
-		t.Fatalf("cpu %+v mode %s", cpu, h.CPUMode())
+	if cpu := r.CPU; cpu.Backend != joulie.BackendDVFS || r.CPUMode != joulie.BackendDVFS || cpu.ThrottlePct == nil || *cpu.ThrottlePct == 0 {
+		t.Fatalf("cpu %+v mode %s", cpu, r.CPUMode)
 	}
 	tel, _ := sim.Telemetry("sim-0")
 	if tel.CPU.ThrottlePct == 0 {

@@ -104,12 +104,12 @@ func collect(ch chan<- prometheus.Metric, s agent.Snapshot) {
 	for _, m := range modes {
 		gauge(backendMode, b2f(s.CPUMode == m), node, string(m))
 	}
-	if s.HasDVFS {
-		gauge(throttlePct, s.DVFS.ThrottlePct, node)
-		gauge(aboveTrip, float64(s.DVFS.AboveCount), node)
-		gauge(belowTrip, float64(s.DVFS.BelowCount), node)
-		ch <- prometheus.MustNewConstMetric(dvfsActions, prometheus.CounterValue, float64(s.DVFS.ThrottleUps), node, "throttle_up")
-		ch <- prometheus.MustNewConstMetric(dvfsActions, prometheus.CounterValue, float64(s.DVFS.ThrottleDowns), node, "throttle_down")
+	if d := s.DVFS; d != nil {
+		gauge(throttlePct, d.ThrottlePct, node)
+		gauge(aboveTrip, float64(d.AboveCount), node)
+		gauge(belowTrip, float64(d.BelowCount), node)
+		ch <- prometheus.MustNewConstMetric(dvfsActions, prometheus.CounterValue, float64(d.ThrottleUps), node, "throttle_up")
+		ch <- prometheus.MustNewConstMetric(dvfsActions, prometheus.CounterValue, float64(d.ThrottleDowns), node, "throttle_down")
 	}
 	for _, cls := range []struct {
 		name string

@@ -12,19 +12,20 @@ import (
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/enforce"
+	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
 func snapshot() agent.Snapshot {
 	return agent.Snapshot{
-		Node: "node-a", Version: "v0.1.0", CPUMode: joulie.BackendDVFS, HasDVFS: true,
-		DVFS: dvfs.Decision{ThrottlePct: 25, AboveCount: 1, ThrottleUps: 5, ThrottleDowns: 2},
-		CPU: joulie.ControlStatus{Backend: joulie.BackendDVFS, Result: joulie.ResultApplied,
-			Devices: []joulie.DeviceControlStatus{{ID: "package-0", Result: joulie.ResultApplied, AppliedCapWatts: ptr.To(180.0)}}},
-		GPU: joulie.ControlStatus{Backend: joulie.BackendNVML, Result: joulie.ResultError, Devices: []joulie.DeviceControlStatus{
-			{ID: "0", Result: joulie.ResultApplied, AppliedCapWatts: ptr.To(420.0)}, {ID: "1", Result: joulie.ResultError}}},
-		Power:         host.Power{CPUWatts: 310, HasCPU: true, GPUWatts: 800, HasGPU: true},
+		Node: "node-a", Version: "v0.1.0", Result: enforce.Result{CPUMode: joulie.BackendDVFS,
+			DVFS: &dvfs.Decision{ThrottlePct: 25, AboveCount: 1, ThrottleUps: 5, ThrottleDowns: 2},
+			CPU: joulie.ControlStatus{Backend: joulie.BackendDVFS, Result: joulie.ResultApplied,
+				Devices: []joulie.DeviceControlStatus{{ID: "package-0", Result: joulie.ResultApplied, AppliedCapWatts: ptr.To(180.0)}}},
+			GPU: joulie.ControlStatus{Backend: joulie.BackendNVML, Result: joulie.ResultError, Devices: []joulie.DeviceControlStatus{
+				{ID: "0", Result: joulie.ResultApplied, AppliedCapWatts: ptr.To(420.0)}, {ID: "1", Result: joulie.ResultError}}},
+			Power: power.Reading{CPUWatts: 310, HasCPU: true, GPUWatts: 800, HasGPU: true}},
 		LastReconcile: time.Unix(1_800_000_000, 0), LastSync: time.Unix(1_799_999_990, 0), SyncError: "connection refused",
 		Failsafe: agent.FailsafeState{Active: true, Mode: "keep"},
 	}

@@ -275,6 +275,7 @@ func (b *Backend) record(uuid string, original uint32) error {
 	}
 	return b.journal.Record(state.Entry{
 		Backend:  BackendName,
+		Kind:     state.KindGPU,
 		ID:       uuid,
 		Original: strconv.FormatUint(uint64(original), 10),
 	})

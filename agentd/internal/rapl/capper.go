@@ -142,7 +142,7 @@ func (c *Capper) SetPackageCap(pkgID int, watts float64) (float64, error) {
 			targets[i] = min(targets[i], z.MaxPowerUW)
 		}
 		if abs(cur[i].limit-targets[i]) >= LimitToleranceUW {
-			entries = append(entries, state.Entry{Backend: Backend, ID: z.Name + "/" + limitAttr(z.LongTermIndex), Original: strconv.FormatInt(cur[i].limit, 10)})
+			entries = append(entries, state.Entry{Backend: Backend, Kind: state.KindCPU, ID: z.Name + "/" + limitAttr(z.LongTermIndex), Original: strconv.FormatInt(cur[i].limit, 10)})
 		} else {
 			targets[i] = -1 // in place
 			applied += cur[i].limit
@@ -151,7 +151,7 @@ func (c *Capper) SetPackageCap(pkgID int, watts float64) (float64, error) {
 			if !z.EnabledWritable {
 				return 0, fmt.Errorf("%w: package %d: powercap zone %s is disabled and its enabled flag is read-only, so no limit takes effect", power.ErrBlocked, p.ID, z.Name)
 			}
-			entries = append(entries, state.Entry{Backend: Backend, ID: z.Name + "/" + enabledAttr, Original: "0"})
+			entries = append(entries, state.Entry{Backend: Backend, Kind: state.KindCPU, ID: z.Name + "/" + enabledAttr, Original: "0"})
 		}
 	}
 	if len(entries) == 0 {

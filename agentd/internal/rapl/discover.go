@@ -154,6 +154,34 @@ func Discover(fs *sysfs.FS) ([]Package, []string) {
 	return pkgs, warnings
 }
 
+// CurrentLimits returns pkgs with the long-term limits in force now, read
+// again from each zone, without discovering the zones again: their
+// layout, ranges and writability hold while the driver is loaded, only
+// the limits change (the agent and other tools write them). An error
+// means a zone's limit can no longer be read (the zone went away with
+// its driver, say); the caller then runs Discover again.
+func CurrentLimits(fs *sysfs.FS, pkgs []Package) ([]Package, error) {
+	out := make([]Package, len(pkgs))
+	for i, p := range pkgs {
+		p.Zones = slices.Clone(p.Zones)
+		p.LimitUW = 0
+		for j := range p.Zones {
+			z := &p.Zones[j]
+			if z.LongTermIndex < 0 {
+				continue
+			}
+			v, err := fs.ReadInt(z.Dir + "/" + limitAttr(z.LongTermIndex))
+			if err != nil {
+				return nil, fmt.Errorf("read long-term limit of package %d (%s): %w", p.ID, z.Name, err)
+			}
+			z.LimitUW = v
+			p.LimitUW += v
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
 // readZone reads one package zone. Optional files (maxima, the energy
 // range) that are missing or unreadable are left at 0: kernels omit
 // constraint_K_max_power_uw on some parts and return ENODATA for it on

@@ -254,3 +254,28 @@ func checkWarnings(t *testing.T, got, want []string) {
 		}
 	}
 }
+
+func TestCurrentLimitsRereadsOnlyTheLimits(t *testing.T) {
+	root := t.TempDir()
+	rapltest.TwoSocketXeon(t, root, 350)
+	fs := sysfs.New(root)
+	pkgs, _ := Discover(fs)
+	rapltest.SetAttr(t, root, "intel-rapl:1", "constraint_0_power_limit_uw", "200000000")
+
+	cur, err := CurrentLimits(fs, pkgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Discover(fs)
+	if !reflect.DeepEqual(cur, again) {
+		t.Fatalf("current limits %+v\ndiffer from a new discovery %+v", summarize(cur), summarize(again))
+	}
+	if pkgs[1].LimitUW != 350_000_000 || pkgs[1].Zones[0].LimitUW != 350_000_000 {
+		t.Fatalf("the discovered packages were changed in place: %+v", pkgs[1])
+	}
+
+	rapltest.Remove(t, root, "intel-rapl:1")
+	if _, err := CurrentLimits(fs, pkgs); err == nil || !strings.Contains(err.Error(), "package 1 (intel-rapl:1)") {
+		t.Fatalf("a zone that went away must be an error naming it, got %v", err)
+	}
+}

@@ -43,12 +43,26 @@ type Entry struct {
 	// ID names the control within its backend, e.g.
 	// "intel-rapl:0/constraint_0_power_limit_uw" or a GPU UUID.
 	ID string `json:"id"`
+	// Kind is the class of control (cpu, gpu) the entry belongs to, so a
+	// target that stops asking for one class restores only that class,
+	// whatever the backend. Journals of earlier versions have none; Open
+	// fills it in (legacyKind).
+	Kind Kind `json:"kind,omitempty"`
 	// Original is the value before the agent's first write, in the form
 	// the backend reads and writes it.
 	Original string `json:"original"`
 	// RecordedAt is when the original was recorded.
 	RecordedAt time.Time `json:"recordedAt"`
 }
+
+// Kind is a class of power control, as a NodePowerProfile targets them.
+type Kind string
+
+// The kinds of control the backends journal.
+const (
+	KindCPU Kind = "cpu"
+	KindGPU Kind = "gpu"
+)
 
 type file struct {
 	Version int     `json:"version"`
@@ -97,6 +111,9 @@ func Open(dir string) (*Journal, error) {
 	for _, e := range f.Entries {
 		if e.Backend == "" || e.ID == "" {
 			return nil, fmt.Errorf("%w: %s has an entry without backend or id (%+v). %s", ErrUnreadable, path, e, untouched(path))
+		}
+		if e.Kind == "" {
+			e.Kind = legacyKind(e.Backend, e.ID)
 		}
 		j.entries[key{e.Backend, e.ID}] = e
 	}

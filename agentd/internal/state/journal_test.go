@@ -173,3 +173,71 @@ func TestRestoreBackendLeavesOthersRecorded(t *testing.T) {
 		t.Fatalf("restored %v; nvml left=%v rapl left=%v", nv.got, j.Has("nvml", "GPU-1"), j.Has("rapl", "intel-rapl:0/constraint_0_power_limit_uw"))
 	}
 }
+
+// A journal written by an agent from before entries carried their kind
+// (packages upgrade in place, so a crash just before an upgrade leaves
+// one) must still restore class by class.
+func TestJournalWithoutKindsStillRestoresByKind(t *testing.T) {
+	dir := t.TempDir()
+	legacy := `{
+  "version": 1,
+  "entries": [
+    {"backend": "amdsmi", "id": "cpu-socket/0", "original": "400000", "recordedAt": "2026-11-20T08:00:00Z"},
+    {"backend": "amdsmi", "id": "gpu/0000:41:00.0", "original": "750000000", "recordedAt": "2026-11-20T08:00:00Z"},
+    {"backend": "cpufreq", "id": "cpu1/scaling_max_freq", "original": "3700000", "recordedAt": "2026-11-20T08:00:00Z"},
+    {"backend": "hwmon", "id": "0000:c1:00.0/power1_cap", "original": "300000000", "recordedAt": "2026-11-20T08:00:00Z"},
+    {"backend": "nvml", "id": "GPU-1", "original": "700000", "recordedAt": "2026-11-20T08:00:00Z"},
+    {"backend": "rapl", "id": "intel-rapl:0/constraint_0_power_limit_uw", "original": "250000000", "recordedAt": "2026-11-20T08:00:00Z"}
+  ]
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte(legacy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]Kind{}
+	for _, e := range j.Entries() {
+		kinds[e.Backend+" "+e.ID] = e.Kind
+	}
+	want := map[string]Kind{
+		"amdsmi cpu-socket/0": KindCPU, "amdsmi gpu/0000:41:00.0": KindGPU, "cpufreq cpu1/scaling_max_freq": KindCPU,
+		"hwmon 0000:c1:00.0/power1_cap": KindGPU, "nvml GPU-1": KindGPU, "rapl intel-rapl:0/constraint_0_power_limit_uw": KindCPU,
+	}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+	amdsmi := &fakeRestorer{}
+	if err := j.RestoreWhere(func(e Entry) bool { return e.Kind == KindCPU && e.Backend == "amdsmi" }, map[string]Restorer{"amdsmi": amdsmi}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(amdsmi.got, []string{"cpu-socket/0=400000"}) || !j.Has("amdsmi", "gpu/0000:41:00.0") {
+		t.Fatalf("restoring amd-smi's CPU sockets restored %v; the GPU must stay recorded", amdsmi.got)
+	}
+}
+
+func TestKindIsWrittenAndReadBack(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A backend this version does not know: the kind comes only from the
+	// entry, not from legacyKind.
+	if err := j.Record(Entry{Backend: "future", Kind: KindGPU, ID: "gpu-0", Original: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(j.Path())
+	if err != nil || !strings.Contains(string(data), `"kind": "gpu"`) {
+		t.Fatalf("journal on disk (%v):\n%s", err, data)
+	}
+	j2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := j2.Entries(); len(e) != 1 || e[0].Kind != KindGPU {
+		t.Fatalf("entries read back: %+v", e)
+	}
+}

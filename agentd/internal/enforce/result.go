@@ -1,0 +1,24 @@
+package enforce
+
+import (
+	"joulie.io/joulie/agentd/internal/dvfs"
+	"joulie.io/joulie/agentd/internal/power"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// Result is one tick of a host: what enforcing the target did, and what
+// the host measured while doing it. The agent's loop gets everything it
+// reports (status, metrics, the local socket) from it, in one call, so a
+// tick reads the hardware once.
+type Result struct {
+	// CPU and GPU are the outcomes of the target's CPU and GPU blocks.
+	CPU, GPU joulie.ControlStatus
+	// CPUMode is the CPU backend in force after the tick: none, rapl,
+	// amdsmi, http or dvfs (metric joulie_backend_mode).
+	CPUMode joulie.ControlBackend
+	// Power is the power measured during the tick.
+	Power power.Reading
+	// DVFS is the DVFS controller's last decision; nil on a host without
+	// cpufreq control.
+	DVFS *dvfs.Decision
+}
