@@ -1,6 +1,11 @@
 package simulated
 
 import (
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,5 +41,43 @@ func TestEndpointsCarryTheURLsAndTimeoutToBothHalves(t *testing.T) {
 	if got.Node != "node-1" || got.Telemetry.URL != cfg.HTTP.TelemetryURL || got.Control.URL != cfg.HTTP.ControlURL ||
 		got.Telemetry.Timeout != joulie.DefaultEndpointTimeout || got.Control.Timeout != joulie.DefaultEndpointTimeout {
 		t.Errorf("Endpoints = %+v", got)
+	}
+}
+
+// TestOnlyTheDaemonsSeamImportsTheSimulator keeps the boundary this
+// package draws: outside simulated/ itself, the one file of agentd that
+// may import it is daemon/simulated.go, so a reader of the host path never
+// meets the simulator.
+func TestOnlyTheDaemonsSeamImportsTheSimulator(t *testing.T) {
+	const self = "joulie.io/joulie/agentd/internal/simulated"
+	out, err := exec.Command("go", "list", "-f", `{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}`,
+		"joulie.io/joulie/agentd/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var files int
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		dir := fields[0]
+		if strings.Contains(filepath.ToSlash(dir)+"/", "/agentd/internal/simulated/") {
+			continue
+		}
+		for _, name := range fields[1:] {
+			files++
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seam := filepath.Base(dir) == "daemon" && name == "simulated.go"
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if (p == self || strings.HasPrefix(p, self+"/")) && !seam {
+					t.Errorf("%s imports %s: only daemon/simulated.go may", filepath.Join(dir, name), p)
+				}
+			}
+		}
+	}
+	if files < 50 {
+		t.Fatalf("go list named only %d files of agentd:\n%s", files, out)
 	}
 }
