@@ -17,10 +17,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/daemon"
-	"joulie.io/joulie/agentd/internal/kubesync"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/pkg/cliapp"
@@ -56,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 				return nil
 			}
-			d, err := daemon.New(ctx, cfg, log, newSyncer, kubesync.Route)
+			d, err := daemon.New(ctx, cfg, log)
 			if errors.Is(err, state.ErrUnreadable) {
 				// `systemctl status` shows it; the unit's
 				// RestartPreventExitStatus= stops the restarts.
@@ -99,14 +97,4 @@ func writeManPage(app *cli.App, w io.Writer) error {
 	}
 	_, err = io.WriteString(w, page)
 	return err
-}
-
-// newSyncer builds the cluster sync; a nil *Syncer must not become a
-// non-nil interface, hence the explicit error path.
-func newSyncer(cfg config.Config, a *agent.Agent, log *slog.Logger) (daemon.Syncer, error) {
-	s, err := kubesync.New(cfg, a, log)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }

@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/httpbackend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -175,17 +174,8 @@ type HTTP struct {
 	TelemetryURL string `json:"telemetryURL"`
 	// ControlURL serves POST /control; empty leaves control unrouted.
 	ControlURL string `json:"controlURL"`
-	// Timeout bounds each request (httpbackend.DefaultTimeout).
+	// Timeout bounds each request (joulie.DefaultEndpointTimeout).
 	Timeout metav1.Duration `json:"timeout"`
-}
-
-// Backend returns the endpoints as the httpbackend package takes them.
-func (h HTTP) Backend(node string) httpbackend.Config {
-	return httpbackend.Config{
-		Node:      node,
-		Telemetry: httpbackend.Endpoint{URL: h.TelemetryURL, Timeout: h.Timeout.Duration},
-		Control:   httpbackend.Endpoint{URL: h.ControlURL, Timeout: h.Timeout.Duration},
-	}
 }
 
 // StandaloneMode configures standalone mode.
@@ -238,7 +228,7 @@ func Default() Config {
 		LogFormat:         "text",
 		DVFS:              dvfsFrom(dvfs.DefaultConfig()),
 		Backend:           joulie.EndpointHost,
-		HTTP:              HTTP{Timeout: metav1.Duration{Duration: httpbackend.DefaultTimeout}},
+		HTTP:              HTTP{Timeout: metav1.Duration{Duration: joulie.DefaultEndpointTimeout}},
 		StandaloneMode:    StandaloneMode{Profile: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}},
 		Pool:              Pool{NodeSelector: joulie.LabelManaged + "=true", Shards: 1},
 	}

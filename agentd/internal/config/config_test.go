@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/httpbackend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -36,7 +35,7 @@ func TestDefaults(t *testing.T) {
 		{"logFormat", c.LogFormat, "text"},
 		{"dvfs", c.DVFS.Config(), dvfs.DefaultConfig()},
 		{"backend", c.Backend, joulie.EndpointHost},
-		{"http.timeout", c.HTTP.Timeout.Duration, httpbackend.DefaultTimeout},
+		{"http.timeout", c.HTTP.Timeout.Duration, joulie.DefaultEndpointTimeout},
 		{"standalone.profile", fmt.Sprint(c.StandaloneMode.Profile), fmt.Sprint(joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance})},
 		{"pool.nodeSelector", c.Pool.NodeSelector, "joulie.io/managed=true"},
 		{"pool.shards", c.Pool.Shards, 1},

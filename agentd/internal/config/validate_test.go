@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/httpbackend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -147,22 +146,6 @@ func TestValidateStandaloneProfile(t *testing.T) {
 	c := defaults()
 	c.StandaloneMode.Profile.CPU = &joulie.CPUPowerTarget{PackagePowerCapWatts: f64(math.Inf(1))}
 	wantErr(t, c.Validate(), "standalone.profile.cpu.packagePowerCapWatts: +Inf must be a number of watts >= 0")
-}
-
-// checkBaseURL holds URLs to the same rules as the client the daemon
-// builds from them.
-func TestBaseURLRulesMatchTheHTTPBackend(t *testing.T) {
-	for _, u := range []string{
-		"http://sim:8080", "https://sim/{node}/", "http://sim/a/{node}", "http://u:p@sim",
-		"sim:8080", "ftp://sim", "http://", "http:///x", "http://sim/?a=b", "http://sim/#x", "http://sim/?",
-		"http://[::1", "://x", "http://sim/%zz", "http://{node}:8080/",
-	} {
-		mine := checkBaseURL(u) == ""
-		_, err := httpbackend.New(httpbackend.Config{Node: "node-1", Control: httpbackend.Endpoint{URL: u}})
-		if theirs := err == nil; mine != theirs {
-			t.Errorf("%q: config accepts %v, httpbackend accepts %v (%v)", u, mine, theirs, err)
-		}
-	}
 }
 
 func TestValidateReportsEverythingAndWrapsErrUsage(t *testing.T) {

@@ -25,12 +25,12 @@ import (
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/host"
-	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httphost"
+	"joulie.io/joulie/agentd/internal/kubesync"
 	"joulie.io/joulie/agentd/internal/localapi"
 	"joulie.io/joulie/agentd/internal/metrics"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -41,45 +41,35 @@ type Daemon struct {
 	hw     agent.Hardware
 	agent  *agent.Agent
 	notify *systemd.Notifier
-	sync   Syncer
+	sync   *kubesync.Syncer // nil in standalone mode
 }
 
-// Syncer keeps the agent in step with the cluster (package kubesync).
-type Syncer interface {
-	Run(ctx context.Context) error
-}
-
-// NewSyncer builds the cluster sync for a daemon; set by the main so this
-// package does not depend on client-go when it is not needed.
-type NewSyncer func(cfg config.Config, a *agent.Agent, log *slog.Logger) (Syncer, error)
-
-// Router finds the HTTP routing a TelemetryProfile gives the node; ok
-// false leaves it on the host (package kubesync).
-type Router func(ctx context.Context, cfg config.Config, log *slog.Logger) (hc httpbackend.Config, profile string, ok bool, err error)
-
-// New builds the daemon from cfg: the hardware layer and the agent. In
-// cluster mode with the host backend, a TelemetryProfile selecting the
-// node may route it to a simulator instead; ctx ending cuts that lookup
-// short. New writes no power control.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, newSyncer NewSyncer, route Router) (*Daemon, error) {
+// New builds the daemon from cfg: the hardware layer, the agent and, in
+// cluster mode, the cluster sync. In cluster mode with the host backend,
+// a TelemetryProfile selecting the node may route it to a simulator
+// instead (simulated.go); ctx ending cuts that lookup short. New writes
+// no power control.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	var hw agent.Hardware
 	var err error
-	if !cfg.Standalone() && cfg.Backend != "http" && route != nil {
-		hw = routed(ctx, cfg, log, route)
+	switch {
+	case cfg.Backend == joulie.EndpointHTTP:
+		hw, err = openSimulated(cfg)
+	case !cfg.Standalone():
+		hw = routed(ctx, cfg, log)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if hw == nil {
-		if hw, err = openHardware(cfg); err != nil {
+		if hw, err = openHost(cfg); err != nil {
 			return nil, err
 		}
 	}
 	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier()}
 	d.agent = agent.New(hw, agentOptions(cfg, log))
 	if !cfg.Standalone() {
-		if newSyncer == nil {
-			hw.Close()
-			return nil, errors.New("a kubeconfig is set but this build has no cluster sync")
-		}
-		if d.sync, err = newSyncer(cfg, d.agent, log); err != nil {
+		if d.sync, err = kubesync.New(cfg, d.agent, log); err != nil {
 			hw.Close()
 			return nil, err
 		}
@@ -87,43 +77,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, newSyncer New
 	return d, nil
 }
 
-// routed opens the simulator a TelemetryProfile routes the node to, or
-// returns nil to stay on the host. Routing is optional: an API server that
-// cannot be asked, or a simulator that does not answer, leaves the node on
-// its own hardware, and the log says why.
-func routed(ctx context.Context, cfg config.Config, log *slog.Logger, route Router) agent.Hardware {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	hc, profile, ok, err := route(ctx, cfg, log)
-	switch {
-	case err != nil:
-		log.Warn("could not look up TelemetryProfiles; using the host's backends", "err", err)
-		return nil
-	case !ok:
-		return nil
-	}
-	c, err := httpbackend.New(hc)
-	if err == nil {
-		var hw agent.Hardware
-		if hw, err = httphost.New(c, httphost.Options{DVFS: cfg.DVFS.Config(), Version: version.Version}); err == nil {
-			log.Info("TelemetryProfile routes this node to an HTTP backend", "profile", profile,
-				"telemetry", hc.Telemetry.URL, "control", hc.Control.URL)
-			return hw
-		}
-	}
-	log.Error("TelemetryProfile routes this node to an HTTP backend that does not work; using the host's backends",
-		"profile", profile, "err", err)
-	return nil
-}
-
-func openHardware(cfg config.Config) (agent.Hardware, error) {
-	if cfg.Backend == "http" {
-		c, err := httpbackend.New(cfg.HTTP.Backend(cfg.NodeName))
-		if err != nil {
-			return nil, fmt.Errorf("http backend: %w", err)
-		}
-		return httphost.New(c, httphost.Options{DVFS: cfg.DVFS.Config(), Version: version.Version})
-	}
+// openHost opens the host's own hardware, holding the state directory's
+// lock.
+func openHost(cfg config.Config) (agent.Hardware, error) {
 	// One writer per journal: a second daemon, or an offline restore by
 	// joulie-agentctl, must not write the same controls at the same time.
 	unlock, err := state.Lock(cfg.StateDir)

@@ -8,8 +8,8 @@
 // # Two paths to a host
 //
 // Most nodes are driven by one joulie-agentd in pool mode with the HTTP
-// backend: the fleet serves the contract of
-// agentd/internal/httpbackend (its doc.go) on loopback, answering
+// backend: the fleet serves the contract in
+// agentd/internal/simulated/httpbackend/CONTRACT.md on loopback, answering
 // telemetry from the simulation and taking the agent's limits as the
 // node's caps. A few nodes (Config.DaemonNodes) each get their own
 // joulie-agentd in Kubernetes mode, authenticated as joulie:agent:<node>,

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// The HTTP backend contract (joulie.io/joulie/agentd/internal/httpbackend,
-// its doc.go), served for the pool nodes. The agent's package is internal
+// The HTTP backend contract (agentd/internal/simulated/httpbackend/
+// CONTRACT.md), served for the pool nodes. The agent's package is internal
 // to agentd, so this side is written from the contract's text alone, as
 // any simulator author would write it.
 const (

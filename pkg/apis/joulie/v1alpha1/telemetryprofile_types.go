@@ -1,8 +1,14 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// DefaultEndpointTimeout bounds each request to an http Endpoint that
+// sets no timeout; the agent's http.timeout key defaults to it too.
+const DefaultEndpointTimeout = 2 * time.Second
 
 // +genclient
 // +genclient:nonNamespaced

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http/httptest"
 
-	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend/httpbackendtest"
 )
 
 // A simulator serving one node per path, and the agent's side capping a

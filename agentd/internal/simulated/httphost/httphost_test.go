@@ -8,8 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"joulie.io/joulie/agentd/internal/enforce"
-	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend/httpbackendtest"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 

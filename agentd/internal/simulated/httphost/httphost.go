@@ -18,8 +18,8 @@ import (
 	"joulie.io/joulie/agentd/internal/discovery"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
-	"joulie.io/joulie/agentd/internal/httpbackend"
 	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/catalog"
 )

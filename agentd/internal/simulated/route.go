@@ -1,4 +1,4 @@
-package kubesync
+package simulated
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"joulie.io/joulie/agentd/internal/config"
-	"joulie.io/joulie/agentd/internal/httpbackend"
+	"joulie.io/joulie/agentd/internal/kubesync"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 )
@@ -30,7 +31,7 @@ var Nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 // leaves it on its host backends. The agent reads the routing at start;
 // a changed profile takes effect on restart.
 func Route(ctx context.Context, cfg config.Config, log *slog.Logger) (hc httpbackend.Config, profile string, ok bool, err error) {
-	rc, err := RestConfig(cfg)
+	rc, err := kubesync.RestConfig(cfg)
 	if err != nil {
 		return hc, "", false, err
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend/httpbackendtest"
 )
 
 func spec() httpbackendtest.NodeSpec {

@@ -49,7 +49,7 @@ import (
 	"sync"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/httpbackend"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
 )
 
 // ThrottleDepth is the share of above-idle package power a 100% throttle

@@ -25,9 +25,8 @@ import (
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
-	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httphost"
 	"joulie.io/joulie/agentd/internal/kubesync"
+	"joulie.io/joulie/agentd/internal/simulated"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/version"
@@ -93,7 +92,7 @@ func (p *Pool) Run(ctx context.Context) error {
 // reconcile starts the owned nodes that are not running and stops the
 // ones no longer selected or owned.
 func (p *Pool) reconcile(ctx context.Context) error {
-	list, err := p.meta.Resource(kubesync.Nodes).List(ctx, metav1.ListOptions{LabelSelector: p.cfg.Pool.NodeSelector})
+	list, err := p.meta.Resource(simulated.Nodes).List(ctx, metav1.ListOptions{LabelSelector: p.cfg.Pool.NodeSelector})
 	if err != nil {
 		return fmt.Errorf("list nodes %q: %w", p.cfg.Pool.NodeSelector, err)
 	}
@@ -129,11 +128,7 @@ func (p *Pool) reconcile(ctx context.Context) error {
 }
 
 func (p *Pool) start(ctx context.Context, node string, labels map[string]string) (*member, error) {
-	c, err := httpbackend.New(p.cfg.HTTP.Backend(node))
-	if err != nil {
-		return nil, err
-	}
-	hw, err := httphost.New(c, httphost.Options{CPUModel: labels[joulie.LabelHWCPUModel], DVFS: p.cfg.DVFS.Config(), Version: version.Version})
+	hw, err := simulated.Open(simulated.Endpoints(p.cfg.HTTP, node), p.cfg, labels[joulie.LabelHWCPUModel])
 	if err != nil {
 		return nil, err
 	}

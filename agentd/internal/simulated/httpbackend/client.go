@@ -17,11 +17,8 @@ import (
 	"unicode"
 
 	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
-
-// DefaultTimeout bounds a request when the endpoint sets no timeout; it
-// is TelemetryProfile's documented default.
-const DefaultTimeout = 2 * time.Second
 
 // DefaultMaxTelemetryAge is how long a telemetry reading serves to clamp
 // writes and to skip writes already in force. It is shorter than any
@@ -35,7 +32,7 @@ type Endpoint struct {
 	// means this half is not routed over HTTP.
 	URL string
 	// Timeout bounds each request, reading the body included; zero means
-	// DefaultTimeout.
+	// v1alpha1.DefaultEndpointTimeout, TelemetryProfile's documented default.
 	Timeout time.Duration
 }
 
@@ -113,7 +110,7 @@ func New(cfg Config) (*Client, error) {
 
 func orDefault(d time.Duration) time.Duration {
 	if d <= 0 {
-		return DefaultTimeout
+		return v1alpha1.DefaultEndpointTimeout
 	}
 	return d
 }

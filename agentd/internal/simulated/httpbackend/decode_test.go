@@ -110,7 +110,17 @@ func TestDecodeTelemetryNamesTheBadField(t *testing.T) {
 			"field gpus[2].index: not a whole number: 2.5"},
 		{"gpu not an object", threeGPUs(`7`), "field gpus[2]: not an object (got a number)"},
 		{"gpus not an array", validHead + `,"gpus":{}}`, "field gpus: not an array (got an object)"},
-		{"key twice", validHead + `,"node":"n2"}`, "field node: appears twice"},
+		{"gpu energy a string", threeGPUs(`{"index":2,"uuid":"GPU-2","powerWatts":1,"capWatts":300,"minWatts":100,"maxWatts":400,"energyJoules":"1"}`),
+			"field gpus[2].energyJoules: not a number (got a string)"},
+		{"gpu index out of range", threeGPUs(`{"index":256,"uuid":"GPU-2","powerWatts":1,"capWatts":300,"minWatts":100,"maxWatts":400}`),
+			"field gpus[2].index: 256 is outside 0..255"},
+		{"gpu null", threeGPUs(`null`), "field gpus[2]: not an object (got null)"},
+		{"cpu package reading null", cpu(`"packagePowerWatts":[100,null],"capWatts":200,"minWattsPerPackage":50,"maxWattsPerPackage":300,"throttlePct":0`),
+			"field cpu.packagePowerWatts[1]: not a number (got null)"},
+		{"too many packages", cpu(`"packagePowerWatts":[` + strings.Repeat("1,", MaxPackages) + `1],"capWatts":200,"minWattsPerPackage":50,"maxWattsPerPackage":300,"throttlePct":0`),
+			"field cpu.packagePowerWatts: 65 entries, at most 64 allowed"},
+		{"node not a string", `{"apiVersion":"joulie.io/http-backend/v1","node":7,"time":"2026-03-01T12:00:00Z"}`, "field node: not a string (got a number)"},
+		{"node power negative", validHead + `,"nodePowerWatts":-3}`, "field nodePowerWatts: -3 W is outside 0..1e+06 W"},
 		{"cpu packages empty", cpu(`"packagePowerWatts":[],"capWatts":200,"minWattsPerPackage":50,"maxWattsPerPackage":300,"throttlePct":0`),
 			"field cpu.packagePowerWatts: empty"},
 		{"cpu package reading bad", cpu(`"packagePowerWatts":[100,true],"capWatts":200,"minWattsPerPackage":50,"maxWattsPerPackage":300,"throttlePct":0`),
@@ -130,7 +140,9 @@ func TestDecodeTelemetryNamesTheBadField(t *testing.T) {
 		{"truncated", validHead + `,"gpus":[{"index":0`, "invalid JSON: truncated"},
 		{"not JSON", "<html>502 Bad Gateway</html>", "invalid JSON at byte 1"},
 		{"trailing data", validHead + `} {}`, "invalid JSON: more data after the value"},
-		{"deep nesting", validHead + `,"x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "nested deeper than 16 levels"},
+		{"deep nesting in an unknown field", validHead + `,"x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "field x: unknown field"},
+		{"a later version with a field this one lacks", `{"apiVersion":"joulie.io/http-backend/v2","node":"n1","fans":[]}`,
+			`field apiVersion: "joulie.io/http-backend/v2" is not supported`},
 		{"long string", `{"apiVersion":"joulie.io/http-backend/v1","node":"` + strings.Repeat("n", MaxStringBytes+1) + `"}`,
 			"field node: longer than 1024 bytes"},
 	}
@@ -141,6 +153,23 @@ func TestDecodeTelemetryNamesTheBadField(t *testing.T) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// encoding/json keeps the last of a repeated key; the contract asks
+// simulators not to repeat one.
+func TestDecodeTelemetryTakesTheLastOfARepeatedKey(t *testing.T) {
+	got, err := DecodeTelemetry([]byte(validHead + `,"node":"n2"}`))
+	if err != nil || got.Node != "n2" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+// JSON has one number type: an index written 1.0 is the whole number 1.
+func TestDecodeTelemetryTakesAWholeIndexWrittenAsAFraction(t *testing.T) {
+	got, err := DecodeTelemetry([]byte(validHead + `,"gpus":[{"index":1.0,"uuid":"GPU-1","powerWatts":1,"capWatts":3,"minWatts":1,"maxWatts":4}]}`))
+	if err != nil || len(got.GPUs) != 1 || got.GPUs[0].Index != 1 || got.GPUs[0].DefaultWatts != 4 {
+		t.Fatalf("got %+v, %v", got, err)
 	}
 }
 
@@ -202,6 +231,9 @@ func TestDecodeControlRequest(t *testing.T) {
 		{"pct over 100", head + `"action":"dvfs.set_throttle_pct","pct":130}`, "field pct: 130% is outside 0..100%"},
 		{"unknown field", head + `"action":"dvfs.set_throttle_pct","pct":1,"force":true}`, "field force: unknown field"},
 		{"node missing", `{"apiVersion":"joulie.io/http-backend/v1","action":"dvfs.set_throttle_pct","pct":1}`, "field node: missing"},
+		{"gpu fractional", head + `"action":"gpu.set_power_cap_watts","gpu":1.5,"watts":1}`, "field gpu: not a whole number: 1.5"},
+		{"watts a string", head + `"action":"rapl.set_power_cap_watts","watts":"1"}`, "field watts: not a number (got a string)"},
+		{"action missing", head + `"watts":1}`, "field action: missing"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

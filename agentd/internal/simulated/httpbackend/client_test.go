@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/httpbackend"
-	"joulie.io/joulie/agentd/internal/httpbackend/httpbackendtest"
 	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
+	"joulie.io/joulie/agentd/internal/simulated/httpbackend/httpbackendtest"
 	"joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

@@ -1,4 +1,4 @@
-package kubesync
+package simulated
 
 import (
 	"testing"
