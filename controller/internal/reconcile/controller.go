@@ -190,6 +190,8 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // Snapshot reads the inputs of one reconcile from the informer caches.
+// It only reads: Trends is left empty, for the caller to fill from the
+// tracker after observing the snapshot's power (Sync does).
 func (c *Controller) Snapshot() (plan.Inputs, error) {
 	in := plan.Inputs{Now: c.opts.Now(), Facility: c.opts.Facility()}
 	if c.opts.KeplerPower != nil {
@@ -225,6 +227,14 @@ func (c *Controller) Snapshot() (plan.Inputs, error) {
 	in.Profiles = make(map[string]*joulie.NodePowerProfile, len(npps))
 	for _, p := range npps {
 		in.Profiles[p.Name] = p
+	}
+	return in, nil
+}
+
+// observeTrends feeds the power measured in in to the trend tracker and
+// returns every node's trend at in.Now.
+func (c *Controller) observeTrends(in plan.Inputs) map[string]float64 {
+	for _, p := range in.Profiles {
 		if m := p.Status.MeasuredPower; m != nil {
 			c.opts.Trends.Observe(p.Name, m.Time.Time, m.NodePowerWatts)
 		}
@@ -235,8 +245,7 @@ func (c *Controller) Snapshot() (plan.Inputs, error) {
 			c.opts.Trends.Observe(name, k.Time, k.Watts)
 		}
 	}
-	in.Trends = c.opts.Trends.Slopes(in.Now)
-	return in, nil
+	return c.opts.Trends.Slopes(in.Now)
 }
 
 // Sync runs one reconcile: plan from the caches, then write what differs.
@@ -246,6 +255,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	in.Trends = c.observeTrends(in)
 	res := plan.Compute(in, c.opts.Settings)
 	c.opts.Metrics.observePlan(res)
 	var errs []error

@@ -308,3 +308,34 @@ func TestSnapshotLoadsFromSlimPods(t *testing.T) {
 	f.add(t, pods[2])
 	check("one finished")
 }
+
+// Snapshot only reads the caches: the power it sees reaches the trend
+// tracker when Sync observes it, so a caller that plans from a snapshot
+// (settle, a dry run) does not move the trends.
+func TestSnapshotLeavesTheTrendsAlone(t *testing.T) {
+	f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
+	for _, n := range []*corev1.Node{plantest.GPUNode("g", 8, nil), plantest.CPUNode("h", nil)} {
+		if _, err := f.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.add(t, n)
+	}
+	f.add(t, &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: "g"},
+		Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{Time: metav1.NewTime(t0.Add(-time.Minute)), NodePowerWatts: 900}}})
+	f.ctrl.opts.KeplerPower = func() map[string]plan.NodeReading {
+		return map[string]plan.NodeReading{"h": {Watts: 400, Time: t0.Add(-time.Minute)}}
+	}
+	tr := f.ctrl.opts.Trends
+	if _, err := f.ctrl.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Slopes(t0); len(got) != 0 {
+		t.Fatalf("Snapshot fed the trend tracker: %v", got)
+	}
+	if err := f.ctrl.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Slopes(t0); len(got) != 2 {
+		t.Fatalf("Sync observed trends %v, want g (agent) and h (Kepler)", got)
+	}
+}
