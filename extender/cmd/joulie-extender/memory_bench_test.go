@@ -228,27 +228,25 @@ func extenderBinary(b *testing.B) string {
 }
 
 func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		b.Fatalf("%s = %q: not a positive duration", key, v)
-	}
-	return d
+	return envPositive(b, key, def, time.ParseDuration, "duration")
 }
 
 func envInt(b *testing.B, key string, def int) int {
+	return envPositive(b, key, def, strconv.Atoi, "integer")
+}
+
+// envPositive is the environment variable key parsed by parse, or def
+// when it is unset; anything but a positive value ends the benchmark.
+func envPositive[T int | time.Duration](b *testing.B, key string, def T, parse func(string) (T, error), what string) T {
 	v := os.Getenv(key)
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s = %q: not a positive integer", key, v)
+	x, err := parse(v)
+	if err != nil || x <= 0 {
+		b.Fatalf("%s = %q: not a positive %s", key, v, what)
 	}
-	return n
+	return x
 }
 
 // startExtender runs bin on a free loopback port against an API server
