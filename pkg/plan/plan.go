@@ -148,12 +148,33 @@ func CurrentState(n *corev1.Node) policy.State {
 	return policy.ActiveEco
 }
 
-// Compute plans every node.
+// Compute plans every node in three phases: which profile each node gets
+// (policy and guard), the NodePowerProfile spec that profile means on the
+// node (intent), and the node's twin.
 func Compute(in Inputs, s Settings) Result {
 	cat := s.Catalog
 	if cat == nil {
 		cat = catalog.Default()
 	}
+	byName := make(map[string]*corev1.Node, len(in.Nodes))
+	for _, n := range in.Nodes {
+		byName[n.Name] = n
+	}
+	res := decide(in, s, cat, byName)
+	for i := range res.Nodes {
+		p := &res.Nodes[i]
+		p.Spec = s.Intent.Spec(p.Decision.Profile, intentNode(p, byName[p.Name]))
+	}
+	twins(res.Nodes, byName, in, s)
+	slices.SortFunc(res.Nodes, func(a, b NodePlan) int { return strings.Compare(a.Name, b.Name) })
+	return res
+}
+
+// decide is the plan phase: it picks the profile of every eligible node by
+// the policy, releases the nodes that left the plan to performance, and
+// lets the downgrade guard decide each node's next state. The nodes come
+// out eligible first, in input order, then the released ones.
+func decide(in Inputs, s Settings, cat *catalog.Catalog, byName map[string]*corev1.Node) Result {
 	var res Result
 	perfOnNode := in.PerfPods
 	for _, n := range perfOnNode {
@@ -163,9 +184,7 @@ func Compute(in Inputs, s Settings) Result {
 	views := make(map[string]hwview.View, len(in.Nodes))
 	var eligible []policy.Node
 	var released []*corev1.Node
-	byName := make(map[string]*corev1.Node, len(in.Nodes))
 	for _, n := range in.Nodes {
-		byName[n.Name] = n
 		if Eligible(n, s.NodeSelector) {
 			v := hwview.Build(n, in.Hardware[n.Name], cat)
 			views[n.Name] = v
@@ -220,9 +239,20 @@ func Compute(in Inputs, s Settings) Result {
 		res.Nodes = append(res.Nodes, NodePlan{Name: n.Name, View: views[n.Name], Planned: joulie.ProfilePerformance,
 			Decision: d, LastTransition: last, PerfPods: perfOnNode[n.Name]})
 	}
+	return res
+}
 
-	// One twin per node; PSU stress waits for the cluster's total, which
-	// is known only once every node's power is.
+// intentNode is what the intent step reads of a node: its labels and the
+// power limits of its hardware.
+func intentNode(p *NodePlan, n *corev1.Node) intent.Node {
+	return intent.Node{Labels: n.Labels, CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket,
+		GPUCount: p.View.GPUCount, GPUProduct: p.View.GPUProduct}
+}
+
+// twins is the twin phase: it fills every node's twin status from its
+// spec, its power and the facility. PSU stress waits for the cluster's
+// total, which is known only once every node's power is.
+func twins(nodes []NodePlan, byName map[string]*corev1.Node, in Inputs, s Settings) {
 	ambient := twin.DefaultTempBaselineC
 	if in.Facility.AmbientTempC != nil {
 		ambient = *in.Facility.AmbientTempC
@@ -232,14 +262,11 @@ func Compute(in Inputs, s Settings) Result {
 		source   joulie.MeasurementSource
 		measured float64
 	}
-	powers := make([]power, len(res.Nodes))
+	powers := make([]power, len(nodes))
 	var clusterW float64
-	for i := range res.Nodes {
-		p := &res.Nodes[i]
-		node := intent.Node{Labels: byName[p.Name].Labels, CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket,
-			GPUCount: p.View.GPUCount, GPUProduct: p.View.GPUProduct}
-		p.Spec = s.Intent.Spec(p.Decision.Profile, node)
-		cpuPct, gpuPct := intent.CapPcts(p.Spec, node)
+	for i := range nodes {
+		p := &nodes[i]
+		cpuPct, gpuPct := intent.CapPcts(p.Spec, intentNode(p, byName[p.Name]))
 		out := twin.Compute(twin.Input{CPUMaxWattsPerSocket: p.View.CPUMaxWattsPerSocket, Sockets: p.View.Sockets,
 			GPUMaxWatts: p.View.GPUMaxWatts, GPUCount: p.View.GPUCount, CPUCapPct: cpuPct, GPUCapPct: gpuPct,
 			AmbientTempC: ambient}, s.Cooling)
@@ -251,8 +278,8 @@ func Compute(in Inputs, s Settings) Result {
 		clusterW = *in.Facility.ITPowerW
 	}
 	psu := twin.PSUStress(clusterW, s.RackCapacityW)
-	for i := range res.Nodes {
-		p, pw := &res.Nodes[i], powers[i]
+	for i := range nodes {
+		p, pw := &nodes[i], powers[i]
 		out := pw.out
 		out.PSUStress = psu
 		pm := &joulie.PowerMeasurement{Source: pw.source, MeasuredNodePowerW: round1(pw.measured),
@@ -271,8 +298,6 @@ func Compute(in Inputs, s Settings) Result {
 			p.Twin.EstimatedPUE = &v
 		}
 	}
-	slices.SortFunc(res.Nodes, func(a, b NodePlan) int { return strings.Compare(a.Name, b.Name) })
-	return res
 }
 
 // IsPerformanceDemand reports whether a pod counts as performance demand:

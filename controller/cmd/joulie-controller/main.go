@@ -116,96 +116,147 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := reconcile.NewMetrics(reg)
-	leader := prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."})
-	reg.MustRegister(leader)
-	st := &state{interval: cfg.Settings.Interval}
+	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, metrics: reconcile.NewMetrics(reg),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."}),
+		state:  &state{interval: cfg.Settings.Interval}}
+	reg.MustRegister(r.leader)
 
-	// The facility and Kepler pollers run on every replica, so a standby
-	// that takes over already has current values.
-	facilityReading := func() plan.Facility { return plan.Facility{} }
-	if cfg.Facility.Enabled {
-		poller, err := facility.New(cfg.Facility, reg, log)
+	if err := r.startPollers(ctx, reg); err != nil {
+		return err
+	}
+	stopHTTP, err := serveHTTP(cfg.MetricsAddr, reg, r.state, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	r.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "joulie-controller"})
+
+	if !cfg.LeaderElect {
+		r.lead(ctx)
+		return nil
+	}
+	return r.elect(ctx)
+}
+
+// replica is one controller process: the pollers every replica runs, and
+// what it needs to lead once it holds the Lease.
+type replica struct {
+	cfg      config.Config
+	log      *slog.Logger
+	kube     kubernetes.Interface
+	joulie   versioned.Interface
+	metrics  *reconcile.Metrics
+	recorder record.EventRecorder
+	leader   prometheus.Gauge
+	state    *state
+
+	// facility and keplerPower read the pollers' latest values; nil
+	// keplerPower when Kepler is not read.
+	facility    func() plan.Facility
+	keplerPower func() map[string]plan.NodeReading
+}
+
+// startPollers starts the facility and Kepler pollers that cfg enables.
+// They run on every replica, so a standby that takes over already has
+// current values.
+func (r *replica) startPollers(ctx context.Context, reg prometheus.Registerer) error {
+	r.facility = func() plan.Facility { return plan.Facility{} }
+	if r.cfg.Facility.Enabled {
+		poller, err := facility.New(r.cfg.Facility, reg, r.log)
 		if err != nil {
 			return err
 		}
 		go poller.Run(ctx)
-		facilityReading = func() plan.Facility {
-			r := poller.Latest()
-			return plan.Facility{AmbientTempC: r.AmbientTempC, ITPowerW: r.ITPowerW, PUE: r.PUE}
+		r.facility = func() plan.Facility {
+			f := poller.Latest()
+			return plan.Facility{AmbientTempC: f.AmbientTempC, ITPowerW: f.ITPowerW, PUE: f.PUE}
 		}
 	}
-	var keplerPower func() map[string]plan.NodeReading
-	if cfg.Kepler {
-		kp, err := facility.NewNodePower(cfg.Facility, cfg.KeplerQuery, cfg.KeplerNodeLabel, log)
+	if r.cfg.Kepler {
+		kp, err := facility.NewNodePower(r.cfg.Facility, r.cfg.KeplerQuery, r.cfg.KeplerNodeLabel, r.log)
 		if err != nil {
 			return err
 		}
 		go kp.Run(ctx)
-		keplerPower = func() map[string]plan.NodeReading {
+		r.keplerPower = func() map[string]plan.NodeReading {
 			latest := kp.Latest()
 			out := make(map[string]plan.NodeReading, len(latest))
-			for node, r := range latest {
-				out[node] = plan.NodeReading{Watts: r.Watts, Time: r.Time}
+			for node, reading := range latest {
+				out[node] = plan.NodeReading{Watts: reading.Watts, Time: reading.Time}
 			}
 			return out
 		}
 	}
+	return nil
+}
 
+// serveHTTP serves /metrics, /healthz and /readyz on addr until stop is
+// called; an empty addr serves nothing.
+func serveHTTP(addr string, reg *prometheus.Registry, st *state, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", st.healthz)
 	mux.HandleFunc("/readyz", st.readyz)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	if cfg.MetricsAddr != "" {
-		l, err := net.Listen("tcp", cfg.MetricsAddr)
-		if err != nil {
-			return fmt.Errorf("METRICS_ADDR=%s: %w", cfg.MetricsAddr, err)
-		}
-		log.Info("serving /metrics, /healthz and /readyz", "address", l.Addr().String())
-		go func() { _ = srv.Serve(l) }()
-		defer srv.Close()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("METRICS_ADDR=%s: %w", addr, err)
 	}
+	log.Info("serving /metrics, /healthz and /readyz", "address", l.Addr().String())
+	go func() { _ = srv.Serve(l) }()
+	return func() { _ = srv.Close() }, nil
+}
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "joulie-controller"})
-
-	lead := func(ctx context.Context) {
-		leader.Set(1)
-		st.leading.Store(true)
-		log.Info("leading: starting informers and the reconcile loop", "identity", cfg.Identity)
-		kf := informers.NewSharedInformerFactory(kube, 0)
-		jf := externalversions.NewSharedInformerFactory(jc, 0)
-		ctrl, err := reconcile.New(kube, jc, kf, jf, reconcile.Options{
-			Settings: cfg.Settings, TwinRefresh: cfg.TwinRefresh, Debounce: cfg.Debounce,
-			Trends: plan.NewTrends(cfg.TrendWindow), Recorder: recorder, Metrics: metrics, Logger: log,
-			Facility: facilityReading, KeplerPower: keplerPower,
-			OnSync: func(error) {
-				st.synced.Store(true)
-				st.lastSync.Store(time.Now().UnixNano())
-			},
-		})
-		if err != nil {
-			log.Error("building the controller failed", "err", err)
-			return
-		}
-		kf.Start(ctx.Done())
-		jf.Start(ctx.Done())
-		defer kf.Shutdown()
-		defer jf.Shutdown()
-		if err := ctrl.Run(ctx); err != nil {
-			log.Error("reconcile loop stopped", "err", err)
-		}
+// lead runs the informers and the reconcile loop until ctx ends.
+func (r *replica) lead(ctx context.Context) {
+	r.setLeading(true)
+	r.log.Info("leading: starting informers and the reconcile loop", "identity", r.cfg.Identity)
+	kf := informers.NewSharedInformerFactory(r.kube, 0)
+	jf := externalversions.NewSharedInformerFactory(r.joulie, 0)
+	ctrl, err := reconcile.New(r.kube, r.joulie, kf, jf, reconcile.Options{
+		Settings: r.cfg.Settings, TwinRefresh: r.cfg.TwinRefresh, Debounce: r.cfg.Debounce,
+		Trends: plan.NewTrends(r.cfg.TrendWindow), Recorder: r.recorder, Metrics: r.metrics, Logger: r.log,
+		Facility: r.facility, KeplerPower: r.keplerPower,
+		OnSync: func(error) {
+			r.state.synced.Store(true)
+			r.state.lastSync.Store(time.Now().UnixNano())
+		},
+	})
+	if err != nil {
+		r.log.Error("building the controller failed", "err", err)
+		return
 	}
-
-	if !cfg.LeaderElect {
-		lead(ctx)
-		return nil
+	kf.Start(ctx.Done())
+	jf.Start(ctx.Done())
+	defer kf.Shutdown()
+	defer jf.Shutdown()
+	if err := ctrl.Run(ctx); err != nil {
+		r.log.Error("reconcile loop stopped", "err", err)
 	}
+}
+
+func (r *replica) setLeading(leading bool) {
+	if leading {
+		r.leader.Set(1)
+	} else {
+		r.leader.Set(0)
+	}
+	r.state.leading.Store(leading)
+}
+
+// elect waits for the Lease, leads while it holds it, and returns when ctx
+// ends or the Lease is lost.
+func (r *replica) elect(ctx context.Context) error {
+	cfg := r.cfg
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.LeaseNamespace, cfg.LeaseName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: cfg.Identity})
+		r.kube.CoreV1(), r.kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: cfg.Identity})
 	if err != nil {
 		return err
 	}
@@ -216,15 +267,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		// at once instead of after the lease duration.
 		ReleaseOnCancel: true, Name: "joulie-controller",
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: lead,
+			OnStartedLeading: r.lead,
 			OnStoppedLeading: func() {
-				leader.Set(0)
-				st.leading.Store(false)
+				r.setLeading(false)
 				close(lost)
 			},
 			OnNewLeader: func(id string) {
 				if id != cfg.Identity {
-					log.Info("another replica leads; standing by", "leader", id)
+					r.log.Info("another replica leads; standing by", "leader", id)
 				}
 			},
 		},
@@ -232,7 +282,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("waiting for the Lease", "lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "identity", cfg.Identity)
+	r.log.Info("waiting for the Lease", "lease", cfg.LeaseNamespace+"/"+cfg.LeaseName, "identity", cfg.Identity)
 	le.Run(ctx)
 	select {
 	case <-lost:
@@ -243,7 +293,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 	default:
 	}
-	log.Info("stopped")
+	r.log.Info("stopped")
 	return nil
 }
 

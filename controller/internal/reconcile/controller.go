@@ -122,13 +122,13 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 	// Pods are the bulk of the cache; keep only what classification and
 	// placement read.
 	if err := podInf.Informer().SetTransform(slimPod); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("slim the pod cache: %w", err)
 	}
 	// The performance demand per node, and the pods with requests on each
 	// node, are kept as indexes, updated as pods change, so a reconcile
 	// does not scan every pod of the cluster.
 	if err := podInf.Informer().AddIndexers(cache.Indexers{perfIndex: perfIndexFunc, loadIndex: loadIndexFunc}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("index the pod cache: %w", err)
 	}
 	c.podIndex = podInf.Informer().GetIndexer()
 	enqueue := func() { c.queue.AddAfter(clusterKey, o.Debounce) }
@@ -190,6 +190,8 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // Snapshot reads the inputs of one reconcile from the informer caches.
+// It only reads: Trends is left empty, for the caller to fill from the
+// tracker after observing the snapshot's power (Sync does).
 func (c *Controller) Snapshot() (plan.Inputs, error) {
 	in := plan.Inputs{Now: c.opts.Now(), Facility: c.opts.Facility()}
 	if c.opts.KeplerPower != nil {
@@ -197,13 +199,13 @@ func (c *Controller) Snapshot() (plan.Inputs, error) {
 	}
 	var err error
 	if in.Nodes, err = c.nodes.List(labels.Everything()); err != nil {
-		return in, err
+		return in, fmt.Errorf("list Nodes from the cache: %w", err)
 	}
 	in.PerfPods = map[string]int{}
 	for _, node := range c.podIndex.ListIndexFuncValues(perfIndex) {
 		keys, err := c.podIndex.IndexKeys(perfIndex, node)
 		if err != nil {
-			return in, err
+			return in, fmt.Errorf("read the performance pods of %s from the pod index: %w", node, err)
 		}
 		in.PerfPods[strings.TrimPrefix(node, "node/")] = len(keys)
 	}
@@ -212,7 +214,7 @@ func (c *Controller) Snapshot() (plan.Inputs, error) {
 	}
 	hws, err := c.hardware.List(labels.Everything())
 	if err != nil {
-		return in, err
+		return in, fmt.Errorf("list NodeHardware from the cache: %w", err)
 	}
 	in.Hardware = make(map[string]*joulie.NodeHardware, len(hws))
 	for _, h := range hws {
@@ -220,11 +222,19 @@ func (c *Controller) Snapshot() (plan.Inputs, error) {
 	}
 	npps, err := c.profiles.List(labels.Everything())
 	if err != nil {
-		return in, err
+		return in, fmt.Errorf("list NodePowerProfiles from the cache: %w", err)
 	}
 	in.Profiles = make(map[string]*joulie.NodePowerProfile, len(npps))
 	for _, p := range npps {
 		in.Profiles[p.Name] = p
+	}
+	return in, nil
+}
+
+// observeTrends feeds the power measured in in to the trend tracker and
+// returns every node's trend at in.Now.
+func (c *Controller) observeTrends(in plan.Inputs) map[string]float64 {
+	for _, p := range in.Profiles {
 		if m := p.Status.MeasuredPower; m != nil {
 			c.opts.Trends.Observe(p.Name, m.Time.Time, m.NodePowerWatts)
 		}
@@ -235,8 +245,7 @@ func (c *Controller) Snapshot() (plan.Inputs, error) {
 			c.opts.Trends.Observe(name, k.Time, k.Watts)
 		}
 	}
-	in.Trends = c.opts.Trends.Slopes(in.Now)
-	return in, nil
+	return c.opts.Trends.Slopes(in.Now)
 }
 
 // Sync runs one reconcile: plan from the caches, then write what differs.
@@ -246,6 +255,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	in.Trends = c.observeTrends(in)
 	res := plan.Compute(in, c.opts.Settings)
 	c.opts.Metrics.observePlan(res)
 	var errs []error
@@ -258,7 +268,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 		p := &res.Nodes[i]
 		planned[p.Name] = true
 		if err := c.apply(ctx, nodes[p.Name], p, in); err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", p.Name, err))
+			errs = append(errs, err) // each names its object
 		}
 	}
 	errs = append(errs, c.collect(ctx, in, planned)...)
@@ -299,12 +309,15 @@ func (c *Controller) applyProfile(ctx context.Context, p *plan.NodePlan, cur *jo
 		"spec": p.Spec,
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("encode NodePowerProfile %s: %w", p.Name, err)
 	}
 	_, err = c.joulie.JoulieV1alpha1().NodePowerProfiles().Patch(ctx, p.Name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	c.opts.Metrics.wrote("nodepowerprofile", err)
-	return err
+	if err != nil {
+		return fmt.Errorf("apply NodePowerProfile %s: %w", p.Name, err)
+	}
+	return nil
 }
 
 // force takes over fields another manager set (an admin's manual edit of
@@ -319,11 +332,14 @@ func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *plan
 	want := map[string]string{joulie.LabelPowerProfile: profile, joulie.LabelDraining: draining}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": want}})
 	if err != nil {
-		return err
+		return fmt.Errorf("encode the labels of Node %s: %w", node.Name, err)
 	}
 	_, err = c.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	c.opts.Metrics.wrote("node", err)
-	return err
+	if err != nil {
+		return fmt.Errorf("label Node %s %s=%s %s=%s: %w", node.Name, joulie.LabelPowerProfile, profile, joulie.LabelDraining, draining, err)
+	}
+	return nil
 }
 
 // applyTwin publishes NodeTwin status by server-side apply on the status
@@ -336,10 +352,10 @@ func (c *Controller) applyTwin(ctx context.Context, p *plan.NodePlan, now time.T
 		_, err = client.Create(ctx, &joulie.NodeTwin{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}, metav1.CreateOptions{FieldManager: FieldManager})
 		c.opts.Metrics.wrote("nodetwin", err)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
+			return fmt.Errorf("create NodeTwin %s: %w", p.Name, err)
 		}
 	case err != nil:
-		return err
+		return fmt.Errorf("read NodeTwin %s from the cache: %w", p.Name, err)
 	case twinEqual(cur.Status, p.Twin) && now.Sub(cur.Status.LastUpdated.Time) < c.opts.TwinRefresh:
 		return nil
 	}
@@ -350,11 +366,14 @@ func (c *Controller) applyTwin(ctx context.Context, p *plan.NodePlan, now time.T
 		"metadata": map[string]any{"name": p.Name}, "status": st,
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("encode NodeTwin %s status: %w", p.Name, err)
 	}
 	_, err = client.Patch(ctx, p.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}, "status")
 	c.opts.Metrics.wrote("nodetwin/status", err)
-	return err
+	if err != nil {
+		return fmt.Errorf("apply NodeTwin %s status: %w", p.Name, err)
+	}
+	return nil
 }
 
 // collect deletes the profiles and twins of nodes that are gone, and the
@@ -369,20 +388,20 @@ func (c *Controller) collect(ctx context.Context, in plan.Inputs, planned map[st
 		if !exists[name] {
 			err := c.joulie.JoulieV1alpha1().NodePowerProfiles().Delete(ctx, name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("delete NodePowerProfile %s of a deleted node: %w", name, err))
 			}
 			c.opts.Trends.Forget(name)
 		}
 	}
 	twins, err := c.twins.List(labels.Everything())
 	if err != nil {
-		return append(errs, err)
+		return append(errs, fmt.Errorf("list NodeTwins from the cache: %w", err))
 	}
 	for _, t := range twins {
 		if !planned[t.Name] {
 			err := c.joulie.JoulieV1alpha1().NodeTwins().Delete(ctx, t.Name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("delete NodeTwin %s of a node no longer planned: %w", t.Name, err))
 			}
 		}
 	}
@@ -481,7 +500,7 @@ func (c *Controller) loads(nodes []*corev1.Node) (map[string]plan.NodeLoad, erro
 		}
 		keys, err := c.podIndex.IndexKeys(loadIndex, v)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read the pods of load index value %q: %w", v, err)
 		}
 		sum := &l.Standard
 		if parts[1] == "performance" {

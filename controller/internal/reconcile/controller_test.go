@@ -3,13 +3,16 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -307,4 +310,75 @@ func TestSnapshotLoadsFromSlimPods(t *testing.T) {
 	pods[2].Status.Phase = corev1.PodSucceeded
 	f.add(t, pods[2])
 	check("one finished")
+}
+
+// Snapshot only reads the caches: the power it sees reaches the trend
+// tracker when Sync observes it, so a caller that plans from a snapshot
+// (settle, a dry run) does not move the trends.
+func TestSnapshotLeavesTheTrendsAlone(t *testing.T) {
+	f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
+	for _, n := range []*corev1.Node{plantest.GPUNode("g", 8, nil), plantest.CPUNode("h", nil)} {
+		if _, err := f.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.add(t, n)
+	}
+	f.add(t, &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: "g"},
+		Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{Time: metav1.NewTime(t0.Add(-time.Minute)), NodePowerWatts: 900}}})
+	f.ctrl.opts.KeplerPower = func() map[string]plan.NodeReading {
+		return map[string]plan.NodeReading{"h": {Watts: 400, Time: t0.Add(-time.Minute)}}
+	}
+	tr := f.ctrl.opts.Trends
+	if _, err := f.ctrl.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Slopes(t0); len(got) != 0 {
+		t.Fatalf("Snapshot fed the trend tracker: %v", got)
+	}
+	if err := f.ctrl.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Slopes(t0); len(got) != 2 {
+		t.Fatalf("Sync observed trends %v, want g (agent) and h (Kepler)", got)
+	}
+}
+
+// A failed write names the object it concerns, and the API server's
+// error stays reachable for apierrors' checks.
+func TestWriteErrorsNameTheirObject(t *testing.T) {
+	for _, tc := range []struct {
+		client, verb, resource, sub string
+		want                        string
+	}{
+		{"joulie", "patch", "nodepowerprofiles", "", "apply NodePowerProfile gpu-a: "},
+		{"kube", "patch", "nodes", "", "label Node gpu-a joulie.io/power-profile=performance joulie.io/draining=false: "},
+		{"joulie", "create", "nodetwins", "", "create NodeTwin gpu-a: "},
+		{"joulie", "patch", "nodetwins", "status", "apply NodeTwin gpu-a status: "},
+		{"joulie", "delete", "nodepowerprofiles", "", "delete NodePowerProfile gone of a deleted node: "},
+		{"joulie", "delete", "nodetwins", "", "delete NodeTwin gone of a node no longer planned: "},
+	} {
+		t.Run(tc.verb+" "+tc.resource+"/"+tc.sub, func(t *testing.T) {
+			f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
+			n := plantest.GPUNode("gpu-a", 8, nil)
+			if _, err := f.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.add(t, n, &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, &joulie.NodeTwin{ObjectMeta: metav1.ObjectMeta{Name: "gone"}})
+			forbid := func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+				if a.GetSubresource() != tc.sub {
+					return false, nil, nil
+				}
+				return true, nil, apierrors.NewForbidden(joulie.Resource(tc.resource), "x", errors.New("RBAC says no"))
+			}
+			if tc.client == "kube" {
+				f.kube.PrependReactor(tc.verb, tc.resource, forbid)
+			} else {
+				f.jc.PrependReactor(tc.verb, tc.resource, forbid)
+			}
+			err := f.ctrl.Sync(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !apierrors.IsForbidden(err) {
+				t.Fatalf("Sync = %v; want a Forbidden error naming the object (%q)", err, tc.want)
+			}
+		})
+	}
 }

@@ -40,23 +40,9 @@ import (
 // answer: its cache never syncs, which changes nothing in how it reads
 // and answers calls.
 func BenchmarkMemoryUnderAttack(b *testing.B) {
-	bin := os.Getenv("JOULIE_EXTENDER_BIN")
-	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "joulie-extender")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := extenderBinary(b)
 	clients := envInt(b, "JOULIE_MEMBENCH_CLIENTS", 200)
-	load := 10 * time.Second
-	if v := os.Getenv("JOULIE_MEMBENCH_LOAD"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			b.Fatalf("JOULIE_MEMBENCH_LOAD = %q: %v", v, err)
-		}
-		load = d
-	}
+	load := envDuration(b, "JOULIE_MEMBENCH_LOAD", 10*time.Second)
 
 	addr, pid := startExtender(b, bin)
 	rss := func() (cur, peak int64) { return procStatus(b, pid, "VmRSS"), procStatus(b, pid, "VmHWM") }
@@ -150,16 +136,117 @@ func BenchmarkMemoryUnderAttack(b *testing.B) {
 	report("after-load")
 }
 
+// BenchmarkMemoryFullNodes measures the resident memory of the real
+// joulie-extender binary answering filter calls that carry 5,000 whole
+// Nodes, as kube-scheduler sends them without nodeCacheCapable: each Node
+// with a kubelet's labels, capacity, allocatable, conditions and image
+// list (package fixture, about 5 KB of JSON). Half the calls are for a
+// performance pod (one node in three turned away), half for a standard
+// pod (all kept), so the replies carry most of the Nodes back. It reports
+// the peak (VmHWM) and figures, and asserts only that the calls are
+// answered:
+//
+//	go test -run '^$' -bench MemoryFullNodes -benchtime 1x ./extender/cmd/joulie-extender
+//
+// JOULIE_EXTENDER_BIN, JOULIE_MEMBENCH_CLIENTS (2 by default here: a
+// scheduler makes one call at a time, two schedulers or a retry overlap)
+// and JOULIE_MEMBENCH_LOAD (10 s) as for BenchmarkMemoryUnderAttack.
+func BenchmarkMemoryFullNodes(b *testing.B) {
+	bin := extenderBinary(b)
+	clients := envInt(b, "JOULIE_MEMBENCH_CLIENTS", 2)
+	load := envDuration(b, "JOULIE_MEMBENCH_LOAD", 10*time.Second)
+	addr, pid := startExtender(b, bin)
+
+	var bodies [][]byte
+	for _, class := range []string{"performance", ""} {
+		body, err := json.Marshal(fixture.WithNodes(fixture.Pod(class), 5000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	}
+	b.Logf("request bodies of %d and %d bytes", len(bodies[0]), len(bodies[1]))
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	var replied atomic.Int64
+	call := func(body []byte) int {
+		resp, err := client.Post("http://"+addr+"/filter", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		replied.Add(n)
+		return resp.StatusCode
+	}
+	for _, body := range bodies {
+		if code := call(body); code != http.StatusOK {
+			b.Fatalf("first call: status %d", code)
+		}
+	}
+	b.Logf("%-14s VmRSS %4d MiB   VmHWM %4d MiB   replies of %d bytes", "start",
+		procStatus(b, pid, "VmRSS")>>10, procStatus(b, pid, "VmHWM")>>10, replied.Load())
+
+	var codes sync.Map // status → *atomic.Int64
+	var calls atomic.Int64
+	deadline := time.Now().Add(load)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				n, _ := codes.LoadOrStore(call(bodies[(c+i)%2]), new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+				calls.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	var summary []string
+	codes.Range(func(k, v any) bool {
+		summary = append(summary, fmt.Sprintf("%d: %d", k, v.(*atomic.Int64).Load()))
+		return true
+	})
+	if v, ok := codes.Load(http.StatusOK); !ok || v.(*atomic.Int64).Load() == 0 {
+		b.Fatalf("no call answered 200: %s", strings.Join(summary, ", "))
+	}
+	peak := procStatus(b, pid, "VmHWM")
+	b.ReportMetric(float64(peak)/1024, "MiB-rss-peak")
+	b.ReportMetric(float64(heapInUse(b, addr))/(1<<20), "MiB-heap-after")
+	b.Logf("%-14s VmRSS %4d MiB   VmHWM %4d MiB after %d calls from %d clients in %s (by status, 0: no answer: %s)", "load",
+		procStatus(b, pid, "VmRSS")>>10, peak>>10, calls.Load(), clients, load, strings.Join(summary, ", "))
+}
+
+// extenderBinary is JOULIE_EXTENDER_BIN, or this package built afresh.
+func extenderBinary(b *testing.B) string {
+	if bin := os.Getenv("JOULIE_EXTENDER_BIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(b.TempDir(), "joulie-extender")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
+	return envPositive(b, key, def, time.ParseDuration, "duration")
+}
+
 func envInt(b *testing.B, key string, def int) int {
+	return envPositive(b, key, def, strconv.Atoi, "integer")
+}
+
+// envPositive is the environment variable key parsed by parse, or def
+// when it is unset; anything but a positive value ends the benchmark.
+func envPositive[T int | time.Duration](b *testing.B, key string, def T, parse func(string) (T, error), what string) T {
 	v := os.Getenv(key)
 	if v == "" {
 		return def
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s = %q: not a positive integer", key, v)
+	x, err := parse(v)
+	if err != nil || x <= 0 {
+		b.Fatalf("%s = %q: not a positive %s", key, v, what)
 	}
-	return n
+	return x
 }
 
 // startExtender runs bin on a free loopback port against an API server

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"joulie.io/joulie/extender/internal/fixture"
+	"joulie.io/joulie/extender/internal/wire"
 )
 
 // heapInUse is the Go heap in use once the garbage is collected.
@@ -279,4 +281,46 @@ func TestOnlySmallExchangesAreKept(t *testing.T) {
 		t.Errorf("kept exchange holds %d bytes, want the by-name call's, under %d", r, maxPooledBytes)
 	}
 	t.Logf("a filter call by name for %d nodes keeps %d KiB", benchNodes, ex.retained()>>10)
+}
+
+// budgetAtWrite records what the calls in flight held when the reply's
+// first byte was written.
+type budgetAtWrite struct {
+	*httptest.ResponseRecorder
+	budget *budget
+	used   int64
+}
+
+func (w *budgetAtWrite) Write(p []byte) (int, error) {
+	if w.used == 0 {
+		w.used = w.budget.used.Load()
+	}
+	return w.ResponseRecorder.Write(p)
+}
+
+// A filter reply to whole Nodes sends the kept ones from the request body
+// rather than from a copy: while it writes, the call holds the body and
+// not much more, where a copied reply would hold as much again. The reply
+// is still the one AppendFilterResult builds, byte for byte.
+func TestFilterRepliesToNodesWithoutCopyingThem(t *testing.T) {
+	ts := newTestServer(t, defaultOptions(), clusterSnapshot())
+	args := fixture.WithNodes(fixture.Pod(""), 150) // a standard pod: every node kept
+	body := marshal(t, args)
+	w := &budgetAtWrite{ResponseRecorder: httptest.NewRecorder(), budget: &ts.budget}
+	req := httptest.NewRequest(http.MethodPost, "/filter", bytes.NewReader(body))
+	ts.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	var a wire.Args
+	if err := wire.DecodeArgs(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	want := wire.AppendFilterResult(nil, &a, make([]string, a.Len()))
+	if !bytes.Equal(w.Body.Bytes(), want) || w.Header().Get("Content-Length") != strconv.Itoa(len(want)) {
+		t.Fatalf("reply of %d bytes (Content-Length %s) differs from AppendFilterResult's %d", w.Body.Len(), w.Header().Get("Content-Length"), len(want))
+	}
+	if limit := int64(len(body)) + int64(len(want))/2; w.used > limit {
+		t.Errorf("the call held %d bytes while replying; a body of %d and a reply of %d: the kept Nodes were copied", w.used, len(body), len(want))
+	}
 }

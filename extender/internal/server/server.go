@@ -426,11 +426,25 @@ func (s *Server) answerFilter(w http.ResponseWriter, r *http.Request, ex *exchan
 				"rejectedDraining", rejected[scoring.RejectTwinDraining]+rejected[scoring.RejectLabelDraining])
 		}
 	}
-	if err := s.output(ex, wire.FilterResultSize(a, ex.reasons)); err != nil {
+	if a.HasNodeNames {
+		if err := s.output(ex, wire.FilterResultSize(a, ex.reasons)); err != nil {
+			return s.busy()
+		}
+		ex.out = wire.AppendFilterResult(ex.out, a, ex.reasons)
+		writeJSON(w, ex.out)
+		return nil
+	}
+	// The kept Nodes, up to the whole body, go out from the body itself;
+	// only the rejections are built, so the reply holds no second copy.
+	if err := s.output(ex, wire.FilterFailuresSize(a, ex.reasons)); err != nil {
 		return s.busy()
 	}
-	ex.out = wire.AppendFilterResult(ex.out, a, ex.reasons)
-	writeJSON(w, ex.out)
+	ex.out = wire.AppendFilterFailures(ex.out, a, ex.reasons)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(wire.KeptNodesSize(a, ex.reasons)+len(ex.out)))
+	if err := wire.WriteKeptNodes(w, a, ex.reasons); err == nil {
+		_, _ = w.Write(ex.out)
+	}
 	return nil
 }
 

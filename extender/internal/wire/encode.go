@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"io"
 	"strconv"
 	"unicode/utf8"
 )
@@ -9,6 +10,22 @@ import (
 // reasons[i] is "" when the i-th node passes and the rejection's message
 // otherwise. It answers in the form it was asked: node names for names,
 // the scheduler's own Node objects, byte for byte, for Nodes.
+//
+// The Nodes go back whole because kube-scheduler reads more than their
+// names. In k8s.io/kubernetes v1.37.1, without nodeCacheCapable,
+// HTTPExtender.Filter builds a fresh NodeInfo from each Node returned
+// (pkg/scheduler/extender.go:306-312), and those NodeInfos are the
+// feasible nodes from then on (schedule_one.go:700, 608): the score
+// plugins read them (framework/runtime/framework.go:1436-1445), such as
+// NodeAffinity.Score the labels (plugins/nodeaffinity/node_affinity.go:
+// 269-294), TaintToleration.Score the taints
+// (plugins/tainttoleration/taint_toleration.go:197-207) and
+// NodeResourcesFit the allocatable NodeInfo.SetNode takes from the Node
+// (framework/types.go:510-512), and a next extender is sent them
+// (extender.go:275-279). A Node cut to its name would drop preferred node
+// affinity, PreferNoSchedule taints and resource scoring for every pod
+// the extender filters. The server writes the kept Nodes straight from the
+// request body instead (WriteKeptNodes), so they are not copied.
 //
 // Rejections go to FailedAndUnresolvableNodes: evicting pods cannot turn
 // an eco node into a performance node, so the scheduler should not try
@@ -29,20 +46,104 @@ func AppendFilterResult(dst []byte, a *Args, reasons []string) []byte {
 		}
 		dst = append(dst, "]"...)
 	} else {
-		dst = append(dst, `{"Nodes":{"metadata":{},"items":[`...)
-		first := true
-		for i := range a.Nodes {
-			if reasons[i] != "" {
+		w := appender{dst}
+		_ = WriteKeptNodes(&w, a, reasons) // appending cannot fail
+		dst = w.b
+	}
+	return AppendFilterFailures(dst, a, reasons)
+}
+
+// WriteKeptNodes writes to w the start of the filter reply to a request
+// that carried Nodes: the kept Nodes, byte for byte from the request body.
+// AppendFilterFailures gives the rest. Written this way, a reply to 5,000
+// Nodes costs no second copy of them. Kept Nodes that the body lists side
+// by side, with a bare comma between as encoding/json writes a list, go
+// out in one write, so a reply keeping most Nodes is a few large writes
+// rather than thousands of small ones.
+func WriteKeptNodes(w io.Writer, a *Args, reasons []string) error {
+	if _, err := io.WriteString(w, keptNodesHead); err != nil {
+		return err
+	}
+	var run []byte // kept Nodes not written yet: one stretch of the body
+	have, sep := false, ""
+	for i := range a.Nodes {
+		if reasons[i] != "" {
+			continue
+		}
+		raw := a.Nodes[i].Raw
+		if have {
+			if joined, ok := commaJoined(run, raw); ok {
+				run = joined
 				continue
 			}
-			if !first {
-				dst = append(dst, ',')
+			if err := writeRun(w, sep, run); err != nil {
+				return err
 			}
-			first = false
-			dst = append(dst, a.Nodes[i].Raw...)
+			sep = ","
 		}
-		dst = append(dst, "]}"...)
+		run, have = raw, true
 	}
+	if have {
+		if err := writeRun(w, sep, run); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, keptNodesFoot)
+	return err
+}
+
+// commaJoined is run and next as one slice of the body they both point
+// into, when a single comma is all that lies between them.
+func commaJoined(run, next []byte) ([]byte, bool) {
+	n := len(run) + 1 + len(next)
+	if len(run) == 0 || len(next) == 0 || cap(run) < n {
+		return nil, false
+	}
+	joined := run[:n]
+	if joined[len(run)] != ',' || &joined[len(run)+1] != &next[0] {
+		return nil, false
+	}
+	return joined, true
+}
+
+func writeRun(w io.Writer, sep string, run []byte) error {
+	if sep != "" {
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(run)
+	return err
+}
+
+const (
+	keptNodesHead = `{"Nodes":{"metadata":{},"items":[`
+	keptNodesFoot = `]}`
+)
+
+// KeptNodesSize is the length WriteKeptNodes writes for a and reasons.
+func KeptNodesSize(a *Args, reasons []string) int {
+	n, kept := len(keptNodesHead+keptNodesFoot), 0
+	for i, reason := range reasons {
+		if reason == "" {
+			kept++
+			n += len(a.Nodes[i].Raw)
+		}
+	}
+	return n + commas(kept)
+}
+
+// appender is an io.Writer appending to b.
+type appender struct{ b []byte }
+
+func (w *appender) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// AppendFilterFailures appends the end of the filter reply, after the
+// kept nodes: the rejected ones with their reasons, and the empty error.
+func AppendFilterFailures(dst []byte, a *Args, reasons []string) []byte {
 	dst = append(dst, `,"FailedNodes":{},"FailedAndUnresolvableNodes":{`...)
 	first := true
 	for i, reason := range reasons {
@@ -64,26 +165,31 @@ func AppendFilterResult(dst []byte, a *Args, reasons []string) []byte {
 // reasons (a bound, when a reason needs escaping), so that the caller can
 // set the memory aside before it writes.
 func FilterResultSize(a *Args, reasons []string) int {
-	n := len(`{"NodeNames":[` + `]`)
 	if !a.HasNodeNames {
-		n = len(`{"Nodes":{"metadata":{},"items":[` + `]}`)
+		return KeptNodesSize(a, reasons) + FilterFailuresSize(a, reasons)
 	}
-	n += len(`,"FailedNodes":{},"FailedAndUnresolvableNodes":{` + `},"Error":""}`)
-	var kept, failed int
+	n, kept := len(`{"NodeNames":[`+`]`), 0
 	for i, reason := range reasons {
-		switch {
-		case reason != "":
-			failed++
-			n += len(`"":`) + len(a.rawName(i)) + textSize(reason)
-		case a.HasNodeNames:
+		if reason == "" {
 			kept++
 			n += len(`""`) + len(a.rawNames[i])
-		default:
-			kept++
-			n += len(a.Nodes[i].Raw)
 		}
 	}
-	return n + commas(kept) + commas(failed)
+	return n + commas(kept) + FilterFailuresSize(a, reasons)
+}
+
+// FilterFailuresSize is the length AppendFilterFailures adds for a and
+// reasons (a bound, when a reason needs escaping).
+func FilterFailuresSize(a *Args, reasons []string) int {
+	n := len(`,"FailedNodes":{},"FailedAndUnresolvableNodes":{` + `},"Error":""}`)
+	failed := 0
+	for i, reason := range reasons {
+		if reason != "" {
+			failed++
+			n += len(`"":`) + len(a.rawName(i)) + textSize(reason)
+		}
+	}
+	return n + commas(failed)
 }
 
 // commas is the number of commas between n elements.

@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -113,4 +115,69 @@ func TestAppendError(t *testing.T) {
 	if err := json.Unmarshal(AppendError(nil, "bad \"body\"\n"), &got); err != nil || got.Error != "bad \"body\"\n" {
 		t.Errorf("got %+v, %v", got, err)
 	}
+}
+
+// checkKeptNodes holds a filter reply to Nodes, out, to the plain
+// reference: the kept Nodes' bytes joined by commas, then the failures;
+// and WriteKeptNodes, which writes runs of the body at once, to the same
+// bytes and to KeptNodesSize.
+func checkKeptNodes(t *testing.T, a *Args, reasons []string, out []byte) {
+	t.Helper()
+	var kept [][]byte
+	for i, r := range reasons {
+		if r == "" {
+			kept = append(kept, a.Nodes[i].Raw)
+		}
+	}
+	want := slices.Concat([]byte(keptNodesHead), bytes.Join(kept, []byte(",")), []byte(keptNodesFoot), AppendFilterFailures(nil, a, reasons))
+	if !bytes.Equal(out, want) {
+		t.Fatalf("filter reply\n%q\nwant\n%q", out, want)
+	}
+	var written bytes.Buffer
+	if err := WriteKeptNodes(&written, a, reasons); err != nil || written.Len() != KeptNodesSize(a, reasons) ||
+		!bytes.Equal(append(written.Bytes(), AppendFilterFailures(nil, a, reasons)...), want) {
+		t.Fatalf("WriteKeptNodes wrote %q (%v, KeptNodesSize %d), want the start of %q", written.Bytes(), err, KeptNodesSize(a, reasons), want)
+	}
+}
+
+// Runs of kept Nodes are written from the body at once only where a bare
+// comma separates them; spaces, newlines or rejected Nodes between them
+// split the run, and the reply is the same either way.
+func TestKeptNodesAreTheBodysBytesWhateverItsLayout(t *testing.T) {
+	args := fixture.WithNodes(fixture.Pod(""), 7)
+	indented, err := json.MarshalIndent(args, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"compact": marshal(t, args), "indented": indented} {
+		for _, rejected := range [][]int{nil, {0}, {6}, {1, 2}, {0, 3, 6}, {0, 1, 2, 3, 4, 5, 6}} {
+			var a Args
+			if err := DecodeArgs(body, &a); err != nil {
+				t.Fatal(err)
+			}
+			reasons := make([]string, a.Len())
+			for _, i := range rejected {
+				reasons[i] = "eco"
+			}
+			t.Run(fmt.Sprint(name, rejected), func(t *testing.T) {
+				checkKeptNodes(t, &a, reasons, AppendFilterResult(nil, &a, reasons))
+			})
+		}
+	}
+	// All seven kept from a compact body: the head, one run, the foot.
+	var a Args
+	if err := DecodeArgs(marshal(t, args), &a); err != nil {
+		t.Fatal(err)
+	}
+	var w countingWriter
+	if err := WriteKeptNodes(&w, &a, make([]string, a.Len())); err != nil || w.writes != 3 {
+		t.Errorf("seven adjacent Nodes took %d writes (%v), want 3", w.writes, err)
+	}
+}
+
+type countingWriter struct{ writes int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return len(p), nil
 }

@@ -60,6 +60,9 @@ func FuzzDecodeArgs(f *testing.F) {
 		if size := FilterResultSize(&a, reasons); size != len(out) {
 			t.Fatalf("filter reply %q is %d bytes, FilterResultSize says %d", out, len(out), size)
 		}
+		if a.HasNodes {
+			checkKeptNodes(t, &a, reasons, out)
+		}
 		prio := AppendHostPriorities(nil, &a, scores)
 		if size := HostPrioritiesSize(&a, scores); size != len(prio) {
 			t.Fatalf("prioritize reply %q is %d bytes, HostPrioritiesSize says %d", prio, len(prio), size)
