@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/enforce"
-	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -22,7 +22,7 @@ type fakeHW struct {
 	enforced []joulie.NodePowerProfileSpec
 	restores int
 	pending  int
-	power    power.Reading
+	power    backend.Reading
 }
 
 // Enforce records the specs enforced; a nil spec (paused) only measures.
@@ -270,7 +270,7 @@ func TestShouldPublishPower(t *testing.T) {
 
 func TestProfileStatusKeepsPublishedPowerUntilDue(t *testing.T) {
 	published := &joulie.MeasuredPower{NodePowerWatts: 500, Time: metav1.NewTime(t0)}
-	s := Snapshot{Generation: 2, LastReconcile: t0.Add(10 * time.Second), Result: enforce.Result{Power: power.Reading{CPUWatts: 300, HasCPU: true, GPUWatts: 210, HasGPU: true}}}
+	s := Snapshot{Generation: 2, LastReconcile: t0.Add(10 * time.Second), Result: enforce.Result{Power: backend.Reading{CPUWatts: 300, HasCPU: true, GPUWatts: 210, HasGPU: true}}}
 	st := s.ProfileStatus(published)
 	if st.MeasuredPower.NodePowerWatts != 500 || !st.MeasuredPower.Time.Equal(&published.Time) {
 		t.Fatalf("a 2%% change 10 s later must not be republished: %+v", st.MeasuredPower)

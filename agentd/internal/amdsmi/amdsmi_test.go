@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
-var _ power.GPUCapper = (*GPUCapper)(nil)
+var _ backend.GPUCapper = (*GPUCapper)(nil)
 var _ state.Restorer = (*Library)(nil)
 var _ state.Restorer = (*SocketCapper)(nil)
 
@@ -126,7 +126,7 @@ func TestGPUsAreEnumeratedThroughTheLoadedLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []power.GPU{
+	want := []backend.GPU{
 		{
 			Index: 0, UUID: "6aff740f-0000-1000-8000-000000000001", Name: "AMD GPU", PCIBusID: "0000:c1:00.0",
 			MinWatts: 100, MaxWatts: 300, DefaultWatts: 300, CapWatts: 300,
@@ -218,7 +218,7 @@ func TestGPUFailureIsAnErrorAndTheOtherGPUGoesOn(t *testing.T) {
 	*fail = 12 // AMDSMI_STATUS_IO
 	_, err := c.SetCap(0, 200)
 	var st Status
-	if err == nil || power.IsBlocked(err) || !errors.As(err, &st) || st != 12 {
+	if err == nil || backend.IsBlocked(err) || !errors.As(err, &st) || st != 12 {
 		t.Fatalf("I/O failure: %v, want an error carrying status 12 that is not blocked", err)
 	}
 	if !strings.Contains(err.Error(), "0000:c1:00.0") || !strings.Contains(err.Error(), "AMDSMI_STATUS_IO") {
@@ -229,7 +229,7 @@ func TestGPUFailureIsAnErrorAndTheOtherGPUGoesOn(t *testing.T) {
 	}
 
 	*fail = 2 // AMDSMI_STATUS_NOT_SUPPORTED: the host cannot do it
-	if _, err := c.SetCap(0, 200); !power.IsBlocked(err) {
+	if _, err := c.SetCap(0, 200); !backend.IsBlocked(err) {
 		t.Fatalf("not supported: %v, want blocked", err)
 	}
 	*fail = 0
@@ -249,7 +249,7 @@ func TestGPUSetCapRejectsMeaninglessRequests(t *testing.T) {
 			t.Errorf("SetCap(0, %v) succeeded", w)
 		}
 	}
-	if _, err := c.SetCap(2, 200); err == nil || power.IsBlocked(err) {
+	if _, err := c.SetCap(2, 200); err == nil || backend.IsBlocked(err) {
 		t.Errorf("missing index: %v", err)
 	}
 }
@@ -294,7 +294,7 @@ func TestSocketsAndSetPackageCap(t *testing.T) {
 		t.Error("SetPackageCap on a missing socket succeeded")
 	}
 	*fakeVar[uint32](t, l, "fake_fail_set_cpu_socket_power_cap") = 50 // AMDSMI_STATUS_HSMP_TIMEOUT
-	if _, err := c.SetPackageCap(0, 150); err == nil || power.IsBlocked(err) || !strings.Contains(err.Error(), "HSMP_TIMEOUT") {
+	if _, err := c.SetPackageCap(0, 150); err == nil || backend.IsBlocked(err) || !strings.Contains(err.Error(), "HSMP_TIMEOUT") {
 		t.Fatalf("HSMP timeout: %v, want an error", err)
 	}
 }
@@ -356,7 +356,7 @@ func TestRestoreAfterCrashFromANewJournal(t *testing.T) {
 func TestMissingLibraryIsBlocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "libamd_smi.so")
 	l, err := Open(path)
-	if l != nil || !power.IsBlocked(err) {
+	if l != nil || !backend.IsBlocked(err) {
 		t.Fatalf("Open of a missing library = %v, %v; want blocked", l, err)
 	}
 	for _, part := range []string{"amd-smi unavailable", "libamd_smi.so: cannot open shared object file"} {
@@ -376,7 +376,7 @@ func TestMissingSymbolIsBlocked(t *testing.T) {
 		t.Fatalf("GPUs = %+v, %v", gpus, err)
 	}
 	_, err := c.SetCap(0, 200)
-	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "amdsmi_set_power_cap") {
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "amdsmi_set_power_cap") {
 		t.Fatalf("SetCap without amdsmi_set_power_cap: %v, want blocked naming it", err)
 	}
 	if j.Len() != 0 {
@@ -388,7 +388,7 @@ func TestMissingSymbolIsBlocked(t *testing.T) {
 
 	// Without a function every use needs, Open itself is blocked.
 	l2, err := Open(copyFake(t, "no-socket-handles"))
-	if l2 != nil || !power.IsBlocked(err) || !strings.Contains(err.Error(), "amdsmi_get_socket_handles") {
+	if l2 != nil || !backend.IsBlocked(err) || !strings.Contains(err.Error(), "amdsmi_get_socket_handles") {
 		t.Fatalf("Open without amdsmi_get_socket_handles = %v, %v", l2, err)
 	}
 }
@@ -398,10 +398,10 @@ func TestHostWithoutCPUSupportStillCapsGPUs(t *testing.T) {
 	l := openFake(t, "full")
 	j, _ := openJournal(t)
 	_, err := NewSocketCapper(l, j).Sockets()
-	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "AMDSMI_STATUS_NO_HSMP_DRV") {
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "AMDSMI_STATUS_NO_HSMP_DRV") {
 		t.Fatalf("Sockets without CPU support: %v, want blocked with the reason", err)
 	}
-	if _, err := NewSocketCapper(l, j).SetPackageCap(0, 200); !power.IsBlocked(err) {
+	if _, err := NewSocketCapper(l, j).SetPackageCap(0, 200); !backend.IsBlocked(err) {
 		t.Fatalf("SetPackageCap without CPU support: %v", err)
 	}
 	if applied, err := NewGPUCapper(l, j).SetCap(0, 200); err != nil || applied != 200 {
@@ -413,7 +413,7 @@ func TestHostWithoutGPUSupportStillCapsSockets(t *testing.T) {
 	t.Setenv("FAKE_AMDSMI_NO_GPUS", "1")
 	l := openFake(t, "full")
 	j, _ := openJournal(t)
-	if _, err := NewGPUCapper(l, j).GPUs(); !power.IsBlocked(err) {
+	if _, err := NewGPUCapper(l, j).GPUs(); !backend.IsBlocked(err) {
 		t.Fatalf("GPUs without GPU support: %v, want blocked", err)
 	}
 	if applied, err := NewSocketCapper(l, j).SetPackageCap(1, 300); err != nil || applied != 300 {
@@ -425,7 +425,7 @@ func TestInitFailingForEverythingIsBlocked(t *testing.T) {
 	t.Setenv("FAKE_AMDSMI_NO_GPUS", "1")
 	t.Setenv("FAKE_AMDSMI_NO_CPUS", "1")
 	l, err := Open(copyFake(t, "full"))
-	if l != nil || !power.IsBlocked(err) || !strings.Contains(err.Error(), "amdsmi_init") {
+	if l != nil || !backend.IsBlocked(err) || !strings.Contains(err.Error(), "amdsmi_init") {
 		t.Fatalf("Open = %v, %v; want blocked naming amdsmi_init", l, err)
 	}
 }
@@ -442,7 +442,7 @@ func TestClosedLibraryIsBlocked(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	j, _ := openJournal(t)
-	if _, err := NewGPUCapper(l, j).GPUs(); !errors.Is(err, ErrClosed) || !power.IsBlocked(err) {
+	if _, err := NewGPUCapper(l, j).GPUs(); !errors.Is(err, ErrClosed) || !backend.IsBlocked(err) {
 		t.Fatalf("GPUs after Close: %v", err)
 	}
 	if _, err := NewSocketCapper(l, j).SetPackageCap(0, 100); !errors.Is(err, ErrClosed) {
@@ -465,8 +465,8 @@ func TestStatusErrors(t *testing.T) {
 		{999, "amd-smi status 999", false},
 	} {
 		err := fmt.Errorf("call: %w", tc.st)
-		if tc.st.Error() != tc.text || power.IsBlocked(err) != tc.blocked {
-			t.Errorf("status %d: %q blocked=%v, want %q blocked=%v", uint32(tc.st), tc.st.Error(), power.IsBlocked(err), tc.text, tc.blocked)
+		if tc.st.Error() != tc.text || backend.IsBlocked(err) != tc.blocked {
+			t.Errorf("status %d: %q blocked=%v, want %q blocked=%v", uint32(tc.st), tc.st.Error(), backend.IsBlocked(err), tc.text, tc.blocked)
 		}
 	}
 }

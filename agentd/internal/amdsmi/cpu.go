@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
@@ -38,7 +38,7 @@ func NewSocketCapper(lib *Library, journal *state.Journal) *SocketCapper {
 }
 
 // Sockets lists the CPU sockets with their limit and maximum. It is
-// blocked (power.ErrBlocked) when amd-smi has no CPU support here: no
+// blocked (backend.ErrBlocked) when amd-smi has no CPU support here: no
 // EPYC, no hsmp driver, or a library built without it.
 func (c *SocketCapper) Sockets() ([]Socket, error) {
 	c.lib.mu.Lock()
@@ -73,7 +73,7 @@ func (c *SocketCapper) Sockets() ([]Socket, error) {
 // the CPU package the enforcer caps, so SocketCapper is its package
 // capper on EPYC hosts with read-only RAPL limits.
 func (c *SocketCapper) SetPackageCap(id int, watts float64) (float64, error) {
-	if err := power.CheckTarget(fmt.Sprintf("CPU socket %d", id), watts); err != nil {
+	if err := backend.CheckTarget(fmt.Sprintf("CPU socket %d", id), watts); err != nil {
 		return 0, err
 	}
 	c.lib.mu.Lock()

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"sync"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
 const microPerWatt = 1_000_000
 
-// GPUCapper is the amd-smi GPU backend; it implements power.GPUCapper.
+// GPUCapper is the amd-smi GPU backend; it implements backend.GPUCapper.
 // Journal entries are backend "amdsmi", id "gpu/<pci address>", original
 // in microwatts.
 //
@@ -48,7 +48,7 @@ type gpu struct {
 // the hwmon backend reads draw for the same devices. The list holds every
 // GPU that could be enumerated even when err is not nil; err then names
 // the GPUs that could not be read.
-func (c *GPUCapper) GPUs() ([]power.GPU, error) {
+func (c *GPUCapper) GPUs() ([]backend.GPU, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lib.mu.Lock()
@@ -59,14 +59,14 @@ func (c *GPUCapper) GPUs() ([]power.GPU, error) {
 	}
 	errs := []error{err}
 	c.remember(found)
-	var out []power.GPU
+	var out []backend.GPU
 	for i, addr := range c.order {
 		idx := slices.IndexFunc(found, func(g gpu) bool { return g.addr == addr })
 		if idx < 0 {
 			continue
 		}
 		h := found[idx].handle
-		g := power.GPU{Index: i, UUID: c.lib.gpuUUID(h), Name: "AMD GPU", PCIBusID: addr}
+		g := backend.GPU{Index: i, UUID: c.lib.gpuUUID(h), Name: "AMD GPU", PCIBusID: addr}
 		if g.UUID == "" {
 			g.UUID = addr
 		}
@@ -89,7 +89,7 @@ func (c *GPUCapper) GPUs() ([]power.GPU, error) {
 // records the original cap before the first write, skips the write when
 // the cap is already in place and returns the cap read back.
 func (c *GPUCapper) SetCap(index int, watts float64) (float64, error) {
-	if err := power.CheckTarget(fmt.Sprintf("AMD GPU %d", index), watts); err != nil {
+	if err := backend.CheckTarget(fmt.Sprintf("AMD GPU %d", index), watts); err != nil {
 		return 0, err
 	}
 	c.mu.Lock()
@@ -113,8 +113,8 @@ func (c *GPUCapper) SetCap(index int, watts float64) (float64, error) {
 		return 0, fmt.Errorf("set power cap of AMD GPU %s: no journal to record the original in; refusing to write", addr)
 	}
 	uw, err := c.lib.applyGPUCap(found[idx], func(info capInfo) uint64 {
-		lo, hi := power.WholeWattRange(info.min, info.max)
-		return power.ClampWholeWatts(watts, lo, hi)
+		lo, hi := backend.WholeWattRange(info.min, info.max)
+		return backend.ClampWholeWatts(watts, lo, hi)
 	}, func(cur uint64) error {
 		return c.journal.Record(state.Entry{Backend: Backend, Kind: state.KindGPU, ID: "gpu/" + addr, Original: strconv.FormatUint(cur, 10)})
 	})
@@ -216,7 +216,7 @@ func (l *Library) applyGPUCap(g gpu, target func(capInfo) uint64, record func(or
 func checkRange(info capInfo) error {
 	switch {
 	case info.max == 0:
-		return fmt.Errorf("%w: amd-smi reports no power cap range", power.ErrBlocked)
+		return fmt.Errorf("%w: amd-smi reports no power cap range", backend.ErrBlocked)
 	case info.max < microPerWatt || info.min > info.max:
 		return fmt.Errorf("amd-smi reports power cap range [%d, %d], not in microwatts as expected; refusing to write", info.min, info.max)
 	case info.cur < info.min || info.cur > info.max:

@@ -105,7 +105,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 )
 
 // Backend is the backend's name in the API and in the state journal, for
@@ -154,7 +154,7 @@ type functions struct {
 // empty), resolves the functions this package calls and initialises
 // amd-smi for AMD GPUs and CPUs. A library that cannot be loaded, lacks a
 // function every use needs, or fails to initialise gives an error wrapping
-// power.ErrBlocked, which the caller reports as the backend's blocked
+// backend.ErrBlocked, which the caller reports as the backend's blocked
 // reason. When only GPU or only CPU socket support is missing, Open
 // succeeds and that half reports blocked on use.
 func Open(path string) (*Library, error) {
@@ -173,7 +173,7 @@ func Open(path string) (*Library, error) {
 		reasons = append(reasons, err.Error())
 	}
 	if l.handle == nil {
-		return nil, fmt.Errorf("%w: amd-smi unavailable: %s", power.ErrBlocked, strings.Join(reasons, "; "))
+		return nil, fmt.Errorf("%w: amd-smi unavailable: %s", backend.ErrBlocked, strings.Join(reasons, "; "))
 	}
 	if err := l.resolve(); err != nil {
 		C.jl_dlclose(l.handle)
@@ -233,7 +233,7 @@ func (l *Library) resolve() error {
 		p, err := l.lookup(s.name)
 		if err != nil {
 			if *s.miss == nil {
-				*s.miss = fmt.Errorf("%w: amd-smi unavailable: %v", power.ErrBlocked, err)
+				*s.miss = fmt.Errorf("%w: amd-smi unavailable: %v", backend.ErrBlocked, err)
 			}
 			continue
 		}
@@ -267,24 +267,24 @@ func (l *Library) start() error {
 	both := statusError(st)
 	if st = uint32(C.jl_call_init(l.fn.init, initAMDGPUs)); st == 0 {
 		if l.cpuErr == nil {
-			l.cpuErr = fmt.Errorf("%w: amd-smi could not initialise AMD CPUs (%v)", power.ErrBlocked, both)
+			l.cpuErr = fmt.Errorf("%w: amd-smi could not initialise AMD CPUs (%v)", backend.ErrBlocked, both)
 		}
 		return nil
 	}
 	gpus := statusError(st)
 	if st = uint32(C.jl_call_init(l.fn.init, initAMDCPUs)); st == 0 {
 		if l.gpuErr == nil {
-			l.gpuErr = fmt.Errorf("%w: amd-smi could not initialise AMD GPUs (%v)", power.ErrBlocked, gpus)
+			l.gpuErr = fmt.Errorf("%w: amd-smi could not initialise AMD GPUs (%v)", backend.ErrBlocked, gpus)
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: amd-smi unavailable: amdsmi_init failed for GPUs (%v) and for CPUs (%v)", power.ErrBlocked, gpus, statusError(st))
+	return fmt.Errorf("%w: amd-smi unavailable: amdsmi_init failed for GPUs (%v) and for CPUs (%v)", backend.ErrBlocked, gpus, statusError(st))
 }
 
 // usable is checked, with l.mu held, before every call.
 func (l *Library) usable() error {
 	if l.handle == nil {
-		return fmt.Errorf("%w: %w", power.ErrBlocked, ErrClosed)
+		return fmt.Errorf("%w: %w", backend.ErrBlocked, ErrClosed)
 	}
 	return nil
 }

@@ -3,7 +3,7 @@ package amdsmi
 import (
 	"fmt"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 )
 
 // Status is a failed amd-smi call's amdsmi_status_t.
@@ -66,7 +66,7 @@ func (s Status) Error() string {
 
 // Blocked reports whether the status means the host cannot do this at all
 // (not supported, no permission, a driver missing) rather than a failed
-// attempt; Is makes errors.Is(err, power.ErrBlocked) true for these.
+// attempt; Is makes errors.Is(err, backend.ErrBlocked) true for these.
 func (s Status) Blocked() bool {
 	switch s {
 	case 2, 3, // NOT_SUPPORTED, NOT_YET_IMPLEMENTED
@@ -78,8 +78,8 @@ func (s Status) Blocked() bool {
 	return false
 }
 
-// Is lets a blocked status match power.ErrBlocked.
-func (s Status) Is(target error) bool { return target == power.ErrBlocked && s.Blocked() }
+// Is lets a blocked status match backend.ErrBlocked.
+func (s Status) Is(target error) bool { return target == backend.ErrBlocked && s.Blocked() }
 
 // statusError turns amdsmi_status_t into an error, nil for success.
 func statusError(st uint32) error {

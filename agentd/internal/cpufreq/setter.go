@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
 )
@@ -84,7 +84,7 @@ type Result struct {
 	// already held KHz (directly or through a CPU of the same policy
 	// written earlier in the call) or on error.
 	Written bool
-	// Err is this CPU's failure; power.IsBlocked tells a read-only or
+	// Err is this CPU's failure; backend.IsBlocked tells a read-only or
 	// missing control from a failed write.
 	Err error
 }
@@ -107,7 +107,7 @@ func (s *Setter) SetMaxFreq(targets []Target) ([]Result, error) {
 		r.CPU = t.CPU
 		c, ok := s.cpus[t.CPU]
 		if !ok {
-			r.Err = fmt.Errorf("cpu%d: %w: no cpufreq control was discovered for this CPU", t.CPU, power.ErrBlocked)
+			r.Err = fmt.Errorf("cpu%d: %w: no cpufreq control was discovered for this CPU", t.CPU, backend.ErrBlocked)
 			continue
 		}
 		r.KHz = min(max(t.KHz, c.CPUInfoMinKHz), c.CPUInfoMaxKHz)

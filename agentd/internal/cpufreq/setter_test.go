@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/cpufreq/cpufreqtest"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
 )
@@ -197,7 +197,7 @@ func TestSetMaxFreqOnReadOnlyCeilingIsBlockedAndOthersGoOn(t *testing.T) {
 	s.ReadOnly = []int{1}
 	r := newRig(t, s)
 	res, err := r.setter.SetMaxFreq(targets(1500000, 0, 1, 2))
-	if !power.IsBlocked(err) || !errors.Is(res[1].Err, sysfs.ErrReadOnly) {
+	if !backend.IsBlocked(err) || !errors.Is(res[1].Err, sysfs.ErrReadOnly) {
 		t.Fatalf("err %v, cpu1 %v; want blocked", err, res[1].Err)
 	}
 	if res[0].Err != nil || res[2].Err != nil || r.tree.ScalingMax(t, 0) != 1500000 || r.tree.ScalingMax(t, 2) != 1500000 {
@@ -215,7 +215,7 @@ func TestSetMaxFreqEIOFailsOnlyThatCPU(t *testing.T) {
 	r := newRig(t, xeon)
 	r.w.fail = map[string]error{r.tree.ScalingMaxPath(2): syscall.EIO}
 	res, err := r.setter.SetMaxFreq(targets(1500000, 0, 1, 2, 3))
-	if err == nil || power.IsBlocked(err) || !errors.Is(err, syscall.EIO) {
+	if err == nil || backend.IsBlocked(err) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("err = %v, want an EIO error that is not 'blocked'", err)
 	}
 	if !strings.Contains(err.Error(), "cpu2") || !strings.Contains(err.Error(), "1500000 kHz") {
@@ -245,7 +245,7 @@ func TestSetMaxFreqWritesNothingWhenTheOriginalCannotBeRecorded(t *testing.T) {
 
 func TestSetMaxFreqOnUndiscoveredCPUIsBlocked(t *testing.T) {
 	r := newRig(t, xeon)
-	if _, err := r.setter.SetMaxFreq(targets(1500000, 42)); !power.IsBlocked(err) {
+	if _, err := r.setter.SetMaxFreq(targets(1500000, 42)); !backend.IsBlocked(err) {
 		t.Errorf("err = %v, want blocked", err)
 	}
 }

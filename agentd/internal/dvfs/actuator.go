@@ -7,8 +7,8 @@ import (
 	"math"
 	"slices"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/cpufreq"
-	"joulie.io/joulie/agentd/internal/power"
 )
 
 // Actuator applies a throttle percentage to the host's CPUs through the
@@ -67,10 +67,10 @@ type Applied struct {
 // as blocked, when the host has no cpufreq or no writable ceiling.
 func NewActuator(setter *cpufreq.Setter, host cpufreq.Host, minFreqKHz int64) (*Actuator, error) {
 	if !host.Available() {
-		return nil, fmt.Errorf("%w: no cpufreq CPUs on this host", power.ErrBlocked)
+		return nil, fmt.Errorf("%w: no cpufreq CPUs on this host", backend.ErrBlocked)
 	}
 	if !host.Writable {
-		return nil, fmt.Errorf("%w: scaling_max_freq is read-only on every CPU", power.ErrBlocked)
+		return nil, fmt.Errorf("%w: scaling_max_freq is read-only on every CPU", backend.ErrBlocked)
 	}
 	if minFreqKHz < 0 {
 		return nil, fmt.Errorf("%s must not be negative, got %d", EnvMinFreqKHz, minFreqKHz)
@@ -175,7 +175,7 @@ func (a *Actuator) Order() [][]int {
 
 // Apply throttles round(pct/100 x units) units and lifts the others. pct
 // is clamped to 0..100. Per-CPU failures do not stop the others; the
-// error joins them (power.IsBlocked when a ceiling is read-only).
+// error joins them (backend.IsBlocked when a ceiling is read-only).
 func (a *Actuator) Apply(pct float64) error {
 	if math.IsNaN(pct) {
 		return errors.New("throttle percentage is NaN")

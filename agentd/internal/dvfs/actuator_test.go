@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/cpufreq"
 	"joulie.io/joulie/agentd/internal/cpufreq/cpufreqtest"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
 )
@@ -197,7 +197,7 @@ func TestApplyRetriesACPUWhoseWriteFailed(t *testing.T) {
 	r := newActRig(t, xeon, 0)
 	r.w.fail = map[string]error{r.tree.ScalingMaxPath(4): syscall.EIO}
 	err := r.act.Apply(25)
-	if !errors.Is(err, syscall.EIO) || power.IsBlocked(err) {
+	if !errors.Is(err, syscall.EIO) || backend.IsBlocked(err) {
 		t.Fatalf("err = %v, want EIO", err)
 	}
 	if got := r.ceilings(t); got[0] != 800000 || got[4] != 3900000 || r.act.Last().FailedCPUs != 1 {
@@ -217,7 +217,7 @@ func TestApplyOnPartlyReadOnlyHostIsBlockedButThrottlesTheRest(t *testing.T) {
 	s.ReadOnly = []int{0}
 	r := newActRig(t, s, 0)
 	err := r.act.Apply(50)
-	if !power.IsBlocked(err) {
+	if !backend.IsBlocked(err) {
 		t.Fatalf("err = %v, want blocked", err)
 	}
 	if got := r.ceilings(t); got[0] != 3900000 || got[4] != 800000 || got[2] != 800000 {
@@ -229,7 +229,7 @@ func TestNewActuatorWithoutUsableCpufreqIsBlocked(t *testing.T) {
 	fs := sysfs.New(t.TempDir())
 	j, _ := state.Open(t.TempDir())
 	host := cpufreq.Discover(fs)
-	if _, err := NewActuator(cpufreq.NewSetter(fs, j, host), host, 0); !power.IsBlocked(err) {
+	if _, err := NewActuator(cpufreq.NewSetter(fs, j, host), host, 0); !backend.IsBlocked(err) {
 		t.Errorf("VM: %v, want blocked", err)
 	}
 	s := xeon
@@ -237,7 +237,7 @@ func TestNewActuatorWithoutUsableCpufreqIsBlocked(t *testing.T) {
 	tree := cpufreqtest.Build(t, t.TempDir(), s)
 	fs = sysfs.New(tree.Root)
 	host = cpufreq.Discover(fs)
-	if _, err := NewActuator(cpufreq.NewSetter(fs, j, host), host, 0); !power.IsBlocked(err) {
+	if _, err := NewActuator(cpufreq.NewSetter(fs, j, host), host, 0); !backend.IsBlocked(err) {
 		t.Errorf("read-only: %v, want blocked", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -176,7 +176,7 @@ func (e *CPUEnforcer) Enforce(now time.Time, t *joulie.CPUPowerTarget) joulie.Co
 		e.raplErr = err
 		e.backoff(now)
 	} else if !e.raplUsable() && e.raplErr == nil {
-		e.raplErr = fmt.Errorf("%w: %s", power.ErrBlocked, e.unusableReason())
+		e.raplErr = fmt.Errorf("%w: %s", backend.ErrBlocked, e.unusableReason())
 	}
 	return e.dvfs(now, watts)
 }
@@ -206,7 +206,7 @@ func (e *CPUEnforcer) applyRAPL(watts []float64) (joulie.ControlStatus, error) {
 		switch {
 		case err == nil:
 			d.Result, d.AppliedCapWatts = joulie.ResultApplied, ptr.To(applied)
-		case power.IsBlocked(err):
+		case backend.IsBlocked(err):
 			d.Result, d.Message = joulie.ResultBlocked, err.Error()
 			errs = append(errs, fmt.Errorf("%s: %w", d.ID, err))
 		default:
@@ -232,7 +232,7 @@ func (e *CPUEnforcer) dvfs(now time.Time, watts []float64) joulie.ControlStatus 
 	if e.cfg.DVFS == nil {
 		status.Backend = joulie.BackendNone
 		status.Result = joulie.ResultBlocked
-		if e.raplErr != nil && !power.IsBlocked(e.raplErr) {
+		if e.raplErr != nil && !backend.IsBlocked(e.raplErr) {
 			status.Result = joulie.ResultError
 		}
 		status.Message = why + "; no cpufreq control for the DVFS fallback"

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/sysfs"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
@@ -240,7 +240,7 @@ func TestCPURestoreFailureIsReportedAndRetried(t *testing.T) {
 
 // fakeGPUs is a GPU backend of n devices with per-device failures.
 type fakeGPUs struct {
-	gpus  []power.GPU
+	gpus  []backend.GPU
 	fail  map[int]error
 	sets  []string
 	enumE error
@@ -249,12 +249,12 @@ type fakeGPUs struct {
 func newFakeGPUs(n int, max float64) *fakeGPUs {
 	f := &fakeGPUs{fail: map[int]error{}}
 	for i := 0; i < n; i++ {
-		f.gpus = append(f.gpus, power.GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), MinWatts: 200, MaxWatts: max, CapWatts: max})
+		f.gpus = append(f.gpus, backend.GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), MinWatts: 200, MaxWatts: max, CapWatts: max})
 	}
 	return f
 }
 func (f *fakeGPUs) Name() string                 { return "nvml" }
-func (f *fakeGPUs) GPUs() ([]power.GPU, error)   { return f.gpus, f.enumE }
+func (f *fakeGPUs) GPUs() ([]backend.GPU, error) { return f.gpus, f.enumE }
 func (f *fakeGPUs) Restore(string, string) error { return nil }
 func (f *fakeGPUs) SetCap(i int, w float64) (float64, error) {
 	f.sets = append(f.sets, fmt.Sprintf("%d=%g", i, w))
@@ -282,7 +282,7 @@ func TestGPUEachDeviceCappedFromItsOwnMax(t *testing.T) {
 func TestGPUOneFailingDeviceDoesNotStopTheOthers(t *testing.T) {
 	g := newFakeGPUs(8, 700)
 	g.fail[3] = errors.New("GPU is lost")
-	g.fail[5] = fmt.Errorf("%w: setting power limits is not supported", power.ErrBlocked)
+	g.fail[5] = fmt.Errorf("%w: setting power limits is not supported", backend.ErrBlocked)
 	e := NewGPUEnforcer(g, nil, time.Minute)
 	st := enforceGPU(e, t0, &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: ptr.To(500.0)}})
 	if st.Result != joulie.ResultError || len(g.sets) != 8 {
@@ -337,7 +337,7 @@ func TestGPUBackendStates(t *testing.T) {
 		t.Errorf("no backend: %+v", st)
 	}
 	g := newFakeGPUs(0, 0)
-	g.enumE = fmt.Errorf("%w: NVML unavailable: libnvidia-ml.so.1 not found", power.ErrBlocked)
+	g.enumE = fmt.Errorf("%w: NVML unavailable: libnvidia-ml.so.1 not found", backend.ErrBlocked)
 	if st := enforceGPU(NewGPUEnforcer(g, nil, 0), t0, target); st.Result != joulie.ResultBlocked || st.Backend != joulie.BackendNVML {
 		t.Errorf("library missing: %+v", st)
 	}
@@ -373,10 +373,10 @@ func TestCPUDVFSMessageCarriesTheBackendsReason(t *testing.T) {
 
 // enforceGPU runs one tick of e, listing the devices as the host does.
 func enforceGPU(e *GPUEnforcer, now time.Time, t *joulie.GPUPowerTarget) joulie.ControlStatus {
-	var gpus []power.GPU
+	var gpus []backend.GPU
 	var err error
-	if e.backend != nil {
-		gpus, err = e.backend.GPUs()
+	if e.capper != nil {
+		gpus, err = e.capper.GPUs()
 	}
 	return e.Enforce(now, t, gpus, err)
 }

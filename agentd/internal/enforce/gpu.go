@@ -7,13 +7,13 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
 // GPUEnforcer applies GPU targets per device through one backend.
 type GPUEnforcer struct {
-	backend power.GPUCapper
+	capper backend.GPUCapper
 	// restore puts this backend's journaled originals back.
 	restore func() error
 	// retryMin spaces out writes to a device that failed, so a broken GPU
@@ -23,36 +23,36 @@ type GPUEnforcer struct {
 	restored bool
 }
 
-// NewGPUEnforcer returns an enforcer over backend (nil when the host has
-// no GPU backend). restore puts the backend's journaled originals back.
-func NewGPUEnforcer(backend power.GPUCapper, restore func() error, retryMin time.Duration) *GPUEnforcer {
+// NewGPUEnforcer returns an enforcer over capper, the GPU backend (nil when the host has
+// no GPU backend). restore puts its journaled originals back.
+func NewGPUEnforcer(capper backend.GPUCapper, restore func() error, retryMin time.Duration) *GPUEnforcer {
 	if retryMin <= 0 {
 		retryMin = 30 * time.Second
 	}
-	return &GPUEnforcer{backend: backend, restore: restore, retryMin: retryMin, failedAt: map[int]time.Time{}, restored: true}
+	return &GPUEnforcer{capper: capper, restore: restore, retryMin: retryMin, failedAt: map[int]time.Time{}, restored: true}
 }
 
 // Enforce applies target t to every device of gpus, the backend's
 // enumeration for this tick (err when it failed), and returns the status.
 // The caller lists the devices once per tick and shares the list with
 // whatever else reads them that tick (measured power, hardware facts).
-func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []power.GPU, err error) joulie.ControlStatus {
-	if e.backend == nil {
+func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []backend.GPU, err error) joulie.ControlStatus {
+	if e.capper == nil {
 		return joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "no GPUs found on this host"}
 	}
-	backend := joulie.ControlBackend(e.backend.Name())
+	name := joulie.ControlBackend(e.capper.Name())
 	if err != nil {
 		result := joulie.ResultError
-		if power.IsBlocked(err) {
+		if backend.IsBlocked(err) {
 			result = joulie.ResultBlocked
 		}
-		return joulie.ControlStatus{Backend: backend, Result: result, Message: err.Error()}
+		return joulie.ControlStatus{Backend: name, Result: result, Message: err.Error()}
 	}
 	if len(gpus) == 0 {
-		return joulie.ControlStatus{Backend: backend, Result: joulie.ResultNone, Message: "no GPUs found on this host"}
+		return joulie.ControlStatus{Backend: name, Result: joulie.ResultNone, Message: "no GPUs found on this host"}
 	}
 	if !GPUAsksForCap(t) {
-		return e.lift(backend)
+		return e.lift(name)
 	}
 	e.restored = false
 
@@ -68,12 +68,12 @@ func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []po
 		case now.Before(e.failedAt[g.Index].Add(e.retryMin)):
 			d.Result, d.Message = joulie.ResultError, "last attempt failed; retrying after "+e.failedAt[g.Index].Add(e.retryMin).Format(time.RFC3339)
 		default:
-			applied, err := e.backend.SetCap(g.Index, watts)
+			applied, err := e.capper.SetCap(g.Index, watts)
 			switch {
 			case err == nil:
 				d.Result, d.AppliedCapWatts = joulie.ResultApplied, ptr.To(applied)
 				delete(e.failedAt, g.Index)
-			case power.IsBlocked(err):
+			case backend.IsBlocked(err):
 				d.Result, d.Message = joulie.ResultBlocked, err.Error()
 			default:
 				d.Result, d.Message = joulie.ResultError, err.Error()
@@ -89,11 +89,11 @@ func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []po
 		}
 		msg = fmt.Sprintf("%d of %d GPUs not capped: %s", countNot(devices, joulie.ResultApplied), len(devices), msg)
 	}
-	return joulie.ControlStatus{Backend: backend, Result: result, Message: msg, AppliedCapWatts: commonCap(devices), Devices: devices}
+	return joulie.ControlStatus{Backend: name, Result: result, Message: msg, AppliedCapWatts: commonCap(devices), Devices: devices}
 }
 
-func (e *GPUEnforcer) lift(backend joulie.ControlBackend) joulie.ControlStatus {
-	status := joulie.ControlStatus{Backend: backend, Result: joulie.ResultNone, Message: "no GPU cap requested"}
+func (e *GPUEnforcer) lift(name joulie.ControlBackend) joulie.ControlStatus {
+	status := joulie.ControlStatus{Backend: name, Result: joulie.ResultNone, Message: "no GPU cap requested"}
 	if e.restored || e.restore == nil {
 		e.restored = true
 		return status

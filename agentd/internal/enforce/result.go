@@ -1,8 +1,8 @@
 package enforce
 
 import (
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/dvfs"
-	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -17,7 +17,7 @@ type Result struct {
 	// amdsmi, http or dvfs (metric joulie_backend_mode).
 	CPUMode joulie.ControlBackend
 	// Power is the power measured during the tick.
-	Power power.Reading
+	Power backend.Reading
 	// DVFS is the DVFS controller's last decision; nil on a host without
 	// cpufreq control.
 	DVFS *dvfs.Decision

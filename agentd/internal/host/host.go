@@ -21,13 +21,13 @@ import (
 	"time"
 
 	"joulie.io/joulie/agentd/internal/amdsmi"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/cpufreq"
 	"joulie.io/joulie/agentd/internal/cpuinfo"
-	"joulie.io/joulie/agentd/internal/discovery"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
+	"joulie.io/joulie/agentd/internal/nodehardware"
 	"joulie.io/joulie/agentd/internal/nvml"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/rapl"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
@@ -91,7 +91,7 @@ type Host struct {
 	socketCap   *amdsmi.SocketCapper
 	pkgBackend  joulie.ControlBackend
 	pkgs        []enforce.Package
-	gpu         power.GPUCapper
+	gpu         backend.GPUCapper
 	nvmlBackend *nvml.Backend
 	restorers   map[string]state.Restorer
 
@@ -103,7 +103,7 @@ type Host struct {
 	// facts so that a tick enumerates the GPUs once (NVML asks every
 	// device for its readings). gpusFresh is false until a tick lists
 	// them, and after a restore has put limits back behind its back.
-	gpus      []power.GPU
+	gpus      []backend.GPU
 	gpusErr   error
 	gpusFresh bool
 }
@@ -202,8 +202,8 @@ func (h *Host) noteApplied(st joulie.ControlStatus) {
 
 // measuredPower reads the CPU power of the tick at now (RAPL energy) and
 // sums the GPUs' draw from the tick's list. h.mu is held.
-func (h *Host) measuredPower(now time.Time) power.Reading {
-	var p power.Reading
+func (h *Host) measuredPower(now time.Time) backend.Reading {
+	var p backend.Reading
 	if h.meter != nil {
 		p.CPUWatts, p.HasCPU = h.meter.CPUPowerWatts(now)
 	}
@@ -229,8 +229,8 @@ func (h *Host) measuredPower(now time.Time) power.Reading {
 func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	f := discovery.Facts{
-		CPU: discovery.CPUFacts{Vendor: h.cpu.Vendor, Model: h.cpu.ModelName, Sockets: h.cpu.Sockets,
+	f := nodehardware.Facts{
+		CPU: nodehardware.CPUFacts{Vendor: h.cpu.Vendor, Model: h.cpu.ModelName, Sockets: h.cpu.Sockets,
 			CoresPerSocket: h.cpu.CoresPerSocket, TotalCores: h.cpu.TotalCores, LogicalCPUs: h.cpu.LogicalCPUs},
 		PackageBackend: h.pkgBackend,
 		CPUEnergy:      h.meter != nil,
@@ -241,17 +241,17 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	if h.socketCap != nil {
 		if sockets, err := h.socketCap.Sockets(); err == nil {
 			for _, s := range sockets {
-				f.Packages = append(f.Packages, discovery.PackageFacts{ID: s.ID, Zone: fmt.Sprintf("cpu-socket/%d", s.ID), MaxWatts: s.MaxWatts, LimitWatts: s.CapWatts, Writable: true})
+				f.Packages = append(f.Packages, nodehardware.PackageFacts{ID: s.ID, Zone: fmt.Sprintf("cpu-socket/%d", s.ID), MaxWatts: s.MaxWatts, LimitWatts: s.CapWatts, Writable: true})
 			}
 		}
 	} else {
 		for _, p := range h.currentRAPL() {
-			f.Packages = append(f.Packages, discovery.PackageFacts{ID: p.ID, Zone: p.Zone,
+			f.Packages = append(f.Packages, nodehardware.PackageFacts{ID: p.ID, Zone: p.Zone,
 				MinWatts: float64(p.MinPowerUW) / 1e6, MaxWatts: p.MaxWatts(), LimitWatts: p.LimitWatts(), Writable: p.LimitsWritable})
 		}
 	}
 	if h.freq.Available() {
-		f.Frequency = &discovery.FrequencyFacts{Driver: h.freq.Driver, Governor: h.freq.Governor,
+		f.Frequency = &nodehardware.FrequencyFacts{Driver: h.freq.Driver, Governor: h.freq.Governor,
 			MinKHz: h.freq.MinKHz, BaseKHz: h.freq.BaseKHz, MaxKHz: h.freq.MaxKHz, Writable: h.freq.Writable}
 	}
 	if h.gpu != nil {
@@ -261,7 +261,7 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 		}
 		f.GPUs, f.GPUError = slices.Clone(h.gpus), h.gpusErr
 	}
-	return discovery.Build(f, h.cat, now)
+	return nodehardware.Build(f, h.cat, now)
 }
 
 // currentRAPL is the RAPL packages with the limits in force now, for
@@ -322,7 +322,7 @@ func (h *Host) Present(backend, id string) (bool, error) {
 func (h *Host) Close() error {
 	var errs []error
 	if h.nvmlBackend != nil {
-		if err := h.nvmlBackend.Close(); err != nil && !power.IsBlocked(err) {
+		if err := h.nvmlBackend.Close(); err != nil && !backend.IsBlocked(err) {
 			errs = append(errs, err)
 		}
 	}

@@ -5,14 +5,14 @@ import (
 	"slices"
 	"strings"
 
-	"joulie.io/joulie/agentd/internal/amdgpu"
+	"joulie.io/joulie/agentd/internal/amdhwmon"
 	"joulie.io/joulie/agentd/internal/amdsmi"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/cpufreq"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
 	"joulie.io/joulie/agentd/internal/nvml"
 	"joulie.io/joulie/agentd/internal/pci"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/rapl"
 	"joulie.io/joulie/agentd/internal/state"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -107,7 +107,7 @@ func (h *Host) openGPU() {
 		case err == nil && len(gpus) > 0:
 			h.gpu = b
 			return
-		case power.IsBlocked(err):
+		case backend.IsBlocked(err):
 			why.nvml = plain(err) + "; install the NVIDIA driver (it ships libnvidia-ml.so.1) or set nvmlLibraryPath to the library's path"
 		case err != nil:
 			why.nvml = plain(err) + "; check the NVIDIA driver with nvidia-smi"
@@ -132,8 +132,8 @@ func (h *Host) openGPU() {
 	case h.amdsmiErr != nil:
 		why.amdsmi = plain(h.amdsmiErr)
 	}
-	hw := amdgpu.New(h.fs, h.journal)
-	h.restorers[amdgpu.Backend] = hw
+	hw := amdhwmon.New(h.fs, h.journal)
+	h.restorers[amdhwmon.Backend] = hw
 	gpus, err := hw.GPUs()
 	if err == nil && len(gpus) > 0 {
 		h.gpu = hw
@@ -155,7 +155,7 @@ func (h *Host) openGPU() {
 	}
 	u := unreachableGPUs{}
 	for i, g := range onBus {
-		u = append(u, power.GPU{Index: i, Name: g.Model(), PCIBusID: g.Address, CapBlocked: reasons[g.VendorID]})
+		u = append(u, backend.GPU{Index: i, Name: g.Model(), PCIBusID: g.Address, CapBlocked: reasons[g.VendorID]})
 	}
 	h.gpu = u
 }
@@ -204,17 +204,17 @@ func (h *Host) restoreCPU() error {
 // the PCI bus but out of every backend's reach. It lists them as the bus
 // shows them, each with the reason it cannot be capped, and never writes:
 // every cap is blocked, and the class reports it instead of "no GPUs".
-type unreachableGPUs []power.GPU
+type unreachableGPUs []backend.GPU
 
 func (u unreachableGPUs) Name() string { return string(joulie.BackendNone) }
 
-func (u unreachableGPUs) GPUs() ([]power.GPU, error) { return slices.Clone(u), nil }
+func (u unreachableGPUs) GPUs() ([]backend.GPU, error) { return slices.Clone(u), nil }
 
 func (u unreachableGPUs) SetCap(index int, _ float64) (float64, error) {
 	if index < 0 || index >= len(u) {
 		return 0, fmt.Errorf("set power cap of GPU %d: no such GPU (%d found)", index, len(u))
 	}
-	return 0, fmt.Errorf("%w: GPU %d (%s): %s", power.ErrBlocked, index, u[index].PCIBusID, u[index].CapBlocked)
+	return 0, fmt.Errorf("%w: GPU %d (%s): %s", backend.ErrBlocked, index, u[index].PCIBusID, u[index].CapBlocked)
 }
 
 func (u unreachableGPUs) Restore(id, _ string) error {
@@ -224,5 +224,5 @@ func (u unreachableGPUs) Restore(id, _ string) error {
 // plain is a backend's error without the "blocked: " marker the enforcers
 // use, for warnings and reasons that say it in words.
 func plain(err error) string {
-	return strings.TrimPrefix(err.Error(), power.ErrBlocked.Error()+": ")
+	return strings.TrimPrefix(err.Error(), backend.ErrBlocked.Error()+": ")
 }

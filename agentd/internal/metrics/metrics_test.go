@@ -11,9 +11,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"joulie.io/joulie/agentd/internal/agent"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
-	"joulie.io/joulie/agentd/internal/power"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -25,7 +25,7 @@ func snapshot() agent.Snapshot {
 				Devices: []joulie.DeviceControlStatus{{ID: "package-0", Result: joulie.ResultApplied, AppliedCapWatts: ptr.To(180.0)}}},
 			GPU: joulie.ControlStatus{Backend: joulie.BackendNVML, Result: joulie.ResultError, Devices: []joulie.DeviceControlStatus{
 				{ID: "0", Result: joulie.ResultApplied, AppliedCapWatts: ptr.To(420.0)}, {ID: "1", Result: joulie.ResultError}}},
-			Power: power.Reading{CPUWatts: 310, HasCPU: true, GPUWatts: 800, HasGPU: true}},
+			Power: backend.Reading{CPUWatts: 310, HasCPU: true, GPUWatts: 800, HasGPU: true}},
 		LastReconcile: time.Unix(1_800_000_000, 0), LastSync: time.Unix(1_799_999_990, 0), SyncError: "connection refused",
 		Failsafe: agent.FailsafeState{Active: true, Mode: "keep"},
 	}

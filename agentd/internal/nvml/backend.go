@@ -9,7 +9,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
@@ -17,7 +17,7 @@ import (
 // journal.
 const BackendName = "nvml"
 
-var _ power.GPUCapper = (*Backend)(nil)
+var _ backend.GPUCapper = (*Backend)(nil)
 
 // Backend enumerates NVIDIA GPUs and sets their power limits. It is safe
 // for concurrent use; NVML calls are serialised so that a device's
@@ -27,24 +27,24 @@ type Backend struct {
 	lib     Library
 	journal *state.Journal
 	// ret is what Init returned; down, when not nil, is why NVML cannot be
-	// used, wrapping power.ErrBlocked.
+	// used, wrapping backend.ErrBlocked.
 	ret    gonvml.Return
 	down   error
 	closed bool
 	// known holds, per index, the facts that do not change while the
 	// driver is loaded (identity, limit range) from the device's last
 	// good read, to describe a GPU that has since stopped answering.
-	known []power.GPU
+	known []backend.GPU
 }
 
 // New initialises lib and returns a backend over it that records
 // originals in journal. A failing Init leaves a backend that reports
-// power.ErrBlocked, as Open does. Without a journal the backend enumerates
+// backend.ErrBlocked, as Open does. Without a journal the backend enumerates
 // but refuses to write, since it could not record what it changes.
 func New(lib Library, journal *state.Journal) *Backend {
 	b := newBackend(lib, journal)
 	if b.ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
-		b.down = fmt.Errorf("%w: NVML unavailable: library not found", power.ErrBlocked)
+		b.down = fmt.Errorf("%w: NVML unavailable: library not found", backend.ErrBlocked)
 	}
 	return b
 }
@@ -52,7 +52,7 @@ func New(lib Library, journal *state.Journal) *Backend {
 func newBackend(lib Library, journal *state.Journal) *Backend {
 	b := &Backend{lib: lib, journal: journal, ret: lib.Init()}
 	if b.ret != gonvml.SUCCESS {
-		b.down = fmt.Errorf("%w: NVML unavailable: initialise NVML: %w", power.ErrBlocked, b.ret)
+		b.down = fmt.Errorf("%w: NVML unavailable: initialise NVML: %w", backend.ErrBlocked, b.ret)
 	}
 	return b
 }
@@ -61,7 +61,7 @@ func newBackend(lib Library, journal *state.Journal) *Backend {
 func (b *Backend) Name() string { return BackendName }
 
 // Unavailable returns why NVML cannot be used on this host (an error
-// wrapping power.ErrBlocked), or nil when it can.
+// wrapping backend.ErrBlocked), or nil when it can.
 func (b *Backend) Unavailable() error { return b.down }
 
 // Close shuts NVML down. Later calls report an error.
@@ -97,7 +97,7 @@ func (b *Backend) usable() error {
 // readings, so that a SetCap on it reports the error for that device
 // instead of the GPU silently vanishing; the others are unaffected. The
 // error is for enumeration as a whole: NVML unavailable or not counting.
-func (b *Backend) GPUs() ([]power.GPU, error) {
+func (b *Backend) GPUs() ([]backend.GPU, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -108,13 +108,13 @@ func (b *Backend) GPUs() ([]power.GPU, error) {
 		return nil, fmt.Errorf("count NVIDIA GPUs: %w", ret)
 	}
 	if len(b.known) < n {
-		b.known = append(b.known, make([]power.GPU, n-len(b.known))...)
+		b.known = append(b.known, make([]backend.GPU, n-len(b.known))...)
 	}
-	gpus := make([]power.GPU, n)
+	gpus := make([]backend.GPU, n)
 	for i := range gpus {
 		g, ok := b.read(i, b.known[i])
 		if ok {
-			b.known[i] = power.GPU{
+			b.known[i] = backend.GPU{
 				Index: i, UUID: g.UUID, Name: g.Name, PCIBusID: g.PCIBusID,
 				MinWatts: g.MinWatts, MaxWatts: g.MaxWatts, DefaultWatts: g.DefaultWatts,
 			}
@@ -131,16 +131,16 @@ func (b *Backend) GPUs() ([]power.GPU, error) {
 // handle, no identity, or lost). The static facts (name, PCI address,
 // limit range, default limit) are taken from known when it is the same
 // device with its facts read, so a tick asks NVML only for what changes.
-func (b *Backend) read(index int, known power.GPU) (power.GPU, bool) {
+func (b *Backend) read(index int, known backend.GPU) (backend.GPU, bool) {
 	dev, ret := b.lib.DeviceGetHandleByIndex(index)
 	if ret != gonvml.SUCCESS {
-		return power.GPU{}, false
+		return backend.GPU{}, false
 	}
 	uuid, ret := dev.GetUUID()
 	if ret != gonvml.SUCCESS {
-		return power.GPU{}, false
+		return backend.GPU{}, false
 	}
-	g := power.GPU{Index: index, UUID: uuid}
+	g := backend.GPU{Index: index, UUID: uuid}
 	var r readings
 	if known.UUID == uuid && known.Name != "" && known.MaxWatts > 0 && known.DefaultWatts > 0 {
 		g.Name, g.PCIBusID = known.Name, known.PCIBusID
@@ -189,7 +189,7 @@ func (r *readings) ok(ret gonvml.Return) bool {
 // in the journal before the first write; nothing is written when the
 // limit is already in place. A device that does not allow the write
 // (ERROR_NOT_SUPPORTED) or refuses it to this process
-// (ERROR_NO_PERMISSION) yields an error wrapping power.ErrBlocked; any
+// (ERROR_NO_PERMISSION) yields an error wrapping backend.ErrBlocked; any
 // other failure, a lost GPU included, is a plain error. Errors wrap the
 // NVML return code.
 func (b *Backend) SetCap(index int, watts float64) (float64, error) {
@@ -301,7 +301,7 @@ func readLimits(dev Device) (limits, error) {
 		return limits{}, fmt.Errorf("read power limit range: %w", refusal(ret))
 	}
 	if hi == 0 || lo > hi {
-		return limits{}, fmt.Errorf("%w: the device reports no usable power limit range (%d..%d mW)", power.ErrBlocked, lo, hi)
+		return limits{}, fmt.Errorf("%w: the device reports no usable power limit range (%d..%d mW)", backend.ErrBlocked, lo, hi)
 	}
 	cur, ret := dev.GetPowerManagementLimit()
 	if ret != gonvml.SUCCESS {
@@ -336,13 +336,13 @@ func write(dev Device, mw uint32) (uint32, error) {
 }
 
 // refusal classifies an NVML failure: the codes that mean "this host
-// cannot do that" become power.ErrBlocked, the rest stay errors.
+// cannot do that" become backend.ErrBlocked, the rest stay errors.
 func refusal(ret gonvml.Return) error {
 	switch ret {
 	case gonvml.ERROR_NOT_SUPPORTED:
-		return fmt.Errorf("%w: the device does not support power limit control (%w)", power.ErrBlocked, ret)
+		return fmt.Errorf("%w: the device does not support power limit control (%w)", backend.ErrBlocked, ret)
 	case gonvml.ERROR_NO_PERMISSION:
-		return fmt.Errorf("%w: no permission to change the power limit; it takes root (%w)", power.ErrBlocked, ret)
+		return fmt.Errorf("%w: no permission to change the power limit; it takes root (%w)", backend.ErrBlocked, ret)
 	}
 	return ret
 }

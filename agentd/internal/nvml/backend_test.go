@@ -11,8 +11,8 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/nvml/nvmltest"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
@@ -48,7 +48,7 @@ func TestEnumeratesAllEightH100s(t *testing.T) {
 		t.Fatalf("got %d GPUs, want 8", len(gpus))
 	}
 	for i, g := range gpus {
-		want := power.GPU{
+		want := backend.GPU{
 			Index:        i,
 			UUID:         h.Devices[i].UUID,
 			Name:         "NVIDIA H100 80GB HBM3",
@@ -140,7 +140,7 @@ func TestCapIsClampedToTheDeviceRange(t *testing.T) {
 func TestNaNCapIsRefusedWithoutWriting(t *testing.T) {
 	h := nvmltest.NewDGX(t)
 	b, j := newBackendOn(t, h)
-	if _, err := b.SetCap(0, math.NaN()); err == nil || power.IsBlocked(err) {
+	if _, err := b.SetCap(0, math.NaN()); err == nil || backend.IsBlocked(err) {
 		t.Fatalf("NaN cap: %v, want a plain error", err)
 	}
 	if h.GPUs[0].SetCount() != 0 || j.Len() != 0 {
@@ -266,7 +266,7 @@ func TestRefusedWritesAreBlocked(t *testing.T) {
 			h.GPUs[2].Update(tc.breakGPU)
 			b, j := newBackendOn(t, h)
 			_, err := b.SetCap(2, 420)
-			if !power.IsBlocked(err) {
+			if !backend.IsBlocked(err) {
 				t.Fatalf("SetCap: %v, want blocked", err)
 			}
 			if tc.code != gonvml.SUCCESS && !errors.Is(err, tc.code) {
@@ -314,7 +314,7 @@ func TestLostGPUFailsOnlyThatDevice(t *testing.T) {
 	for _, g := range gpus {
 		applied, err := b.SetCap(g.Index, 0.6*g.MaxWatts)
 		if g.Index == 3 {
-			if err == nil || power.IsBlocked(err) || !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) {
+			if err == nil || backend.IsBlocked(err) || !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) {
 				t.Errorf("lost GPU: %v, want an error wrapping ERROR_GPU_IS_LOST", err)
 			}
 			if err != nil && !strings.Contains(err.Error(), h.Devices[3].UUID) {
@@ -336,7 +336,7 @@ func TestGPULostBeforeFirstReadIsListedByIndex(t *testing.T) {
 	if err != nil || len(gpus) != 8 {
 		t.Fatalf("GPUs = %d, %v", len(gpus), err)
 	}
-	if gpus[0] != (power.GPU{Index: 0}) {
+	if gpus[0] != (backend.GPU{Index: 0}) {
 		t.Errorf("GPU lost before any read: %+v, want only its index", gpus[0])
 	}
 	if gpus[1].UUID != h.Devices[1].UUID {
@@ -349,7 +349,7 @@ func TestVanishedIndexIsAnErrorForThatIndexOnly(t *testing.T) {
 	b, _ := newBackendOn(t, h)
 	h.Server.Devices = h.Server.Devices[:7]
 
-	if _, err := b.SetCap(7, 420); err == nil || power.IsBlocked(err) || !strings.Contains(err.Error(), "no such GPU") {
+	if _, err := b.SetCap(7, 420); err == nil || backend.IsBlocked(err) || !strings.Contains(err.Error(), "no such GPU") {
 		t.Fatalf("SetCap on a vanished index: %v", err)
 	}
 	gpus, err := b.GPUs()
@@ -408,19 +408,19 @@ func TestMissingLibraryIsBlocked(t *testing.T) {
 	b := Open(path, j)
 
 	err := b.Unavailable()
-	if !power.IsBlocked(err) {
+	if !backend.IsBlocked(err) {
 		t.Fatalf("Unavailable() = %v, want blocked", err)
 	}
 	if want := "NVML unavailable: " + path + " not found"; !strings.HasSuffix(err.Error(), want) {
 		t.Fatalf("reason %q, want it to end in %q", err, want)
 	}
-	if _, err := b.GPUs(); !power.IsBlocked(err) {
+	if _, err := b.GPUs(); !backend.IsBlocked(err) {
 		t.Errorf("GPUs: %v", err)
 	}
-	if _, err := b.SetCap(0, 420); !power.IsBlocked(err) {
+	if _, err := b.SetCap(0, 420); !backend.IsBlocked(err) {
 		t.Errorf("SetCap: %v", err)
 	}
-	if err := b.Restore("GPU-1", "700000"); !power.IsBlocked(err) {
+	if err := b.Restore("GPU-1", "700000"); !backend.IsBlocked(err) {
 		t.Errorf("Restore: %v", err)
 	}
 	if b.Name() != "nvml" {
@@ -440,7 +440,7 @@ func TestUnloadableLibraryIsBlockedWithTheLoadersReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Open(path, nil).Unavailable()
-	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "NVML unavailable: cannot load "+path) {
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "NVML unavailable: cannot load "+path) {
 		t.Fatalf("Unavailable() = %v, want blocked, naming the loader's complaint", err)
 	}
 }
@@ -458,7 +458,7 @@ func TestDefaultLibrary(t *testing.T) {
 		}
 		return
 	}
-	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "libnvidia-ml.so.1 not found") {
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "libnvidia-ml.so.1 not found") {
 		t.Fatalf("Unavailable() = %v", err)
 	}
 }
@@ -468,10 +468,10 @@ func TestFailingInitIsBlockedAndNotShutDown(t *testing.T) {
 	h.Server.InitFunc = func() gonvml.Return { return gonvml.ERROR_DRIVER_NOT_LOADED }
 	b := New(Wrap(h.Server), nil)
 	err := b.Unavailable()
-	if !power.IsBlocked(err) || !errors.Is(err, gonvml.ERROR_DRIVER_NOT_LOADED) || !strings.Contains(err.Error(), "NVML unavailable") {
+	if !backend.IsBlocked(err) || !errors.Is(err, gonvml.ERROR_DRIVER_NOT_LOADED) || !strings.Contains(err.Error(), "NVML unavailable") {
 		t.Fatalf("Unavailable() = %v", err)
 	}
-	if _, err := b.GPUs(); !power.IsBlocked(err) {
+	if _, err := b.GPUs(); !backend.IsBlocked(err) {
 		t.Errorf("GPUs: %v", err)
 	}
 	if err := b.Close(); err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/dl"
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
@@ -18,7 +18,7 @@ const DefaultLibraryPath = "libnvidia-ml.so.1"
 // Open loads NVML from libraryPath (DefaultLibraryPath when empty) and
 // initialises it. It always returns a backend: when the library is missing
 // or NVML does not initialise (no driver, a driver/library mismatch), the
-// backend reports power.ErrBlocked with the reason from every method, and
+// backend reports backend.ErrBlocked with the reason from every method, and
 // Unavailable says why.
 func Open(libraryPath string, journal *state.Journal) *Backend {
 	if libraryPath == "" {
@@ -26,7 +26,7 @@ func Open(libraryPath string, journal *state.Journal) *Backend {
 	}
 	b := newBackend(Wrap(gonvml.New(gonvml.WithLibraryPath(libraryPath))), journal)
 	if b.ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
-		b.down = fmt.Errorf("%w: NVML unavailable: %s", power.ErrBlocked, loadProblem(libraryPath))
+		b.down = fmt.Errorf("%w: NVML unavailable: %s", backend.ErrBlocked, loadProblem(libraryPath))
 	}
 	return b
 }

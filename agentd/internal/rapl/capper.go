@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"sync"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
 )
@@ -106,7 +106,7 @@ func (c *Capper) Range(pkgID int) (minWatts, maxWatts float64, err error) {
 // Before the first write to a zone its original limit (and enabled flag,
 // when the zone has to be enabled) is recorded in the journal.
 //
-// Errors wrap power.ErrBlocked (or sysfs.ErrReadOnly) when the host
+// Errors wrap backend.ErrBlocked (or sysfs.ErrReadOnly) when the host
 // cannot enforce a RAPL cap: no such package, read-only or absent limits,
 // a locked zone. Other errors (EIO, a value that does not stick) are
 // failed attempts; either way the caller falls back to DVFS.
@@ -126,7 +126,7 @@ func (c *Capper) SetPackageCap(pkgID int, watts float64) (float64, error) {
 	}
 	lo, hi := c.rangeUW(p, cur)
 	if hi <= 0 {
-		return 0, fmt.Errorf("%w: package %d (%s): no maximum power known (the kernel reports none, no catalog maximum was given, and the current limit reads 0)", power.ErrBlocked, p.ID, p.Zone)
+		return 0, fmt.Errorf("%w: package %d (%s): no maximum power known (the kernel reports none, no catalog maximum was given, and the current limit reads 0)", backend.ErrBlocked, p.ID, p.Zone)
 	}
 	total := int64(math.Round(watts * 1e6))
 	total = min(max(total, lo), hi)
@@ -149,7 +149,7 @@ func (c *Capper) SetPackageCap(pkgID int, watts float64) (float64, error) {
 		}
 		if !cur[i].enabled {
 			if !z.EnabledWritable {
-				return 0, fmt.Errorf("%w: package %d: powercap zone %s is disabled and its enabled flag is read-only, so no limit takes effect", power.ErrBlocked, p.ID, z.Name)
+				return 0, fmt.Errorf("%w: package %d: powercap zone %s is disabled and its enabled flag is read-only, so no limit takes effect", backend.ErrBlocked, p.ID, z.Name)
 			}
 			entries = append(entries, state.Entry{Backend: Backend, Kind: state.KindCPU, ID: z.Name + "/" + enabledAttr, Original: "0"})
 		}
@@ -183,10 +183,10 @@ func (c *Capper) SetPackageCap(pkgID int, watts float64) (float64, error) {
 func (c *Capper) writable(pkgID int) (*Package, error) {
 	p, ok := c.pkg(pkgID)
 	if !ok {
-		return nil, fmt.Errorf("%w: no RAPL package zone for CPU package %d", power.ErrBlocked, pkgID)
+		return nil, fmt.Errorf("%w: no RAPL package zone for CPU package %d", backend.ErrBlocked, pkgID)
 	}
 	if !p.LimitsWritable {
-		return nil, fmt.Errorf("%w: %s (package %d: %s)", power.ErrBlocked, c.readOnlyReason(), p.ID, p.LimitsReason)
+		return nil, fmt.Errorf("%w: %s (package %d: %s)", backend.ErrBlocked, c.readOnlyReason(), p.ID, p.LimitsReason)
 	}
 	return p, nil
 }

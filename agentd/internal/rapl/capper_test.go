@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/rapl/rapltest"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
@@ -175,7 +175,7 @@ func TestSetPackageCapEnergyOnlyAMDIsBlocked(t *testing.T) {
 			t.Fatalf("discovered %+v", summarize(h.pkgs))
 		}
 		_, err := h.capper.SetPackageCap(1, 200)
-		if !power.IsBlocked(err) || !errors.Is(err, power.ErrBlocked) {
+		if !backend.IsBlocked(err) || !errors.Is(err, backend.ErrBlocked) {
 			t.Fatalf("vendor %q: %v, want blocked", vendor, err)
 		}
 		want := "RAPL power limits are read-only on this CPU"
@@ -188,7 +188,7 @@ func TestSetPackageCapEnergyOnlyAMDIsBlocked(t *testing.T) {
 		if h.writer.Count() != 0 || h.journal.Len() != 0 {
 			t.Errorf("blocked package was touched: %d writes, %d journal entries", h.writer.Count(), h.journal.Len())
 		}
-		if _, _, err := h.capper.Range(0); !power.IsBlocked(err) {
+		if _, _, err := h.capper.Range(0); !backend.IsBlocked(err) {
 			t.Errorf("Range of an energy-only package: %v", err)
 		}
 	}
@@ -235,7 +235,7 @@ func TestSetPackageCapFailures(t *testing.T) {
 		{
 			name:    "unknown package is blocked",
 			prepare: func(t *testing.T, h *host) {},
-			pkg:     7, watts: 200, blocked: true, is: power.ErrBlocked,
+			pkg:     7, watts: 200, blocked: true, is: backend.ErrBlocked,
 			mention: []string{"CPU package 7"},
 		},
 		{
@@ -262,8 +262,8 @@ func TestSetPackageCapFailures(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if power.IsBlocked(err) != tc.blocked {
-				t.Errorf("IsBlocked = %v, want %v: %v", power.IsBlocked(err), tc.blocked, err)
+			if backend.IsBlocked(err) != tc.blocked {
+				t.Errorf("IsBlocked = %v, want %v: %v", backend.IsBlocked(err), tc.blocked, err)
 			}
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error %v does not wrap %v", err, tc.is)
@@ -313,7 +313,7 @@ func TestSetPackageCapEnablesDisabledZone(t *testing.T) {
 	// A disabled zone whose flag cannot be set cannot enforce a limit.
 	z.EnabledReadOnly = true
 	h = newHost(t, Options{}, z)
-	if _, err := h.capper.SetPackageCap(0, 200); !power.IsBlocked(err) || !strings.Contains(err.Error(), "disabled") {
+	if _, err := h.capper.SetPackageCap(0, 200); !backend.IsBlocked(err) || !strings.Contains(err.Error(), "disabled") {
 		t.Errorf("read-only disabled zone: %v", err)
 	}
 	if h.writer.Count() != 0 {

@@ -15,9 +15,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/dl"
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/nvml"
 	"joulie.io/joulie/agentd/internal/nvml/fakenvml"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 )
 
@@ -67,7 +67,7 @@ func open(t *testing.T, j *state.Journal) *nvml.Backend {
 	return b
 }
 
-func mustGPUs(t *testing.T, b *nvml.Backend) []power.GPU {
+func mustGPUs(t *testing.T, b *nvml.Backend) []backend.GPU {
 	t.Helper()
 	gpus, err := b.GPUs()
 	if err != nil {
@@ -129,9 +129,9 @@ func TestOpenListsTheGPUs(t *testing.T) {
 	if err := b.Unavailable(); err != nil {
 		t.Fatalf("Unavailable: %v", err)
 	}
-	var want []power.GPU
+	var want []backend.GPU
 	for i, g := range fake {
-		want = append(want, power.GPU{
+		want = append(want, backend.GPU{
 			Index: i, UUID: g.UUID, Name: "NVIDIA H100 80GB HBM3", PCIBusID: g.PCIBusID,
 			MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, CapWatts: 700,
 			PowerWatts: float64(300 + 10*i), HasPower: true,
@@ -214,7 +214,7 @@ func TestSetErrorFile(t *testing.T) {
 			if !errors.Is(err, tc.code) {
 				t.Fatalf("SetCap = %v, want an error wrapping %d", err, int(tc.code))
 			}
-			if got := power.IsBlocked(err); got != tc.blocked {
+			if got := backend.IsBlocked(err); got != tc.blocked {
 				t.Errorf("IsBlocked(%v) = %v, want %v", err, got, tc.blocked)
 			}
 			if got, want := limits(t, dir), allAt(8, 700_000, nil); !reflect.DeepEqual(got, want) {
@@ -234,11 +234,11 @@ func TestLostGPU(t *testing.T) {
 		fake[5].Lost = true
 		dir, b, _ := host(t, fake)
 		gpus := mustGPUs(t, b)
-		if len(gpus) != 8 || gpus[5] != (power.GPU{Index: 5}) || gpus[4].UUID != fake[4].UUID {
+		if len(gpus) != 8 || gpus[5] != (backend.GPU{Index: 5}) || gpus[4].UUID != fake[4].UUID {
 			t.Errorf("GPUs = %+v; want 8, GPU 5 without facts", gpus)
 		}
 		_, err := b.SetCap(5, 400)
-		if !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) || power.IsBlocked(err) {
+		if !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) || backend.IsBlocked(err) {
 			t.Errorf("SetCap(5) = %v; want a GPU_IS_LOST error, not blocked", err)
 		}
 		if _, err := b.SetCap(4, 400); err != nil {
@@ -255,7 +255,7 @@ func TestLostGPU(t *testing.T) {
 		fake[6].Lost = true
 		fakenvml.WriteGPU(t, dir, 6, fake[6])
 		g := mustGPUs(t, b)[6]
-		want := power.GPU{
+		want := backend.GPU{
 			Index: 6, UUID: fake[6].UUID, Name: fake[6].Name, PCIBusID: fake[6].PCIBusID,
 			MinWatts: 200, MaxWatts: 700, DefaultWatts: 700,
 		}
@@ -293,13 +293,13 @@ func TestNVMLDoesNotInitialise(t *testing.T) {
 			tc.setup(t, dir)
 			b := open(t, nil)
 			err := b.Unavailable()
-			if !power.IsBlocked(err) || !errors.Is(err, tc.want) {
+			if !backend.IsBlocked(err) || !errors.Is(err, tc.want) {
 				t.Errorf("Unavailable = %v; want blocked by %d", err, int(tc.want))
 			}
-			if _, err := b.GPUs(); !power.IsBlocked(err) {
+			if _, err := b.GPUs(); !backend.IsBlocked(err) {
 				t.Errorf("GPUs = %v, want blocked", err)
 			}
-			if _, err := b.SetCap(0, 300); !power.IsBlocked(err) {
+			if _, err := b.SetCap(0, 300); !backend.IsBlocked(err) {
 				t.Errorf("SetCap = %v, want blocked", err)
 			}
 		})

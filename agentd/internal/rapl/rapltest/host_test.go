@@ -4,9 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/cpuinfo"
 	"joulie.io/joulie/agentd/internal/cpuinfo/cpuinfotest"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/rapl"
 	"joulie.io/joulie/agentd/internal/rapl/rapltest"
 	"joulie.io/joulie/agentd/internal/state"
@@ -42,7 +42,7 @@ func TestTwoSocketEPYCHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetPackageCap(0, 216); !errors.Is(err, power.ErrBlocked) {
+	if _, err := c.SetPackageCap(0, 216); !errors.Is(err, backend.ErrBlocked) {
 		t.Fatalf("EPYC cap: %v", err)
 	}
 	if w.Count() != 0 {

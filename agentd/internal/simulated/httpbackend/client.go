@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -142,10 +142,10 @@ func (c *Client) Node() string { return c.node }
 
 // Telemetry reads the node's telemetry. The result is the caller's to
 // keep. When telemetry is not routed over HTTP, or the simulator answers
-// 501, the error wraps power.ErrBlocked.
+// 501, the error wraps backend.ErrBlocked.
 func (c *Client) Telemetry(ctx context.Context) (*Telemetry, error) {
 	if c.telemetryURL == nil {
-		return nil, fmt.Errorf("%w: telemetry of node %s is not routed to an http endpoint", power.ErrBlocked, c.node)
+		return nil, fmt.Errorf("%w: telemetry of node %s is not routed to an http endpoint", backend.ErrBlocked, c.node)
 	}
 	what := "telemetry from " + c.telemetryURL.Redacted()
 	status, data, err := c.do(ctx, http.MethodGet, c.telemetryURL, c.telemetryTO, nil)
@@ -174,13 +174,13 @@ func (c *Client) Telemetry(ctx context.Context) (*Telemetry, error) {
 // filled in. It does not clamp: SetPackageCapWatts, SetThrottlePct and
 // SetGPUCap do, and the agent uses those.
 // Result applied returns the response and no error; blocked returns it
-// with an error wrapping power.ErrBlocked; error, a refused request or a
+// with an error wrapping backend.ErrBlocked; error, a refused request or a
 // failed exchange return an error naming the action and the URL.
 func (c *Client) Control(ctx context.Context, req ControlRequest) (*ControlResponse, error) {
 	req.APIVersion, req.Node = APIVersion, c.node
 	what := describe(req)
 	if c.controlURL == nil {
-		return nil, fmt.Errorf("%s: %w: control of node %s is not routed to an http endpoint", what, power.ErrBlocked, c.node)
+		return nil, fmt.Errorf("%s: %w: control of node %s is not routed to an http endpoint", what, backend.ErrBlocked, c.node)
 	}
 	what += " via " + c.controlURL.Redacted()
 	body, err := json.Marshal(req)
@@ -200,7 +200,7 @@ func (c *Client) Control(ctx context.Context, req ControlRequest) (*ControlRespo
 	}
 	switch resp.Result {
 	case ResultBlocked:
-		return resp, fmt.Errorf("%s: %w: %s", what, power.ErrBlocked, orNoMessage(clip(resp.Message)))
+		return resp, fmt.Errorf("%s: %w: %s", what, backend.ErrBlocked, orNoMessage(clip(resp.Message)))
 	case ResultError:
 		return resp, fmt.Errorf("%s: simulator reports error: %s", what, orNoMessage(clip(resp.Message)))
 	}
@@ -299,7 +299,7 @@ func statusError(status int, data []byte) error {
 	}
 	msg := bodyMessage(data)
 	if status == http.StatusNotImplemented {
-		return fmt.Errorf("%w: simulator answered 501 Not Implemented: %s", power.ErrBlocked, msg)
+		return fmt.Errorf("%w: simulator answered 501 Not Implemented: %s", backend.ErrBlocked, msg)
 	}
 	return fmt.Errorf("simulator answered %d %s: %s", status, http.StatusText(status), msg)
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
 	"joulie.io/joulie/agentd/internal/simulated/httpbackend/httpbackendtest"
 	"joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -192,7 +192,7 @@ func TestGPUCapperRoundTrips(t *testing.T) {
 		t.Errorf("SetCap below range = %g, %v; want clamped to 200", got, err)
 	}
 	_, err = g.SetCap(5, 300)
-	if err == nil || power.IsBlocked(err) || !strings.Contains(err.Error(), "no GPU 5 (2 GPUs)") {
+	if err == nil || backend.IsBlocked(err) || !strings.Contains(err.Error(), "no GPU 5 (2 GPUs)") {
 		t.Errorf("SetCap on a missing GPU: %v", err)
 	}
 }
@@ -257,7 +257,7 @@ func TestReadOnlyPackageLimitsAreBlocked(t *testing.T) {
 	spec.CPU.ReadOnlyLimits = true
 	f := newFixture(t, "epyc", map[string]httpbackendtest.NodeSpec{"epyc": spec})
 	_, err := f.client.SetPackageCapWatts(t.Context(), 200)
-	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "read-only") {
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("error = %v, want blocked (read-only)", err)
 	}
 	// The DVFS fallback still works.
@@ -271,7 +271,7 @@ func TestUnmodeledControlIsBlocked(t *testing.T) {
 	spec.Unmodeled = []httpbackend.Action{httpbackend.ActionSetGPUCap}
 	f := newFixture(t, "node-a", map[string]httpbackendtest.NodeSpec{"node-a": spec})
 	_, err := httpbackend.NewGPUCapper(f.client).SetCap(0, 300)
-	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "501 Not Implemented: node node-a does not model gpu.set_power_cap_watts") {
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "501 Not Implemented: node node-a does not model gpu.set_power_cap_watts") {
 		t.Fatalf("error = %v, want blocked by 501", err)
 	}
 }
@@ -280,13 +280,13 @@ func TestNodeWithoutCPUModelBlocksCPUControls(t *testing.T) {
 	spec := h100Node()
 	spec.CPU = nil
 	f := newFixture(t, "gpu-only", map[string]httpbackendtest.NodeSpec{"gpu-only": spec})
-	if _, err := f.client.CPUPower(t.Context()); !power.IsBlocked(err) {
+	if _, err := f.client.CPUPower(t.Context()); !backend.IsBlocked(err) {
 		t.Errorf("CPUPower: %v, want blocked", err)
 	}
-	if _, err := f.client.SetPackageCapWatts(t.Context(), 200); !power.IsBlocked(err) {
+	if _, err := f.client.SetPackageCapWatts(t.Context(), 200); !backend.IsBlocked(err) {
 		t.Errorf("SetPackageCapWatts: %v, want blocked", err)
 	}
-	if _, err := f.client.SetThrottlePct(t.Context(), 20); !power.IsBlocked(err) {
+	if _, err := f.client.SetThrottlePct(t.Context(), 20); !backend.IsBlocked(err) {
 		t.Errorf("SetThrottlePct: %v, want blocked", err)
 	}
 }
@@ -445,7 +445,7 @@ func TestStatusCodesMapToResults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, base := clientFor(t, fixed(tc.status, tc.body))
 			_, err := c.SetThrottlePct(t.Context(), 10)
-			if err == nil || power.IsBlocked(err) != tc.wantBlocked || !strings.Contains(err.Error(), tc.want) ||
+			if err == nil || backend.IsBlocked(err) != tc.wantBlocked || !strings.Contains(err.Error(), tc.want) ||
 				!strings.Contains(err.Error(), base+"/control") {
 				t.Errorf("error = %v\nwant blocked=%v containing %q", err, tc.wantBlocked, tc.want)
 			}
@@ -453,13 +453,13 @@ func TestStatusCodesMapToResults(t *testing.T) {
 	}
 	t.Run("telemetry 501 is blocked", func(t *testing.T) {
 		c, _ := clientFor(t, fixed(501, `{"message":"no telemetry here"}`))
-		if _, err := c.Telemetry(t.Context()); !power.IsBlocked(err) || !strings.Contains(err.Error(), "no telemetry here") {
+		if _, err := c.Telemetry(t.Context()); !backend.IsBlocked(err) || !strings.Contains(err.Error(), "no telemetry here") {
 			t.Errorf("error = %v", err)
 		}
 	})
 	t.Run("telemetry 500 is an error", func(t *testing.T) {
 		c, _ := clientFor(t, fixed(500, `boom`))
-		if _, err := c.Telemetry(t.Context()); err == nil || power.IsBlocked(err) {
+		if _, err := c.Telemetry(t.Context()); err == nil || backend.IsBlocked(err) {
 			t.Errorf("error = %v", err)
 		}
 	})
@@ -529,11 +529,11 @@ func TestHalfRoutedClientBlocksTheOtherHalf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Telemetry(t.Context()); !power.IsBlocked(err) {
+	if _, err := c.Telemetry(t.Context()); !backend.IsBlocked(err) {
 		t.Errorf("telemetry: %v, want blocked", err)
 	}
 	// Without telemetry there is no range to clamp to, so no write.
-	if _, err := c.SetGPUCap(t.Context(), 0, 300); !power.IsBlocked(err) {
+	if _, err := c.SetGPUCap(t.Context(), 0, 300); !backend.IsBlocked(err) {
 		t.Errorf("SetGPUCap: %v, want blocked", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 )
 
 // inForce is how close a limit in force must be to a target for a write
@@ -15,20 +15,20 @@ const inForce = 0.01 // W or percentage points
 
 // CPUPower reads the node's CPU telemetry afresh: the observed package
 // power the DVFS loop smooths, with the cap and throttle in force. A
-// simulator that reports no CPU makes it fail with power.ErrBlocked.
+// simulator that reports no CPU makes it fail with backend.ErrBlocked.
 func (c *Client) CPUPower(ctx context.Context) (*CPUTelemetry, error) {
 	t, err := c.Telemetry(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if t.CPU == nil {
-		return nil, fmt.Errorf("%w: the simulator reports no CPU for node %s", power.ErrBlocked, c.node)
+		return nil, fmt.Errorf("%w: the simulator reports no CPU for node %s", backend.ErrBlocked, c.node)
 	}
 	return t.CPU, nil
 }
 
 // GPUs lists the node's GPUs from fresh telemetry, sorted by index.
-func (c *Client) GPUs(ctx context.Context) ([]power.GPU, error) {
+func (c *Client) GPUs(ctx context.Context) ([]backend.GPU, error) {
 	t, err := c.Telemetry(ctx)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (c *Client) SetPackageCapWatts(ctx context.Context, watts float64) (float64
 		return 0, fmt.Errorf("%s: read the package range: %w", what, err)
 	}
 	if t.CPU == nil {
-		return 0, fmt.Errorf("%s: %w: the simulator reports no CPU, so there is no range to clamp to", what, power.ErrBlocked)
+		return 0, fmt.Errorf("%s: %w: the simulator reports no CPU, so there is no range to clamp to", what, backend.ErrBlocked)
 	}
 	target := clamp(watts, t.CPU.MinWattsPerPackage, t.CPU.MaxWattsPerPackage)
 	if math.Abs(t.CPU.CapWatts-target) < inForce {

@@ -3,13 +3,13 @@ package httpbackend
 import (
 	"context"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 )
 
 // BackendName is the backend's name in the API and in logs.
 const BackendName = "http"
 
-// GPUCapper is the GPU backend of a simulated node: power.GPUCapper over
+// GPUCapper is the GPU backend of a simulated node: backend.GPUCapper over
 // the contract. Its methods take no context (the interface has none);
 // each request is bounded by the endpoint's timeout, so SetCap, which may
 // read telemetry before it writes, takes at most two timeouts.
@@ -25,7 +25,7 @@ type GPUCapper struct {
 	c *Client
 }
 
-var _ power.GPUCapper = (*GPUCapper)(nil)
+var _ backend.GPUCapper = (*GPUCapper)(nil)
 
 // NewGPUCapper returns the GPU backend speaking through c.
 func NewGPUCapper(c *Client) *GPUCapper { return &GPUCapper{c: c} }
@@ -34,7 +34,7 @@ func NewGPUCapper(c *Client) *GPUCapper { return &GPUCapper{c: c} }
 func (g *GPUCapper) Name() string { return BackendName }
 
 // GPUs lists the simulated devices from fresh telemetry, sorted by index.
-func (g *GPUCapper) GPUs() ([]power.GPU, error) {
+func (g *GPUCapper) GPUs() ([]backend.GPU, error) {
 	return g.c.GPUs(context.Background())
 }
 

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 )
 
 // APIVersion names this version of the contract. It is carried in every
@@ -182,10 +182,10 @@ func (t *Telemetry) MeasuredWatts() float64 {
 }
 
 // PowerGPUs converts the GPUs to the shape the agent's GPU backends share.
-func (t *Telemetry) PowerGPUs() []power.GPU {
-	out := make([]power.GPU, 0, len(t.GPUs))
+func (t *Telemetry) PowerGPUs() []backend.GPU {
+	out := make([]backend.GPU, 0, len(t.GPUs))
 	for _, g := range t.GPUs {
-		pg := power.GPU{
+		pg := backend.GPU{
 			Index:        g.Index,
 			UUID:         g.UUID,
 			Name:         g.Name,

@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/discovery"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/nodehardware"
 	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/catalog"
@@ -112,8 +112,8 @@ func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce
 func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	f := discovery.Facts{
-		CPU:            discovery.CPUFacts{Model: h.opts.CPUModel, Sockets: h.opts.Sockets},
+	f := nodehardware.Facts{
+		CPU:            nodehardware.CPUFacts{Model: h.opts.CPUModel, Sockets: h.opts.Sockets},
 		PackageBackend: joulie.BackendHTTP, AgentVersion: h.opts.Version,
 		GPUBackend: joulie.BackendHTTP,
 	}
@@ -127,20 +127,20 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 				f.CPU.Sockets = len(t.CPU.PackagePowerWatts)
 			}
 			for i := range t.CPU.PackagePowerWatts {
-				f.Packages = append(f.Packages, discovery.PackageFacts{ID: i, Zone: "http", MinWatts: t.CPU.MinWattsPerPackage,
+				f.Packages = append(f.Packages, nodehardware.PackageFacts{ID: i, Zone: "http", MinWatts: t.CPU.MinWattsPerPackage,
 					MaxWatts: t.CPU.MaxWattsPerPackage, LimitWatts: t.CPU.CapWatts, Writable: true})
 			}
-			f.Frequency = &discovery.FrequencyFacts{Writable: true}
+			f.Frequency = &nodehardware.FrequencyFacts{Writable: true}
 		}
 		f.GPUs = t.PowerGPUs()
 	}
-	return discovery.Build(f, h.opts.Catalog, now)
+	return nodehardware.Build(f, h.opts.Catalog, now)
 }
 
 // measuredPower reads the simulated node's CPU power and sums the GPUs'
 // from the tick's list. h.mu is held.
-func (h *Host) measuredPower(now time.Time, gpus []power.GPU, gpuErr error) power.Reading {
-	var p power.Reading
+func (h *Host) measuredPower(now time.Time, gpus []backend.GPU, gpuErr error) backend.Reading {
+	var p backend.Reading
 	if w, ok := (meter{h}).CPUPowerWatts(now); ok {
 		p.CPUWatts, p.HasCPU = w, true
 	}
@@ -216,4 +216,4 @@ func (m meter) CPUPowerWatts(time.Time) (float64, bool) {
 	return m.h.lastCPU.TotalWatts(), true
 }
 
-var _ power.GPUCapper = (*httpbackend.GPUCapper)(nil)
+var _ backend.GPUCapper = (*httpbackend.GPUCapper)(nil)

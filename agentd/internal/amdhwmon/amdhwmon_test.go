@@ -1,4 +1,4 @@
-package amdgpu
+package amdhwmon
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 	"syscall"
 	"testing"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
 )
 
-var _ power.GPUCapper = (*Capper)(nil)
+var _ backend.GPUCapper = (*Capper)(nil)
 
 func newCapper(t *testing.T, root string, w sysfs.Writer) (*Capper, *state.Journal, string) {
 	t.Helper()
@@ -38,7 +38,7 @@ func TestGPUsAreFoundByPCIAddressNotByHwmonOrCardNumber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []power.GPU{
+	want := []backend.GPU{
 		{
 			Index: 0, UUID: "0000:03:00.0", PCIBusID: "0000:03:00.0", Name: "AMD Instinct MI210",
 			MinWatts: 100, MaxWatts: 300, DefaultWatts: 300, CapWatts: 300,
@@ -100,7 +100,7 @@ func TestSetCapRejectsMeaninglessRequests(t *testing.T) {
 			t.Errorf("SetCap(0, %v) succeeded", w)
 		}
 	}
-	if _, err := c.SetCap(7, 200); err == nil || power.IsBlocked(err) {
+	if _, err := c.SetCap(7, 200); err == nil || backend.IsBlocked(err) {
 		t.Errorf("SetCap on a missing index: %v, want a plain error", err)
 	}
 	if j.Len() != 0 {
@@ -162,7 +162,7 @@ func TestReadOnlyCapIsBlockedAndTheOtherGPUGoesOn(t *testing.T) {
 		t.Errorf("CapBlocked: %q, %q", gpus[0].CapBlocked, gpus[1].CapBlocked)
 	}
 	_, err = c.SetCap(1, 400)
-	if !errors.Is(err, power.ErrBlocked) || !strings.Contains(err.Error(), "read-only") {
+	if !errors.Is(err, backend.ErrBlocked) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("read-only power1_cap: %v, want blocked with the reason", err)
 	}
 	if got := readAttr(t, root, filepath.Join(ro.hwmonDir(), "power1_cap")); got != "750000000" {
@@ -203,10 +203,10 @@ func TestGPUWithoutLimitOrRangeIsBlocked(t *testing.T) {
 	if !strings.Contains(gpus[0].CapBlocked, "no power1_cap") || !strings.Contains(gpus[2].CapBlocked, "power1_cap_max") || gpus[1].CapBlocked != "" {
 		t.Errorf("CapBlocked: %q, %q, %q", gpus[0].CapBlocked, gpus[1].CapBlocked, gpus[2].CapBlocked)
 	}
-	if _, err := c.SetCap(0, 200); !errors.Is(err, power.ErrBlocked) || !strings.Contains(err.Error(), "no power1_cap") {
+	if _, err := c.SetCap(0, 200); !errors.Is(err, backend.ErrBlocked) || !strings.Contains(err.Error(), "no power1_cap") {
 		t.Errorf("no power1_cap: %v", err)
 	}
-	if _, err := c.SetCap(2, 400); !errors.Is(err, power.ErrBlocked) || !strings.Contains(err.Error(), "power1_cap_max") {
+	if _, err := c.SetCap(2, 400); !errors.Is(err, backend.ErrBlocked) || !strings.Contains(err.Error(), "power1_cap_max") {
 		t.Errorf("no range: %v", err)
 	}
 	if applied, err := c.SetCap(1, 240); err != nil || applied != 240 {
@@ -223,7 +223,7 @@ func TestWriteErrorIsAnErrorNotBlocked(t *testing.T) {
 	c, j, _ := newCapper(t, root, w)
 
 	_, err := c.SetCap(0, 200)
-	if err == nil || power.IsBlocked(err) || !errors.Is(err, syscall.EIO) {
+	if err == nil || backend.IsBlocked(err) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("EIO: %v, want an error that is not blocked", err)
 	}
 	if !strings.Contains(err.Error(), "0000:03:00.0") {
@@ -245,7 +245,7 @@ func TestReadOnlySysfsMountIsBlockedAndSaysHowToAllowIt(t *testing.T) {
 	w := &recordingWriter{failSuffix: "power1_cap", failErr: syscall.EROFS}
 	c, _, _ := newCapper(t, root, w)
 	_, err := c.SetCap(0, 200)
-	if !power.IsBlocked(err) || !strings.Contains(err.Error(), "ReadWritePaths=-/sys/devices") {
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "ReadWritePaths=-/sys/devices") {
 		t.Fatalf("EROFS: %v, want blocked with the drop-in that allows the write", err)
 	}
 }
@@ -259,7 +259,7 @@ func TestVanishedGPUIsAnErrorAndIndicesDoNotShift(t *testing.T) {
 	removeGPU(t, root, mi210())
 
 	_, err := c.SetCap(0, 250)
-	if err == nil || power.IsBlocked(err) || !strings.Contains(err.Error(), "gone") {
+	if err == nil || backend.IsBlocked(err) || !strings.Contains(err.Error(), "gone") {
 		t.Fatalf("vanished GPU: %v, want an error saying it is gone", err)
 	}
 	// Index 1 is still the MI300X, not shifted onto index 0.
@@ -352,7 +352,7 @@ func TestUnreadableAttributeIsReportedButTheListIsComplete(t *testing.T) {
 	if len(gpus) != 2 || gpus[1].MaxWatts != 750 {
 		t.Fatalf("GPUs = %+v", gpus)
 	}
-	if _, err := c.SetCap(0, 200); err == nil || power.IsBlocked(err) {
+	if _, err := c.SetCap(0, 200); err == nil || backend.IsBlocked(err) {
 		t.Errorf("SetCap with an unreadable range: %v, want an error", err)
 	}
 }

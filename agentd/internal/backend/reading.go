@@ -1,4 +1,4 @@
-package power
+package backend
 
 // Reading is the host's measured power at one tick: the CPU packages'
 // summed draw (RAPL energy or a simulator's telemetry) and the GPUs'

@@ -1,4 +1,4 @@
-// Package power holds what the agent's hardware backends share with the
+// Package backend holds what the agent's hardware backends share with the
 // enforcement logic above them: the interface a GPU backend implements,
 // the facts a device reports, and how a backend says a control is blocked
 // (cannot be enforced on this host) rather than failing.
@@ -7,7 +7,7 @@
 // host cannot do that" (no library, read-only limit, unsupported device),
 // an error means "it should have worked and did not" (EIO, a lost GPU).
 // NodePowerProfile status reports them as result blocked and error.
-package power
+package backend
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 )
 
 // ErrBlocked marks a control the host cannot enforce. Backends wrap it:
-// fmt.Errorf("%w: libnvidia-ml.so.1 not found", power.ErrBlocked).
+// fmt.Errorf("%w: libnvidia-ml.so.1 not found", backend.ErrBlocked).
 var ErrBlocked = errors.New("blocked")
 
 // IsBlocked reports whether err means the control cannot be enforced on

@@ -1,4 +1,4 @@
-package discovery
+package nodehardware
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/catalog"
 )
@@ -19,10 +19,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 var now = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 
-func h100s(n int) []power.GPU {
-	var out []power.GPU
+func h100s(n int) []backend.GPU {
+	var out []backend.GPU
 	for i := 0; i < n; i++ {
-		out = append(out, power.GPU{Index: i, UUID: fmt.Sprintf("GPU-%08d", i), Name: "NVIDIA H100 80GB HBM3",
+		out = append(out, backend.GPU{Index: i, UUID: fmt.Sprintf("GPU-%08d", i), Name: "NVIDIA H100 80GB HBM3",
 			PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i), MinWatts: 200, MaxWatts: 700, DefaultWatts: 700, CapWatts: 700,
 			PowerWatts: 120, HasPower: true})
 	}
@@ -31,10 +31,10 @@ func h100s(n int) []power.GPU {
 
 // pciOnly are n H100s as the PCI bus shows them: no range, no readings,
 // and the reason no backend reaches them.
-func pciOnly(n int, why string) []power.GPU {
-	var out []power.GPU
+func pciOnly(n int, why string) []backend.GPU {
+	var out []backend.GPU
 	for i := range n {
-		out = append(out, power.GPU{Index: i, Name: "NVIDIA H100 SXM", PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x18+i), CapBlocked: why})
+		out = append(out, backend.GPU{Index: i, Name: "NVIDIA H100 SXM", PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x18+i), CapBlocked: why})
 	}
 	return out
 }
@@ -127,7 +127,7 @@ func TestBuild(t *testing.T) {
 				Frequency:  &FrequencyFacts{Driver: "amd-pstate-epp", Governor: "performance", MinKHz: 400000, MaxKHz: 3709000, Writable: true},
 				CPUEnergy:  true,
 				GPUBackend: joulie.BackendHwmon,
-				GPUs: []power.GPU{
+				GPUs: []backend.GPU{
 					{Index: 0, UUID: "0001:41:00.0", PCIBusID: "0001:41:00.0", Name: "AMD Instinct MI300X", MinWatts: 200, MaxWatts: 750, DefaultWatts: 750, CapWatts: 750, PowerWatts: 300, HasPower: true},
 					{Index: 1, UUID: "0001:51:00.0", PCIBusID: "0001:51:00.0", Name: "AMD Instinct MI300X", MinWatts: 200, MaxWatts: 750, DefaultWatts: 750, CapWatts: 750, PowerWatts: 300, HasPower: true,
 						CapBlocked: "its hwmon power1_cap is read-only"},

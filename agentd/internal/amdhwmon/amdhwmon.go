@@ -1,4 +1,4 @@
-// Package amdgpu caps the power of AMD GPUs through the amdgpu driver's
+// Package amdhwmon caps the power of AMD GPUs through the amdgpu driver's
 // hwmon attributes (power1_cap and its range), the backend that works on
 // every host running amdgpu, with or without ROCm installed.
 //
@@ -12,7 +12,7 @@
 // watts (it divides what is written by 10^6), so targets are rounded to
 // whole watts before the write; the value read back then matches what was
 // written and an unchanged target never causes a second write.
-package amdgpu
+package amdhwmon
 
 import (
 	"errors"
@@ -25,8 +25,8 @@ import (
 	"sync"
 	"syscall"
 
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/pci"
-	"joulie.io/joulie/agentd/internal/power"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/sysfs"
 )
@@ -39,7 +39,7 @@ const capAttr = "power1_cap"
 
 const microPerWatt = 1_000_000
 
-// Capper is the hwmon GPU backend. It implements power.GPUCapper and is
+// Capper is the hwmon GPU backend. It implements backend.GPUCapper and is
 // safe for concurrent use.
 //
 // A GPU's Index is its position in the list of PCI addresses as first
@@ -68,14 +68,14 @@ func (c *Capper) Name() string { return Backend }
 // range: that is missing data, not an error. The list is complete even
 // when err is not nil; err then names the GPUs whose attributes could not
 // be read (an I/O error, a value that is not a number).
-func (c *Capper) GPUs() ([]power.GPU, error) {
+func (c *Capper) GPUs() ([]backend.GPU, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	present, err := c.refresh()
 	if err != nil {
 		return nil, err
 	}
-	var out []power.GPU
+	var out []backend.GPU
 	var errs []error
 	for i, addr := range c.order {
 		dev, ok := present[addr]
@@ -95,10 +95,10 @@ func (c *Capper) GPUs() ([]power.GPU, error) {
 // driver reports and rounded to whole watts. It records the original limit
 // in the journal before the first write, skips the write when the limit is
 // already in place, and returns the limit read back. A read-only
-// power1_cap, or a GPU without one, is blocked (power.ErrBlocked); a failed
+// power1_cap, or a GPU without one, is blocked (backend.ErrBlocked); a failed
 // write or a GPU that has disappeared is an error.
 func (c *Capper) SetCap(index int, watts float64) (float64, error) {
-	if err := power.CheckTarget(fmt.Sprintf("AMD GPU %d", index), watts); err != nil {
+	if err := backend.CheckTarget(fmt.Sprintf("AMD GPU %d", index), watts); err != nil {
 		return 0, err
 	}
 	c.mu.Lock()
@@ -119,8 +119,8 @@ func (c *Capper) SetCap(index int, watts float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lo, hi := power.WholeWattRange(lim.min, lim.max)
-	uw, err := c.write(addr, lim, power.ClampWholeWatts(watts, lo, hi))
+	lo, hi := backend.WholeWattRange(lim.min, lim.max)
+	uw, err := c.write(addr, lim, backend.ClampWholeWatts(watts, lo, hi))
 	return float64(uw) / microPerWatt, err
 }
 
@@ -183,19 +183,19 @@ type limits struct {
 func (c *Capper) limits(addr, dev string) (limits, error) {
 	hw, err := c.hwmonDir(dev)
 	if err != nil {
-		return limits{}, fmt.Errorf("%w: AMD GPU %s has no hwmon directory under %s", power.ErrBlocked, addr, c.fs.Path(dev))
+		return limits{}, fmt.Errorf("%w: AMD GPU %s has no hwmon directory under %s", backend.ErrBlocked, addr, c.fs.Path(dev))
 	}
 	l := limits{hwmon: hw}
 	var ok bool
 	if l.cur, ok, err = c.readMicro(hw, capAttr); err != nil {
 		return l, fmt.Errorf("read power cap of AMD GPU %s: %w", addr, err)
 	} else if !ok {
-		return l, fmt.Errorf("%w: AMD GPU %s exposes no power1_cap (the driver does not support a power limit on it)", power.ErrBlocked, addr)
+		return l, fmt.Errorf("%w: AMD GPU %s exposes no power1_cap (the driver does not support a power limit on it)", backend.ErrBlocked, addr)
 	}
 	if l.max, ok, err = c.readMicro(hw, "power1_cap_max"); err != nil {
 		return l, fmt.Errorf("read power cap range of AMD GPU %s: %w", addr, err)
 	} else if !ok || l.max <= 0 {
-		return l, fmt.Errorf("%w: AMD GPU %s reports no power1_cap_max; a limit is never written without the hardware's range", power.ErrBlocked, addr)
+		return l, fmt.Errorf("%w: AMD GPU %s reports no power1_cap_max; a limit is never written without the hardware's range", backend.ErrBlocked, addr)
 	}
 	if l.min, _, err = c.readMicro(hw, "power1_cap_min"); err != nil {
 		return l, fmt.Errorf("read power cap range of AMD GPU %s: %w", addr, err)
@@ -214,7 +214,7 @@ func (c *Capper) write(addr string, l limits, target int64) (int64, error) {
 	}
 	attr := path.Join(l.hwmon, capAttr)
 	if !c.fs.Writable(attr) {
-		return l.cur, fmt.Errorf("%w: power1_cap of AMD GPU %s is read-only (%s)", power.ErrBlocked, addr, c.fs.Path(attr))
+		return l.cur, fmt.Errorf("%w: power1_cap of AMD GPU %s is read-only (%s)", backend.ErrBlocked, addr, c.fs.Path(attr))
 	}
 	if c.journal == nil {
 		return l.cur, fmt.Errorf("set power cap of AMD GPU %s: no journal to record the original in; refusing to write", addr)
@@ -226,10 +226,10 @@ func (c *Capper) write(addr string, l limits, target int64) (int64, error) {
 		if errors.Is(err, syscall.EROFS) {
 			// The file allows writes but the mount does not: the
 			// shipped systemd unit keeps /sys/devices read-only.
-			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w; /sys/devices is read-only to the agent (systemd's ProtectKernelTunables): allow it with a drop-in, ReadWritePaths=-/sys/devices (systemd/README.md)", power.ErrBlocked, addr, target, err)
+			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w; /sys/devices is read-only to the agent (systemd's ProtectKernelTunables): allow it with a drop-in, ReadWritePaths=-/sys/devices (systemd/README.md)", backend.ErrBlocked, addr, target, err)
 		}
 		if errors.Is(err, sysfs.ErrReadOnly) {
-			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w", power.ErrBlocked, addr, target, err)
+			return l.cur, fmt.Errorf("%w: set power cap of AMD GPU %s to %d µW: %w", backend.ErrBlocked, addr, target, err)
 		}
 		return l.cur, fmt.Errorf("set power cap of AMD GPU %s to %d µW: %w", addr, target, err)
 	}
@@ -246,8 +246,8 @@ func (c *Capper) write(addr string, l limits, target int64) (int64, error) {
 }
 
 // describe reads one GPU's identity, limits and draw.
-func (c *Capper) describe(index int, addr, dev string) (power.GPU, error) {
-	g := power.GPU{Index: index, UUID: addr, PCIBusID: addr, Name: c.productName(dev)}
+func (c *Capper) describe(index int, addr, dev string) (backend.GPU, error) {
+	g := backend.GPU{Index: index, UUID: addr, PCIBusID: addr, Name: c.productName(dev)}
 	hw, err := c.hwmonDir(dev)
 	if err != nil {
 		g.CapBlocked = "the amdgpu driver gives the GPU no hwmon directory, so no power1_cap to set"

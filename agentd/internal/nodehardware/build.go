@@ -1,4 +1,4 @@
-// Package discovery turns what the agent's backends found on a host into
+// Package nodehardware turns what the agent's backends found on a host into
 // the NodeHardware status the controller plans with: models resolved
 // against the shared hardware catalog, per-package and per-GPU cap ranges,
 // which controls and telemetry work, and warnings for what is missing.
@@ -7,7 +7,7 @@
 // the mapping is tested with tables. Missing pieces are warnings and a
 // lower quality grade, never a failure: a host that reports little still
 // gets a NodeHardware, filled in from the catalog.
-package discovery
+package nodehardware
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"joulie.io/joulie/agentd/internal/power"
+	"joulie.io/joulie/agentd/internal/backend"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/catalog"
 )
@@ -39,7 +39,7 @@ type Facts struct {
 	// GPUBackend names the GPU backend (nvml, amdsmi, hwmon, http); empty
 	// when none was found.
 	GPUBackend joulie.ControlBackend
-	GPUs       []power.GPU
+	GPUs       []backend.GPU
 	// GPUError is why GPU enumeration failed, if it did.
 	GPUError error
 	// MemoryBytes is the host's physical memory.
@@ -244,7 +244,7 @@ func buildGPU(f Facts, cat *catalog.Catalog, warnings []string) (*joulie.GPUHard
 // reason shared by every GPU is said once, without device numbers (eight
 // GPUs without a driver are one problem); otherwise each reason names its
 // GPUs.
-func blockedGPUs(gpus []power.GPU) (string, int) {
+func blockedGPUs(gpus []backend.GPU) (string, int) {
 	var reasons []string
 	ids := map[string][]string{}
 	n := 0
