@@ -12,7 +12,7 @@
 // Everything the backend asks of NVML goes through the Library and Device
 // interfaces below, which hold only the calls it makes, so tests drive
 // go-nvml's mock servers through the same code path as the real library.
-// Units are NVML's own up to the power.GPU boundary: limits and power in
+// Units are NVML's own up to the backend.GPU boundary: limits and power in
 // milliwatts, energy in millijoules. The journal keeps originals in
 // milliwatts, as NVML reads and writes them.
 package nvml
