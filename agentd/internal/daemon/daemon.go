@@ -105,7 +105,7 @@ func routed(ctx context.Context, cfg config.Config, log *slog.Logger, route Rout
 	c, err := httpbackend.New(hc)
 	if err == nil {
 		var hw agent.Hardware
-		if hw, err = httphost.New(c, httphost.Options{DVFS: cfg.DVFS.Config(), Version: version.Version}); err == nil {
+		if hw, err = httphost.New(c, httphost.Options{DVFS: cfg.DVFS, Version: version.Version}); err == nil {
 			log.Info("TelemetryProfile routes this node to an HTTP backend", "profile", profile,
 				"telemetry", hc.Telemetry.URL, "control", hc.Control.URL)
 			return hw
@@ -122,7 +122,7 @@ func openHardware(cfg config.Config) (agent.Hardware, error) {
 		if err != nil {
 			return nil, fmt.Errorf("http backend: %w", err)
 		}
-		return httphost.New(c, httphost.Options{DVFS: cfg.DVFS.Config(), Version: version.Version})
+		return httphost.New(c, httphost.Options{DVFS: cfg.DVFS, Version: version.Version})
 	}
 	// One writer per journal: a second daemon, or an offline restore by
 	// joulie-agentctl, must not write the same controls at the same time.
@@ -135,7 +135,7 @@ func openHardware(cfg config.Config) (agent.Hardware, error) {
 	h, err := host.Open(host.Config{
 		Root: cfg.HostRoot, StateDir: cfg.StateDir,
 		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
-		DVFS: cfg.DVFS.Config(), AgentVersion: version.Version,
+		DVFS: cfg.DVFS, AgentVersion: version.Version,
 	})
 	if err != nil {
 		_ = unlock()

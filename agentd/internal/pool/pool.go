@@ -133,7 +133,7 @@ func (p *Pool) start(ctx context.Context, node string, labels map[string]string)
 	if err != nil {
 		return nil, err
 	}
-	hw, err := httphost.New(c, httphost.Options{CPUModel: labels[joulie.LabelHWCPUModel], DVFS: p.cfg.DVFS.Config(), Version: version.Version})
+	hw, err := httphost.New(c, httphost.Options{CPUModel: labels[joulie.LabelHWCPUModel], DVFS: p.cfg.DVFS, Version: version.Version})
 	if err != nil {
 		return nil, err
 	}
