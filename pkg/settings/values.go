@@ -63,10 +63,8 @@ func SetString(dst any, s string) error {
 	case kindString:
 		v.SetString(s)
 	case kindText:
-		// The type's error continues a sentence about the value: "is not
-		// a size (such as \"64Mi\")".
 		if err := dst.(encoding.TextUnmarshaler).UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
-			return fmt.Errorf("%q %v", s, err)
+			return fmt.Errorf("%q: %v", s, err)
 		}
 	case kindDuration:
 		d, err := time.ParseDuration(strings.TrimSpace(s))
