@@ -49,7 +49,9 @@ type Key[C any] struct {
 	// Ref returns a pointer to the key's field in c, creating optional
 	// blocks on the way (so call it on a copy when only reading). The
 	// field is a string kind, bool, int, int64, float64, *float64,
-	// time.Duration, metav1.Duration or an encoding.TextUnmarshaler.
+	// time.Duration or metav1.Duration; or Ref returns an
+	// encoding.TextUnmarshaler (and TextMarshaler) that writes the field,
+	// for a value with its own syntax (a size, a JSON map).
 	Ref func(c *C) any
 }
 

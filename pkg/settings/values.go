@@ -58,14 +58,17 @@ func IsBool(dst any) bool { return kindOf(dst) == kindBool }
 // points to. An empty string unsets an optional number and is an empty
 // string field; other kinds refuse it.
 func SetString(dst any, s string) error {
-	v := reflect.ValueOf(dst).Elem()
-	switch kindOf(dst) {
-	case kindString:
-		v.SetString(s)
-	case kindText:
+	k := kindOf(dst)
+	if k == kindText {
 		if err := dst.(encoding.TextUnmarshaler).UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
 			return fmt.Errorf("%q: %v", s, err)
 		}
+		return nil
+	}
+	v := reflect.ValueOf(dst).Elem()
+	switch k {
+	case kindString:
+		v.SetString(s)
 	case kindDuration:
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
@@ -201,17 +204,19 @@ func FormatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) 
 // Format renders the field dst points to as SetString takes it; ok is
 // false for an unset optional number.
 func Format(dst any) (s string, ok bool) {
-	v := reflect.ValueOf(dst).Elem()
-	switch kindOf(dst) {
-	case kindString:
-		return v.String(), true
-	case kindText:
+	k := kindOf(dst)
+	if k == kindText {
 		if m, ok := dst.(encoding.TextMarshaler); ok {
 			if b, err := m.MarshalText(); err == nil {
 				return string(b), true
 			}
 		}
-		return fmt.Sprint(v.Interface()), true
+		return fmt.Sprint(dst), true
+	}
+	v := reflect.ValueOf(dst).Elem()
+	switch k {
+	case kindString:
+		return v.String(), true
 	case kindDuration:
 		if p, ok := dst.(*metav1.Duration); ok {
 			return p.Duration.String(), true
