@@ -88,4 +88,3 @@ func checkRange(env string, v float64) error {
 	}
 	return fmt.Errorf("%s=%s: must be between 0 and 1", env, strconv.FormatFloat(v, 'g', -1, 64))
 }
-
