@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -448,4 +449,21 @@ func (t *Table[C]) overlayEnv(c *C, lookup func(string) (string, bool), origin m
 		}
 	}
 	return errs
+}
+
+// CheckFiles loads every file matching glob on its own, without the
+// environment, and reports the problems of all of them; none matching is
+// an error. It is for tests of generated files (the Helm chart's).
+func (t *Table[C]) CheckFiles(glob string) error {
+	paths, err := filepath.Glob(glob)
+	if err != nil || len(paths) == 0 {
+		return fmt.Errorf("no file matches %s (%v)", glob, err)
+	}
+	var errs []error
+	for _, p := range paths {
+		if _, err := t.FileSource(p, nil).Load(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }

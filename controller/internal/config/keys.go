@@ -14,7 +14,7 @@ type key = settings.Key[Config]
 
 // keys lists every setting in the order of --help and the README.
 var keys = []key{
-	{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster",
+	{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster", DefaultText: "in-cluster",
 		Ref: func(c *Config) any { return &c.Kubeconfig }},
 	{Path: "metricsAddress", Env: []string{"METRICS_ADDR"}, Usage: "address of /metrics, /healthz and /readyz",
 		Ref: func(c *Config) any { return &c.MetricsAddr }},
@@ -88,14 +88,14 @@ var keys = []key{
 	{Path: "gpu.productLabelKeys", Env: []string{"GPU_PRODUCT_LABEL_KEYS"}, Usage: "node labels naming the GPU product, comma-separated, tried in order",
 		Ref: func(c *Config) any { return labelKeys{&c.Settings.Intent.GPUProductLabelKeys} }},
 
-	{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1 (as the extender's)",
+	{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1, in the utilization model; the extender's (the chart sets both from extender.*)",
 		Ref: func(c *Config) any { return &c.Settings.Coefficients.CPUUtil }},
 	{Path: "marginal.gpuUtilCoeffStandard", Env: []string{powerest.EnvGPUUtilCoeffStandard}, Usage: "share of its GPU power a standard pod is expected to draw, 0..1",
 		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilStandard }},
 	{Path: "marginal.gpuUtilCoeffPerformance", Env: []string{powerest.EnvGPUUtilCoeffPerformance}, Usage: "share of its GPU power a performance pod is expected to draw, 0..1",
 		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilPerformance }},
 
-	{Path: "enableFacilityMetrics", Env: []string{facility.EnvEnabled}, Usage: "poll the facility Prometheus for ambient temperature, IT and cooling power",
+	{Path: "enableFacilityMetrics", Env: []string{facility.EnvEnabled}, Usage: "poll the facility Prometheus for ambient temperature, IT and cooling power; PUE = (IT + cooling) / IT",
 		Ref: func(c *Config) any { return &c.Facility.Enabled }},
 	{Path: "facility.prometheusURL", Env: []string{facility.EnvPrometheusURL}, Usage: "base URL of the facility Prometheus",
 		Ref: func(c *Config) any { return &c.Facility.PrometheusURL }},
@@ -103,14 +103,14 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.Facility.Interval }},
 	{Path: "facility.queryTimeout", Env: []string{facility.EnvQueryTimeout}, Usage: "time limit of each facility query",
 		Ref: func(c *Config) any { return &c.Facility.Timeout }},
-	{Path: "facility.ambientTempMetric", Env: []string{facility.EnvAmbientTempMetric}, Usage: "metric name or PromQL giving the ambient temperature in °C",
+	{Path: "facility.ambientTempMetric", Env: []string{facility.EnvAmbientTempMetric}, Usage: "metric name or PromQL giving the ambient temperature in °C (the hottest series wins)",
 		Ref: func(c *Config) any { return &c.Facility.AmbientTempQuery }},
-	{Path: "facility.itPowerMetric", Env: []string{facility.EnvITPowerMetric}, Usage: "metric name or PromQL giving the IT power in watts",
+	{Path: "facility.itPowerMetric", Env: []string{facility.EnvITPowerMetric}, Usage: "metric name or PromQL giving the IT power in watts (series are summed)",
 		Ref: func(c *Config) any { return &c.Facility.ITPowerQuery }},
-	{Path: "facility.coolingPowerMetric", Env: []string{facility.EnvCoolingMetric}, Usage: "metric name or PromQL giving the cooling power in watts",
+	{Path: "facility.coolingPowerMetric", Env: []string{facility.EnvCoolingMetric}, Usage: "metric name or PromQL giving the cooling power in watts (series are summed)",
 		Ref: func(c *Config) any { return &c.Facility.CoolingPowerQuery }},
 
-	{Path: "kepler.enabled", Flag: "enable-kepler-power", Env: []string{"ENABLE_KEPLER_POWER"}, Usage: "read node power from Kepler through the facility Prometheus (facility.prometheusURL)",
+	{Path: "kepler.enabled", Flag: "enable-kepler-power", Env: []string{"ENABLE_KEPLER_POWER"}, Usage: "node power from Kepler (source kepler) for nodes whose agent reports none, through the facility Prometheus (facility.prometheusURL)",
 		Ref: func(c *Config) any { return &c.Kepler }},
 	{Path: "kepler.nodePowerQuery", Env: []string{facility.EnvKeplerQuery}, Usage: "PromQL giving watts per node",
 		Ref: func(c *Config) any { return &c.KeplerQuery }},

@@ -86,7 +86,7 @@ var table = settings.New(settings.Table[Config]{
 	Keys: []settings.Key[Config]{
 		{Path: "addr", Env: []string{"EXTENDER_ADDR"}, Usage: "host:port to serve on",
 			Ref: func(c *Config) any { return &c.Addr }},
-		{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty uses the in-cluster service account",
+		{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty uses the in-cluster service account", DefaultText: "in-cluster",
 			Ref: func(c *Config) any { return &c.Kubeconfig }},
 		{Path: "twinStalenessThreshold", Env: []string{"TWIN_STALENESS_THRESHOLD"}, Usage: "age beyond which a NodeTwin scores a neutral 50",
 			Ref: func(c *Config) any { return &c.StalenessThreshold }},
