@@ -245,3 +245,30 @@ func TestNewLogHandler(t *testing.T) {
 		t.Error("level warn not honoured")
 	}
 }
+
+// The README's key table is the key table's rendering, and its DVFS
+// table names each tunable's key, seed variable and default truthfully.
+func TestREADMETablesAreTheKeyTable(t *testing.T) {
+	const readme = "../../README.md"
+	if err := table.CheckMarkdown(readme, os.Getenv("JOULIE_UPDATE_README") == "1"); err != nil {
+		t.Error(err)
+	}
+	if err := table.CheckMentions(readme, "## DVFS tunables"); err != nil {
+		t.Error(err)
+	}
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(dvfs\\.[a-zA-Z]+)` \\(`[A-Z_]+`\\) \\| ([^|]+) \\|")
+	rows := row.FindAllStringSubmatch(string(data), -1)
+	if len(rows) != 7 {
+		t.Fatalf("the DVFS table has %d rows, want the 7 tunables", len(rows))
+	}
+	def := Default()
+	for _, r := range rows {
+		if got, _ := settings.Format(table.Key(r[1]).Ref(&def)); got != strings.TrimSpace(r[2]) {
+			t.Errorf("README: %s defaults to %s, the key table says %s", r[1], r[2], got)
+		}
+	}
+}
