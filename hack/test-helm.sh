@@ -102,7 +102,7 @@ for f in default facility kepler legacy; do
 		sed -n '/^  [a-z]*\.yaml: |$/,$p' "$out/$p-$f.yaml" | tail -n +2 | sed 's/^    //' >"$out/configs/$p-$f.yaml"
 	done
 done
-JOULIE_CHART_CONFIGS="$out/configs" ${GO:-go} test -count=1 -run TestChartConfigFiles ./controller/internal/config ./extender/internal/config >"$out/go-test.log" 2>&1 ||
+JOULIE_CHART_CONFIGS="$out/configs" ${GO:-go} test -count=1 -run TestDocumentsAndChartAgreeWithTheKeyTable ./controller/internal/config ./extender/internal/config >"$out/go-test.log" 2>&1 ||
 	fail "a program refuses the configuration file the chart renders: $(cat "$out/go-test.log")"
 "$helm" lint --strict "$chart" "${on[@]}"
 
