@@ -40,7 +40,9 @@ func (t *Table[C]) Flags() []cli.Flag {
 		}
 		ref := k.Ref(t.clone(def))
 		if IsBool(ref) {
-			flags = append(flags, &cli.BoolFlag{Name: k.FlagName(), Usage: usage, Category: cat})
+			// Value only shows the default in --help; the loader reads a
+			// switch only when it was given.
+			flags = append(flags, &cli.BoolFlag{Name: k.FlagName(), Usage: usage, Category: cat, Value: *ref.(*bool)})
 			continue
 		}
 		text, _ := Format(ref)

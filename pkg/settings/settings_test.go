@@ -175,3 +175,29 @@ func TestDocumentsMustMatchTheTable(t *testing.T) {
 		t.Errorf("mentions: %v", err)
 	}
 }
+
+// A switch that defaults to on says so, and --name=false turns it off.
+func TestSwitchDefaultingOn(t *testing.T) {
+	on := New(Table[demo]{
+		Keys:    []Key[demo]{{Path: "enabled", Usage: "switch", Ref: func(c *demo) any { return &c.Enabled }}},
+		Default: func() demo { return demo{Enabled: true} },
+	})
+	if h := on.Flags()[1].String(); !strings.Contains(h, "(default: true)") {
+		t.Errorf("help of a switch that defaults to on: %s", h)
+	}
+	for args, want := range map[string]bool{"": true, "--enabled=false": false, "--enabled": true} {
+		var got demo
+		app := &cli.App{Name: "demo", Flags: on.Flags(), Action: func(c *cli.Context) error {
+			var err error
+			got, err = on.CLISource(c, nil).Load()
+			return err
+		}}
+		argv := []string{"demo"}
+		if args != "" {
+			argv = append(argv, args)
+		}
+		if err := app.Run(argv); err != nil || got.Enabled != want {
+			t.Errorf("%q: enabled %v, %v; want %v", args, got.Enabled, err, want)
+		}
+	}
+}
