@@ -114,7 +114,7 @@ var table = settings.New(settings.Table[Config]{
 			Ref: func(c *Config) any { return &c.WriteTimeout }},
 		{Path: "idleTimeout", Env: []string{"EXTENDER_IDLE_TIMEOUT"}, Usage: "time a kept-alive connection may stay idle",
 			Ref: func(c *Config) any { return &c.IdleTimeout }},
-		{Path: "logLevel", Env: []string{"EXTENDER_LOG_LEVEL"}, Usage: "debug, info, warn or error",
+		{Path: "logLevel", Env: []string{"EXTENDER_LOG_LEVEL"}, Usage: "debug, info, warn or error", DefaultText: "info",
 			Ref: func(c *Config) any { return &c.LogLevel }},
 		{Path: "logFormat", Env: []string{"EXTENDER_LOG_FORMAT"}, Usage: "text or json",
 			Ref: func(c *Config) any { return &c.LogFormat }},
