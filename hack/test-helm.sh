@@ -61,6 +61,8 @@ nowant "$out/extender-default.yaml" "^ *($facility):" "facility metrics are off 
 wantkey "$out/controller-default.yaml" leaderElectionId '"joulie-controller"'
 wantkey "$out/controller-default.yaml" productLabelKeys '"nvidia.com/gpu.product,amd.com/gpu.product"'
 wantkey "$out/extender-default.yaml" maxInflightBytes '"160Mi"'
+config controller --set-json 'controller.caps.gpuProductLabelKeys=[]' >"$out/controller-nolabels.yaml"
+wantkey "$out/controller-nolabels.yaml" productLabelKeys '""'
 on=(--set facilityMetrics.enabled=true --set facilityMetrics.kepler.enabled=true
 	--set facilityMetrics.prometheusUrl=http://prom.example:9090/prometheus --set facilityMetrics.pollInterval=1m
 	--set facilityMetrics.queries.itPower='sum(site_it_watts{hall="a"})')

@@ -129,6 +129,15 @@ facility:
 	}
 }
 
+// An empty list of product labels in the file is no label at all (what
+// the chart writes for an empty gpuProductLabelKeys), not the default.
+func TestEmptyProductLabelKeysInTheFile(t *testing.T) {
+	c, err := table.Parse("controller.yaml", []byte("gpu:\n  productLabelKeys: \"\"\n"))
+	if err != nil || len(c.Settings.Intent.GPUProductLabelKeys) != 0 {
+		t.Errorf("productLabelKeys \"\" gives %q, %v; want none", c.Settings.Intent.GPUProductLabelKeys, err)
+	}
+}
+
 func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 	for _, tc := range []struct {
 		name string
