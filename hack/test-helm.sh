@@ -29,7 +29,9 @@ nowant() { ! grep -Eq -- "$2" "$1" || fail "$3: unexpected line matching '$2' in
 
 want "$out/default.yaml" '^kind: ValidatingAdmissionPolicy$' "the agents' admission policy"
 want "$out/default.yaml" '^kind: ValidatingAdmissionPolicyBinding$' "the policy's binding"
-want "$out/default.yaml" 'value: "joulie.io/managed=true"' "NODE_SELECTOR's default"
+want "$out/default.yaml" 'nodeSelector: "joulie.io/managed=true"' "the node selector's default"
+want "$out/default.yaml" '^ *- --config=/etc/joulie/controller.yaml$' "the controller reads its configuration file"
+want "$out/default.yaml" '^ *- --config=/etc/joulie/extender.yaml$' "the extender reads its configuration file"
 want "$out/default.yaml" 'urlPrefix: "http://joulie-extender.joulie-system.svc:9876"' "the scheduler snippet's URL"
 want "$out/default.yaml" 'enableHTTPS: false' "plain HTTP by default"
 nowant "$out/default.yaml" '^kind: ServiceMonitor$' "ServiceMonitor is opt-in"
@@ -40,50 +42,70 @@ want "$out/everything.yaml" 'secretName: joulie-extender-tls' "the TLS Secret mo
 want "$out/everything.yaml" '^kind: ServiceMonitor$' "ServiceMonitor when enabled"
 want "$out/everything.yaml" 'grafana_dashboard: "1"' "the dashboard's sidecar label"
 
-# Facility metrics and Kepler: off, neither Deployment gets their
-# variables; on, the controller gets the Prometheus, the queries and the
-# switches, and the extender ENABLE_FACILITY_METRICS. Each check looks at
-# one Deployment's render.
-deployment() { render --show-only "templates/$1-deployment.yaml" "${@:2}"; }
-# wantenv FILE NAME VALUE: the render sets variable NAME to VALUE.
-wantenv() {
-	grep -A1 -E -- "^ *- name: $2\$" "$1" | grep -Fq -- "value: \"$3\"" ||
-		fail "$(basename "$1"): no $2=\"$3\""
+# Facility metrics and Kepler: off, neither configuration file has their
+# keys; on, the controller's gets the Prometheus, the queries and the
+# switches, and the extender's enableFacilityMetrics. Each check looks at
+# one program's ConfigMap.
+config() { render --show-only "templates/$1-config.yaml" "${@:2}"; }
+# wantkey FILE KEY VALUE: the configuration sets KEY (indented as in its
+# block) to VALUE as written in YAML.
+wantkey() {
+	grep -Eq -- "^ *$2: " "$1" && grep -E -- "^ *$2: " "$1" | grep -Fq -- "$2: $3" ||
+		fail "$(basename "$1"): no $2: $3"
 }
-facility='ENABLE_FACILITY_METRICS|FACILITY_[A-Z_]+|ENABLE_KEPLER_POWER|KEPLER_[A-Z_]+'
-deployment controller >"$out/controller-default.yaml"
-deployment extender >"$out/extender-default.yaml"
-nowant "$out/controller-default.yaml" "name: ($facility)\$" "facility metrics and Kepler are off by default"
-nowant "$out/extender-default.yaml" "name: ($facility)\$" "facility metrics are off by default"
+facility='enableFacilityMetrics|facility|kepler'
+config controller >"$out/controller-default.yaml"
+config extender >"$out/extender-default.yaml"
+nowant "$out/controller-default.yaml" "^ *($facility):" "facility metrics and Kepler are off by default"
+nowant "$out/extender-default.yaml" "^ *($facility):" "facility metrics are off by default"
+wantkey "$out/controller-default.yaml" leaderElectionId '"joulie-controller"'
+wantkey "$out/controller-default.yaml" productLabelKeys '"nvidia.com/gpu.product,amd.com/gpu.product"'
+wantkey "$out/extender-default.yaml" maxInflightBytes '"160Mi"'
+config controller --set-json 'controller.caps.gpuProductLabelKeys=[]' >"$out/controller-nolabels.yaml"
+wantkey "$out/controller-nolabels.yaml" productLabelKeys '""'
 on=(--set facilityMetrics.enabled=true --set facilityMetrics.kepler.enabled=true
 	--set facilityMetrics.prometheusUrl=http://prom.example:9090/prometheus --set facilityMetrics.pollInterval=1m
 	--set facilityMetrics.queries.itPower='sum(site_it_watts{hall="a"})')
-deployment controller "${on[@]}" >"$out/controller-facility.yaml"
-deployment extender "${on[@]}" >"$out/extender-facility.yaml"
-wantenv "$out/controller-facility.yaml" ENABLE_FACILITY_METRICS true
-wantenv "$out/controller-facility.yaml" FACILITY_PROMETHEUS_URL http://prom.example:9090/prometheus
-wantenv "$out/controller-facility.yaml" FACILITY_POLL_INTERVAL 1m
-wantenv "$out/controller-facility.yaml" FACILITY_QUERY_TIMEOUT 10s
-wantenv "$out/controller-facility.yaml" FACILITY_AMBIENT_TEMP_METRIC datacenter_ambient_temperature_celsius
-wantenv "$out/controller-facility.yaml" FACILITY_IT_POWER_METRIC 'sum(site_it_watts{hall=\"a\"})'
-wantenv "$out/controller-facility.yaml" FACILITY_COOLING_POWER_METRIC datacenter_cooling_power_watts
-wantenv "$out/controller-facility.yaml" ENABLE_KEPLER_POWER true
-wantenv "$out/controller-facility.yaml" KEPLER_NODE_POWER_QUERY 'sum by (node_name) (rate(kepler_node_platform_joules_total[1m]))'
-wantenv "$out/controller-facility.yaml" KEPLER_NODE_LABEL node_name
-wantenv "$out/extender-facility.yaml" ENABLE_FACILITY_METRICS true
-nowant "$out/extender-facility.yaml" "name: (FACILITY_[A-Z_]+|ENABLE_KEPLER_POWER|KEPLER_[A-Z_]+)\$" "the extender needs only the switch"
+config controller "${on[@]}" >"$out/controller-facility.yaml"
+config extender "${on[@]}" >"$out/extender-facility.yaml"
+wantkey "$out/controller-facility.yaml" enableFacilityMetrics true
+wantkey "$out/controller-facility.yaml" prometheusURL '"http://prom.example:9090/prometheus"'
+wantkey "$out/controller-facility.yaml" pollInterval '"1m"'
+wantkey "$out/controller-facility.yaml" queryTimeout '"10s"'
+wantkey "$out/controller-facility.yaml" ambientTempMetric '"datacenter_ambient_temperature_celsius"'
+wantkey "$out/controller-facility.yaml" itPowerMetric '"sum(site_it_watts{hall=\"a\"})"'
+wantkey "$out/controller-facility.yaml" coolingPowerMetric '"datacenter_cooling_power_watts"'
+wantkey "$out/controller-facility.yaml" enabled true
+wantkey "$out/controller-facility.yaml" nodePowerQuery '"sum by (node_name) (rate(kepler_node_platform_joules_total[1m]))"'
+wantkey "$out/controller-facility.yaml" nodeLabel '"node_name"'
+wantkey "$out/extender-facility.yaml" enableFacilityMetrics true
+nowant "$out/extender-facility.yaml" "^ *(facility|kepler):" "the extender needs only the switch"
 # Kepler alone still needs the Prometheus, but not the facility poller.
-deployment controller --set facilityMetrics.kepler.enabled=true >"$out/controller-kepler.yaml"
-deployment extender --set facilityMetrics.kepler.enabled=true >"$out/extender-kepler.yaml"
-wantenv "$out/controller-kepler.yaml" ENABLE_KEPLER_POWER true
-wantenv "$out/controller-kepler.yaml" FACILITY_PROMETHEUS_URL http://prometheus-operated.monitoring.svc:9090
-nowant "$out/controller-kepler.yaml" 'name: (ENABLE_FACILITY_METRICS|FACILITY_[A-Z_]+_METRIC)$' "Kepler alone leaves the facility poller off"
-nowant "$out/extender-kepler.yaml" "name: ($facility)\$" "Kepler is the controller's alone"
+config controller --set facilityMetrics.kepler.enabled=true >"$out/controller-kepler.yaml"
+config extender --set facilityMetrics.kepler.enabled=true >"$out/extender-kepler.yaml"
+wantkey "$out/controller-kepler.yaml" enabled true
+wantkey "$out/controller-kepler.yaml" prometheusURL '"http://prometheus-operated.monitoring.svc:9090"'
+nowant "$out/controller-kepler.yaml" '^ *(enableFacilityMetrics|[a-zA-Z]+Metric):' "Kepler alone leaves the facility poller off"
+nowant "$out/extender-kepler.yaml" "^ *($facility):" "Kepler is the controller's alone"
 # The older extender-only switch still reaches the extender, and only it.
-deployment controller --set extender.enableFacilityMetrics=true >"$out/controller-legacy.yaml"
-deployment extender --set extender.enableFacilityMetrics=true >"$out/extender-legacy.yaml"
-wantenv "$out/extender-legacy.yaml" ENABLE_FACILITY_METRICS true
-nowant "$out/controller-legacy.yaml" "name: ($facility)\$" "extender.enableFacilityMetrics is the extender's alone"
+config controller --set extender.enableFacilityMetrics=true >"$out/controller-legacy.yaml"
+config extender --set extender.enableFacilityMetrics=true >"$out/extender-legacy.yaml"
+wantkey "$out/extender-legacy.yaml" enableFacilityMetrics true
+nowant "$out/controller-legacy.yaml" "^ *($facility):" "extender.enableFacilityMetrics is the extender's alone"
+# With TLS the extender's file names the mounted key pair.
+config extender --set extender.tls.secretName=joulie-extender-tls >"$out/extender-tls.yaml"
+wantkey "$out/extender-tls.yaml" certFile /etc/joulie-extender/tls/tls.crt
+
+# Each rendered file is one its program accepts: the programs' own
+# loaders read them (a Go test that runs only when given the files).
+mkdir "$out/configs"
+for f in default facility kepler legacy; do
+	for p in controller extender; do
+		sed -n '/^  [a-z]*\.yaml: |$/,$p' "$out/$p-$f.yaml" | tail -n +2 | sed 's/^    //' >"$out/configs/$p-$f.yaml"
+	done
+done
+JOULIE_CHART_CONFIGS="$out/configs" ${GO:-go} test -count=1 -run TestDocumentsAndChartAgreeWithTheKeyTable ./controller/internal/config ./extender/internal/config >"$out/go-test.log" 2>&1 ||
+	fail "a program refuses the configuration file the chart renders: $(cat "$out/go-test.log")"
 "$helm" lint --strict "$chart" "${on[@]}"
 
 # The schema refuses what the programs would refuse at start.

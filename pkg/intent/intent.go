@@ -10,13 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-// ModelCaps is one entry of GPU_MODEL_CAPS_JSON: the power-limit range of
+// ModelCaps is one entry of GPU_MODEL_CAPS_JSON (the controller's
+// gpu.modelCapsJSON): the power-limit range of
 // a GPU product, in watts per GPU.
 type ModelCaps struct {
 	MinCapWatts float64 `json:"minCapWatts"`
@@ -50,73 +50,6 @@ func Default() Config {
 		GPUPerformanceCapPctOfMax: 100, GPUEcoCapPctOfMax: 60,
 		GPUProductLabelKeys: []string{"nvidia.com/gpu.product", "amd.com/gpu.product"},
 	}
-}
-
-// FromEnv reads the knobs through lookup (os.LookupEnv in the program),
-// starting from Default. Errors name the variable and its value.
-func FromEnv(lookup func(string) (string, bool)) (Config, error) {
-	c := Default()
-	bools := []struct {
-		key string
-		dst *bool
-	}{{"CPU_WRITE_ABSOLUTE_CAPS", &c.CPUWriteAbsoluteCaps}, {"GPU_WRITE_ABSOLUTE_CAPS", &c.GPUWriteAbsoluteCaps}}
-	for _, b := range bools {
-		if v, ok := lookup(b.key); ok && v != "" {
-			p, err := strconv.ParseBool(v)
-			if err != nil {
-				return c, fmt.Errorf("%s=%q: want true or false", b.key, v)
-			}
-			*b.dst = p
-		}
-	}
-	pcts := []struct {
-		key string
-		dst *float64
-	}{
-		{"CPU_PERFORMANCE_CAP_PCT_OF_MAX", &c.CPUPerformanceCapPctOfMax}, {"CPU_ECO_CAP_PCT_OF_MAX", &c.CPUEcoCapPctOfMax},
-		{"GPU_PERFORMANCE_CAP_PCT_OF_MAX", &c.GPUPerformanceCapPctOfMax}, {"GPU_ECO_CAP_PCT_OF_MAX", &c.GPUEcoCapPctOfMax},
-	}
-	for _, p := range pcts {
-		if v, ok := lookup(p.key); ok && v != "" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(f) || f <= 0 || f > 100 {
-				return c, fmt.Errorf("%s=%q: want a percentage in (0, 100]", p.key, v)
-			}
-			*p.dst = f
-		}
-	}
-	watts := []struct {
-		key string
-		dst *float64
-	}{{"PERFORMANCE_CAP_WATTS", &c.PerformanceCapWatts}, {"ECO_CAP_WATTS", &c.EcoCapWatts}}
-	for _, w := range watts {
-		if v, ok := lookup(w.key); ok && v != "" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
-				return c, fmt.Errorf("%s=%q: want watts per CPU package above 0", w.key, v)
-			}
-			*w.dst = f
-		}
-	}
-	if c.CPUWriteAbsoluteCaps && (c.PerformanceCapWatts == 0 || c.EcoCapWatts == 0) {
-		return c, fmt.Errorf("CPU_WRITE_ABSOLUTE_CAPS=true needs PERFORMANCE_CAP_WATTS and ECO_CAP_WATTS")
-	}
-	if v, ok := lookup("GPU_MODEL_CAPS_JSON"); ok && strings.TrimSpace(v) != "" {
-		m, err := ParseModelCaps([]byte(v))
-		if err != nil {
-			return c, fmt.Errorf("GPU_MODEL_CAPS_JSON: %w", err)
-		}
-		c.GPUModelCaps = m
-	}
-	if v, ok := lookup("GPU_PRODUCT_LABEL_KEYS"); ok {
-		c.GPUProductLabelKeys = nil
-		for _, k := range strings.Split(v, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				c.GPUProductLabelKeys = append(c.GPUProductLabelKeys, k)
-			}
-		}
-	}
-	return c, nil
 }
 
 // ParseModelCaps parses GPU_MODEL_CAPS_JSON: an object from product name to

@@ -7,15 +7,8 @@ import (
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-func env(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
-
 func TestDefaultsArePercentages(t *testing.T) {
-	c, err := FromEnv(env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := Default()
 	eco := c.Spec(joulie.ProfileEco, Node{GPUCount: 8})
 	if *eco.CPU.PackagePowerCapPctOfMax != 60 || eco.CPU.PackagePowerCapWatts != nil {
 		t.Errorf("eco CPU %+v, want 60%% of max", eco.CPU)
@@ -30,15 +23,14 @@ func TestDefaultsArePercentages(t *testing.T) {
 }
 
 func TestAbsoluteCaps(t *testing.T) {
-	c, err := FromEnv(env(map[string]string{
-		"CPU_WRITE_ABSOLUTE_CAPS": "true", "PERFORMANCE_CAP_WATTS": "350", "ECO_CAP_WATTS": "210",
-		"GPU_WRITE_ABSOLUTE_CAPS": "true", "GPU_ECO_CAP_PCT_OF_MAX": "50",
-		"GPU_MODEL_CAPS_JSON":    `{"NVIDIA-H100-80GB-HBM3": {"minCapWatts": 200, "maxCapWatts": 700}, "NVIDIA L4": {"minCapWatts": 40, "maxCapWatts": 72}}`,
-		"GPU_PRODUCT_LABEL_KEYS": "nvidia.com/gpu.product",
-	}))
+	models, err := ParseModelCaps([]byte(`{"NVIDIA-H100-80GB-HBM3": {"minCapWatts": 200, "maxCapWatts": 700}, "NVIDIA L4": {"minCapWatts": 40, "maxCapWatts": 72}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := Default()
+	c.CPUWriteAbsoluteCaps, c.PerformanceCapWatts, c.EcoCapWatts = true, 350, 210
+	c.GPUWriteAbsoluteCaps, c.GPUEcoCapPctOfMax = true, 50
+	c.GPUModelCaps, c.GPUProductLabelKeys = models, []string{"nvidia.com/gpu.product"}
 	// The product label names the model.
 	n := Node{Labels: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, GPUCount: 8, CPUMaxWattsPerSocket: 350}
 	eco := c.Spec(joulie.ProfileEco, n)
@@ -66,22 +58,14 @@ func TestAbsoluteCaps(t *testing.T) {
 	}
 }
 
-func TestBadKnobsNameTheVariable(t *testing.T) {
-	for _, tc := range []struct{ key, value, want string }{
-		{"CPU_ECO_CAP_PCT_OF_MAX", "0", "CPU_ECO_CAP_PCT_OF_MAX=\"0\""},
-		{"GPU_ECO_CAP_PCT_OF_MAX", "101", "GPU_ECO_CAP_PCT_OF_MAX"},
-		{"CPU_WRITE_ABSOLUTE_CAPS", "yes please", "CPU_WRITE_ABSOLUTE_CAPS"},
-		{"ECO_CAP_WATTS", "-5", "ECO_CAP_WATTS"},
-		{"GPU_MODEL_CAPS_JSON", `{"H100": {"minCapWatts": 800, "maxCapWatts": 700}}`, "H100"},
-		{"GPU_MODEL_CAPS_JSON", `{"H100": {"max": 700}}`, "GPU_MODEL_CAPS_JSON"},
-		{"GPU_MODEL_CAPS_JSON", `[1,2]`, "GPU_MODEL_CAPS_JSON"},
+func TestParseModelCapsRefusesBadRanges(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"H100": {"minCapWatts": 800, "maxCapWatts": 700}}`, "H100"},
+		{`{"H100": {"max": 700}}`, "want {"},
+		{`[1,2]`, "want {"},
 	} {
-		_, err := FromEnv(env(map[string]string{tc.key: tc.value}))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s=%s: error %v, want one naming %s", tc.key, tc.value, err, tc.want)
+		if _, err := ParseModelCaps([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %s", tc.json, err, tc.want)
 		}
-	}
-	if _, err := FromEnv(env(map[string]string{"CPU_WRITE_ABSOLUTE_CAPS": "true"})); err == nil {
-		t.Error("absolute CPU caps without watts were accepted")
 	}
 }

@@ -35,9 +35,7 @@ package powerest
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
 )
 
 // Environment variables that override DefaultCoefficients in the extender.
@@ -89,45 +87,4 @@ func checkRange(env string, v float64) error {
 		return nil
 	}
 	return fmt.Errorf("%s=%s: must be between 0 and 1", env, strconv.FormatFloat(v, 'g', -1, 64))
-}
-
-// CoefficientsFromEnv starts from DefaultCoefficients, overrides each value
-// whose environment variable is set, and validates the result. lookup is
-// os.LookupEnv in production and a map in tests. A variable that is set but
-// empty (or only blanks) keeps the default, as a Helm chart renders an unset
-// value as "". All problems are reported together, so that an operator
-// fixes a bad deployment in one round.
-func CoefficientsFromEnv(lookup func(string) (string, bool)) (Coefficients, error) {
-	c := DefaultCoefficients()
-	errs := []error{
-		override(lookup, EnvCPUUtilCoeff, &c.CPUUtil),
-		override(lookup, EnvGPUUtilCoeffStandard, &c.GPUUtilStandard),
-		override(lookup, EnvGPUUtilCoeffPerformance, &c.GPUUtilPerformance),
-	}
-	if err := errors.Join(errs...); err != nil {
-		return Coefficients{}, err
-	}
-	return c, nil
-}
-
-func override(lookup func(string) (string, bool), env string, dst *float64) error {
-	raw, ok := lookup(env)
-	if !ok {
-		return nil
-	}
-	s := strings.TrimSpace(raw)
-	if s == "" {
-		return nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("%s=%q: not a number", env, raw)
-	}
-	// ParseFloat accepts "NaN" and "Inf", and turns "1e999" into +Inf with
-	// ErrRange: numbers, but not usable ones.
-	if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
-		return fmt.Errorf("%s=%q: must be between 0 and 1", env, raw)
-	}
-	*dst = v
-	return nil
 }

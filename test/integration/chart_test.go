@@ -212,8 +212,15 @@ func TestHelmInstallAndUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the extender's Deployment: %v", err)
 	}
-	if v := dep.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != "joulie-extender-tls" {
-		t.Errorf("the extender does not mount the TLS Secret: %+v", v)
+	// Two volumes: the configuration file's ConfigMap and the TLS Secret.
+	if v := dep.Spec.Template.Spec.Volumes; len(v) != 2 || v[0].ConfigMap == nil || v[0].ConfigMap.Name != release+"-extender-config" ||
+		v[1].Secret == nil || v[1].Secret.SecretName != "joulie-extender-tls" {
+		t.Errorf("the extender does not mount its configuration and the TLS Secret: %+v", v)
+	}
+	if cfg, err := kube.CoreV1().ConfigMaps(namespace).Get(ctx, release+"-extender-config", metav1.GetOptions{}); err != nil {
+		t.Errorf("the extender's configuration: %v", err)
+	} else if !strings.Contains(cfg.Data["extender.yaml"], "certFile: /etc/joulie-extender/tls/tls.crt") {
+		t.Errorf("the extender's configuration does not name the mounted key pair:\n%s", cfg.Data["extender.yaml"])
 	}
 	cm, err := kube.CoreV1().ConfigMaps(namespace).Get(ctx, release+"-extender-scheduler-config", metav1.GetOptions{})
 	if err != nil {

@@ -74,7 +74,7 @@ func forgetOffline(c *cli.Context, id, output string) error {
 	h, err := host.Open(host.Config{
 		Root: cfg.HostRoot, StateDir: cfg.StateDir,
 		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
-		DVFS: cfg.DVFS.Config(), AgentVersion: version.Version,
+		DVFS: cfg.DVFS, AgentVersion: version.Version,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), exitFailure)

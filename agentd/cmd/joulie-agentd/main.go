@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/pkg/cliapp"
+	"joulie.io/joulie/pkg/settings"
 )
 
 func main() {
@@ -29,10 +29,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := cliapp.Daemon("joulie-agentd", "enforce Joulie power caps on this host", append(config.Flags(), manPageFlag), stdout, stderr,
+	app := cliapp.Daemon("joulie-agentd", "enforce Joulie power caps on this host", append(config.Flags(), settings.ManPageFlag), stdout, stderr,
 		func(c *cli.Context) error {
-			if c.Bool(manPageFlag.Name) {
-				return writeManPage(c.App, stdout)
+			if c.Bool(settings.ManPageFlag.Name) {
+				// The packages build joulie-agentd.8 with it.
+				return settings.WriteManPage(c.App, 8, stdout)
 			}
 			// Before anything can write a power control, so that a stop
 			// signal at any later moment ends in the restore.
@@ -83,18 +84,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"the journal of original settings cannot be read (the message says which file and what to do); " +
 		"joulie-agentd.service does not restart it."
 	return cliapp.Run(app, args, stderr)
-}
-
-// manPageFlag prints the manual page (section 8) instead of running; the
-// packages build joulie-agentd.8 with it, so the page always matches the
-// flags. Hidden: it is for the build, not for operators.
-var manPageFlag = &cli.BoolFlag{Name: "man-page", Hidden: true}
-
-func writeManPage(app *cli.App, w io.Writer) error {
-	page, err := app.ToManWithSection(8)
-	if err != nil {
-		return cli.Exit(fmt.Sprintf("render the manual page: %v", err), 1)
-	}
-	_, err = io.WriteString(w, page)
-	return err
 }

@@ -1,6 +1,8 @@
-// Package config is joulie-agentd's configuration: one struct, read from a
-// YAML file, overridden by JOULIE_* environment variables and then by
-// command-line flags, and validated once, at start and on reload.
+// Package config is joulie-agentd's configuration: one struct, its key
+// table and its validation. The mechanism (YAML file, JOULIE_* environment
+// variables, command-line flags, one validation pass, --help) is
+// pkg/settings, shared with the controller and the extender; the
+// configuration is read and validated once at start and again on reload.
 //
 // Every key has three spellings, derived mechanically from its YAML path
 // so that none has to be looked up: the path in camelCase
@@ -19,7 +21,6 @@
 package config
 
 import (
-	"errors"
 	"hash/fnv"
 	"os"
 	"strings"
@@ -27,8 +28,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/settings"
 )
 
 // DefaultPath is where the packages install the configuration file. A
@@ -47,22 +50,6 @@ const (
 	// update granularity, and the DVFS loop acts on trip counts of ticks.
 	MinReconcileInterval = time.Second
 )
-
-// Failsafe is what the agent enforces once its desired state has gone
-// stale (SPEC.md, "Safety rules").
-type Failsafe string
-
-const (
-	// FailsafeKeep leaves the last applied target in force.
-	FailsafeKeep Failsafe = "keep"
-	// FailsafePerformance lifts the caps to the performance profile.
-	FailsafePerformance Failsafe = "performance"
-	// FailsafeRestore puts the journaled original values back.
-	FailsafeRestore Failsafe = "restore"
-)
-
-// LibraryNone as a library path turns that library's backend off.
-const LibraryNone = "none"
 
 // Config is joulie-agentd's whole configuration. The json tags are the
 // YAML keys (sigs.k8s.io/yaml goes through JSON), so yaml.Marshal of a
@@ -89,8 +76,10 @@ type Config struct {
 	// ReconcileInterval is the tick (5s, at least MinReconcileInterval).
 	ReconcileInterval metav1.Duration `json:"reconcileInterval"`
 	// Failsafe is applied when no fresh desired state has arrived for
-	// FailsafeTimeout (keep).
-	Failsafe Failsafe `json:"failsafe"`
+	// FailsafeTimeout: agent.FailsafeKeep (the default),
+	// agent.FailsafePerformance or agent.FailsafeRestore (SPEC.md,
+	// "Safety rules").
+	Failsafe string `json:"failsafe"`
 	// FailsafeTimeout is how long the desired state may go without a
 	// refresh before the failsafe applies (5m).
 	FailsafeTimeout metav1.Duration `json:"failsafeTimeout"`
@@ -98,10 +87,10 @@ type Config struct {
 	// by default the originals are restored.
 	KeepCapsOnStop bool `json:"keepCapsOnStop"`
 	// NVMLLibraryPath is libnvidia-ml's path; empty lets the loader find
-	// libnvidia-ml.so.1, LibraryNone skips NVML.
+	// libnvidia-ml.so.1, host.Skip ("none") skips NVML.
 	NVMLLibraryPath string `json:"nvmlLibraryPath"`
 	// AMDSMILibraryPath is libamd_smi's path; empty tries the usual
-	// places, LibraryNone skips amd-smi.
+	// places, host.Skip ("none") skips amd-smi.
 	AMDSMILibraryPath string `json:"amdsmiLibraryPath"`
 	// LogLevel is debug, info, warn or error (info).
 	LogLevel string `json:"logLevel"`
@@ -109,7 +98,7 @@ type Config struct {
 	LogFormat string `json:"logFormat"`
 
 	// DVFS tunes the DVFS fallback controller.
-	DVFS DVFS `json:"dvfs"`
+	DVFS dvfs.Config `json:"dvfs"`
 
 	// Backend is where controls and telemetry go: host (the machine's own
 	// sysfs, NVML, amd-smi) or http (a simulator, see HTTP).
@@ -126,44 +115,7 @@ type Config struct {
 	Pool Pool `json:"pool"`
 
 	// src says how this Config was loaded, so Reload can repeat it.
-	src *source
-}
-
-// DVFS holds the DVFS fallback's tunables under YAML keys; see
-// dvfs.Config for what each does and why its default is what it is.
-type DVFS struct {
-	EMAAlpha    float64         `json:"emaAlpha"`
-	HighMarginW float64         `json:"highMarginW"`
-	LowMarginW  float64         `json:"lowMarginW"`
-	TripCount   int             `json:"tripCount"`
-	Cooldown    metav1.Duration `json:"cooldown"`
-	StepPct     float64         `json:"stepPct"`
-	MinFreqKHz  int64           `json:"minFreqKHz"`
-}
-
-// Config returns the tunables as the dvfs package takes them.
-func (d DVFS) Config() dvfs.Config {
-	return dvfs.Config{
-		EMAAlpha:    d.EMAAlpha,
-		HighMarginW: d.HighMarginW,
-		LowMarginW:  d.LowMarginW,
-		TripCount:   d.TripCount,
-		Cooldown:    d.Cooldown.Duration,
-		StepPct:     d.StepPct,
-		MinFreqKHz:  d.MinFreqKHz,
-	}
-}
-
-func dvfsFrom(c dvfs.Config) DVFS {
-	return DVFS{
-		EMAAlpha:    c.EMAAlpha,
-		HighMarginW: c.HighMarginW,
-		LowMarginW:  c.LowMarginW,
-		TripCount:   c.TripCount,
-		Cooldown:    metav1.Duration{Duration: c.Cooldown},
-		StepPct:     c.StepPct,
-		MinFreqKHz:  c.MinFreqKHz,
-	}
+	src *settings.Source[Config]
 }
 
 // HTTP is a simulator endpoint speaking the httpbackend contract. In
@@ -222,11 +174,11 @@ func Default() Config {
 		Socket:            "/run/joulie/agentd.sock",
 		MetricsAddress:    DefaultMetricsAddress,
 		ReconcileInterval: metav1.Duration{Duration: 5 * time.Second},
-		Failsafe:          FailsafeKeep,
+		Failsafe:          agent.FailsafeKeep,
 		FailsafeTimeout:   metav1.Duration{Duration: 5 * time.Minute},
 		LogLevel:          "info",
 		LogFormat:         "text",
-		DVFS:              dvfsFrom(dvfs.DefaultConfig()),
+		DVFS:              dvfs.DefaultConfig(),
 		Backend:           joulie.EndpointHost,
 		HTTP:              HTTP{Timeout: metav1.Duration{Duration: joulie.DefaultEndpointTimeout}},
 		StandaloneMode:    StandaloneMode{Profile: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}},
@@ -251,18 +203,4 @@ func (c Config) Standalone() bool { return c.Kubeconfig == "" }
 
 // ErrUsage is wrapped by every error of this package: the configuration
 // (file, variables, flags) is at fault, and the daemon exits with code 2.
-var ErrUsage = errors.New("bad configuration")
-
-// usageError carries the problems and makes errors.Is(err, ErrUsage)
-// hold without adding ErrUsage's text to the message.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string   { return e.err.Error() }
-func (e *usageError) Unwrap() []error { return []error{ErrUsage, e.err} }
-
-func usage(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return &usageError{errors.Join(errs...)}
-}
+var ErrUsage = settings.ErrUsage

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/settings"
 )
 
 func TestDefaults(t *testing.T) {
@@ -26,14 +27,14 @@ func TestDefaults(t *testing.T) {
 		{"socket", c.Socket, "/run/joulie/agentd.sock"},
 		{"metricsAddress", c.MetricsAddress, ":9477"},
 		{"reconcileInterval", c.ReconcileInterval.Duration, 5 * time.Second},
-		{"failsafe", c.Failsafe, FailsafeKeep},
+		{"failsafe", c.Failsafe, agent.FailsafeKeep},
 		{"failsafeTimeout", c.FailsafeTimeout.Duration, 5 * time.Minute},
 		{"keepCapsOnStop", c.KeepCapsOnStop, false},
 		{"nvmlLibraryPath", c.NVMLLibraryPath, ""},
 		{"amdsmiLibraryPath", c.AMDSMILibraryPath, ""},
 		{"logLevel", c.LogLevel, "info"},
 		{"logFormat", c.LogFormat, "text"},
-		{"dvfs", c.DVFS.Config(), dvfs.DefaultConfig()},
+		{"dvfs", c.DVFS, dvfs.DefaultConfig()},
 		{"backend", c.Backend, joulie.EndpointHost},
 		{"http.timeout", c.HTTP.Timeout.Duration, joulie.DefaultEndpointTimeout},
 		{"standalone.profile", fmt.Sprint(c.StandaloneMode.Profile), fmt.Sprint(joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance})},
@@ -79,22 +80,19 @@ func TestFlagAndVariableNames(t *testing.T) {
 	seen := 0
 	flags, envs := map[string]bool{}, map[string]bool{}
 	for _, k := range keys {
-		if flags[k.flagName()] || envs[k.envName()] {
-			t.Errorf("%s: flag or variable name used twice", k.path)
+		if flags[k.FlagName()] || envs[envName(k)] {
+			t.Errorf("%s: flag or variable name used twice", k.Path)
 		}
-		flags[k.flagName()], envs[k.envName()] = true, true
-		if w, ok := want[k.path]; ok {
+		flags[k.FlagName()], envs[envName(k)] = true, true
+		if w, ok := want[k.Path]; ok {
 			seen++
-			if k.flagName() != w[0] || k.envName() != w[1] {
-				t.Errorf("%s: flag %s, variable %s; want %s, %s", k.path, k.flagName(), k.envName(), w[0], w[1])
+			if k.FlagName() != w[0] || envName(k) != w[1] {
+				t.Errorf("%s: flag %s, variable %s; want %s, %s", k.Path, k.FlagName(), envName(k), w[0], w[1])
 			}
 		}
 	}
 	if seen != len(want) {
 		t.Errorf("found %d of the %d keys of the table", seen, len(want))
-	}
-	if got := words("a.b2C.telemetryURL"); !slices.Equal(got, []string{"a", "b2", "c", "telemetry", "url"}) {
-		t.Errorf("words(a.b2C.telemetryURL) = %q", got)
 	}
 }
 
@@ -110,13 +108,13 @@ func TestFlagsCoverEveryKey(t *testing.T) {
 		help[f.Names()[0]] = fmt.Sprint(f)
 	}
 	for _, k := range keys {
-		h, ok := help[k.flagName()]
+		h, ok := help[k.FlagName()]
 		if !ok {
-			t.Errorf("%s has no flag --%s", k.path, k.flagName())
+			t.Errorf("%s has no flag --%s", k.Path, k.FlagName())
 			continue
 		}
-		if !strings.Contains(h, k.envName()) {
-			t.Errorf("help of --%s does not name %s: %s", k.flagName(), k.envName(), h)
+		if !strings.Contains(h, envName(k)) {
+			t.Errorf("help of --%s does not name %s: %s", k.FlagName(), envName(k), h)
 		}
 	}
 	if h := help["reconcile-interval"]; !strings.Contains(h, "(default: 5s)") {
@@ -161,16 +159,16 @@ func TestExampleFileShowsEveryKeyAndItsDefault(t *testing.T) {
 	}
 	// "#key: value" is a switched-off key; "# words" is prose.
 	on := regexp.MustCompile(`(?m)^(\s*)#(\S)`).ReplaceAll(data, []byte("$1$2"))
-	tree, err := parseYAML(on)
+	tree, err := settings.ParseYAML(on)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if _, ok := lookupPath(tree.(map[string]any), k.path); !ok {
-			t.Errorf("the example does not show %s", k.path)
+		if _, ok := settings.LookupPath(tree.(map[string]any), k.Path); !ok {
+			t.Errorf("the example does not show %s", k.Path)
 		}
 	}
-	got, err := (&source{path: "example"}).build(on)
+	got, err := table.Parse("example", on)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,5 +242,32 @@ func TestNewLogHandler(t *testing.T) {
 	}
 	if h.Enabled(t.Context(), -4) || !h.Enabled(t.Context(), 4) {
 		t.Error("level warn not honoured")
+	}
+}
+
+// The README's key table is the key table's rendering, and its DVFS
+// table names each tunable's key, seed variable and default truthfully.
+func TestREADMETablesAreTheKeyTable(t *testing.T) {
+	const readme = "../../README.md"
+	if err := table.CheckMarkdown(readme, os.Getenv("JOULIE_UPDATE_README") == "1"); err != nil {
+		t.Error(err)
+	}
+	if err := table.CheckMentions(readme, "## DVFS tunables"); err != nil {
+		t.Error(err)
+	}
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(dvfs\\.[a-zA-Z]+)` \\(`[A-Z_]+`\\) \\| ([^|]+) \\|")
+	rows := row.FindAllStringSubmatch(string(data), -1)
+	if len(rows) != 7 {
+		t.Fatalf("the DVFS table has %d rows, want the 7 tunables", len(rows))
+	}
+	def := Default()
+	for _, r := range rows {
+		if got, _ := settings.Format(table.Key(r[1]).Ref(&def)); got != strings.TrimSpace(r[2]) {
+			t.Errorf("README: %s defaults to %s, the key table says %s", r[1], r[2], got)
+		}
 	}
 }

@@ -58,6 +58,17 @@ func runCLI(t *testing.T, lookup func(string) (string, bool), args ...string) (C
 	return cfg, loadErr
 }
 
+// envName is the JOULIE_ variable of k.
+func envName(k key) string { return table.DerivedVar(&k) }
+
+// alias is the seed's variable of k, or "".
+func alias(k key) string {
+	if len(k.Env) == 0 {
+		return ""
+	}
+	return k.Env[0]
+}
+
 func f64(v float64) *float64 { return &v }
 
 // wantErr checks that err is a usage error containing every one of want.

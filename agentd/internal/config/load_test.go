@@ -11,6 +11,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"joulie.io/joulie/agentd/internal/agent"
+	"joulie.io/joulie/agentd/internal/dvfs"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -66,14 +68,14 @@ func everything() Config {
 	c.Socket = "/run/joulie/test.sock"
 	c.MetricsAddress = "127.0.0.1:9999"
 	c.ReconcileInterval = metav1.Duration{Duration: 2 * time.Second}
-	c.Failsafe = FailsafeRestore
+	c.Failsafe = agent.FailsafeRestore
 	c.FailsafeTimeout = metav1.Duration{Duration: time.Minute}
 	c.KeepCapsOnStop = true
 	c.NVMLLibraryPath = "none"
 	c.AMDSMILibraryPath = "/opt/rocm/lib/libamd_smi.so"
 	c.LogLevel, c.LogFormat = "debug", "json"
-	c.DVFS = DVFS{EMAAlpha: 0.5, HighMarginW: 8, LowMarginW: 12.5, TripCount: 3,
-		Cooldown: metav1.Duration{Duration: 30 * time.Second}, StepPct: 2.5, MinFreqKHz: 1200000}
+	c.DVFS = dvfs.Config{EMAAlpha: 0.5, HighMarginW: 8, LowMarginW: 12.5, TripCount: 3,
+		Cooldown: 30 * time.Second, StepPct: 2.5, MinFreqKHz: 1200000}
 	c.Backend = joulie.EndpointHTTP
 	c.HTTP = HTTP{TelemetryURL: "http://sim:8080/{node}", ControlURL: "http://sim:8081/{node}",
 		Timeout: metav1.Duration{Duration: 3 * time.Second}}
@@ -150,7 +152,7 @@ func TestLoadLayers(t *testing.T) {
 		},
 		{
 			name: "seed variables", env: map[string]string{"POOL_NODE_SELECTOR": "sim=true", "DVFS_COOLDOWN": "20"},
-			want: func(c *Config) { c.Pool.NodeSelector = "sim=true"; c.DVFS.Cooldown.Duration = 20 * time.Second },
+			want: func(c *Config) { c.Pool.NodeSelector = "sim=true"; c.DVFS.Cooldown = 20 * time.Second },
 		},
 		{
 			name: "JOULIE_ names win over the seed's",
@@ -300,7 +302,7 @@ func TestMissingFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "agentd.yaml")
 
 	// The default path may be absent: defaults apply.
-	c, err := (&source{path: missing, lookup: env(nil)}).load()
+	c, err := table.NewSource(missing, "", env(nil)).Load()
 	if err != nil {
 		t.Fatalf("missing default file: %v", err)
 	}
@@ -323,7 +325,7 @@ func TestMissingFile(t *testing.T) {
 }
 
 func TestHugeFileRefused(t *testing.T) {
-	path := writeFile(t, "# "+strings.Repeat("x", maxFileSize)+"\n")
+	path := writeFile(t, "# "+strings.Repeat("x", 1<<20)+"\n")
 	_, err := Load(path, env(nil))
 	wantErr(t, err, "is larger than")
 }
@@ -365,7 +367,7 @@ func TestReloadKeepsStartFlags(t *testing.T) {
 func TestNonFiniteNumbersNameKeyValueAndSource(t *testing.T) {
 	var floats []*key
 	for i := range keys {
-		switch keys[i].ref(&Config{}).(type) {
+		switch keys[i].Ref(&Config{}).(type) {
 		case *float64, **float64:
 			floats = append(floats, &keys[i])
 		}
@@ -375,25 +377,25 @@ func TestNonFiniteNumbersNameKeyValueAndSource(t *testing.T) {
 	}
 	for _, k := range floats {
 		for i, v := range []struct{ yaml, shown, str string }{{".nan", ".nan", "NaN"}, {".inf", ".inf", "inf"}, {"-.Inf", "-.inf", "-Infinity"}} {
-			t.Run(k.path+"/file/"+v.yaml, func(t *testing.T) {
-				path := writeFile(t, nested(k.path, v.yaml))
+			t.Run(k.Path+"/file/"+v.yaml, func(t *testing.T) {
+				path := writeFile(t, nested(k.Path, v.yaml))
 				_, err := Load(path, env(nil))
-				wantErr(t, err, path+": "+k.path+": "+v.shown+" is not a number")
+				wantErr(t, err, path+": "+k.Path+": "+v.shown+" is not a number")
 			})
-			t.Run(k.path+"/env/"+v.str, func(t *testing.T) {
-				_, err := Load("", env(map[string]string{k.envName(): v.str}))
-				wantErr(t, err, fmt.Sprintf("%s: %s=%q is not a number", k.path, k.envName(), v.str))
+			t.Run(k.Path+"/env/"+v.str, func(t *testing.T) {
+				_, err := Load("", env(map[string]string{envName(*k): v.str}))
+				wantErr(t, err, fmt.Sprintf("%s: %s=%q is not a number", k.Path, envName(*k), v.str))
 			})
-			t.Run(k.path+"/flag/"+v.str, func(t *testing.T) {
-				_, err := runCLI(t, env(nil), "--config", "", "--"+k.flagName(), v.str)
-				wantErr(t, err, fmt.Sprintf("%s: --%s=%q is not a number", k.path, k.flagName(), v.str))
+			t.Run(k.Path+"/flag/"+v.str, func(t *testing.T) {
+				_, err := runCLI(t, env(nil), "--config", "", "--"+k.FlagName(), v.str)
+				wantErr(t, err, fmt.Sprintf("%s: --%s=%q is not a number", k.Path, k.FlagName(), v.str))
 			})
-			if k.alias != "" && i == 0 {
-				// The seed's DVFS_* variables go through the dvfs package,
-				// whose own range check names the value.
-				t.Run(k.path+"/seed-env", func(t *testing.T) {
-					_, err := Load("", env(map[string]string{k.alias: v.str}))
-					wantErr(t, err, k.path+": ", "got NaN (from "+k.alias+")")
+			if alias(*k) != "" && i == 0 {
+				// The seed's DVFS_* variables are read like every other
+				// variable, so they refuse the same values.
+				t.Run(k.Path+"/seed-env", func(t *testing.T) {
+					_, err := Load("", env(map[string]string{alias(*k): v.str}))
+					wantErr(t, err, fmt.Sprintf("%s: %s=%q is not a number", k.Path, alias(*k), v.str))
 				})
 			}
 		}
@@ -473,7 +475,7 @@ func TestLoadForHoldsOnlyTheNeededKeys(t *testing.T) {
 	need := []string{"stateDir", "hostRoot"}
 	load := func(t *testing.T, file string, lookup map[string]string) (Config, []error, error) {
 		t.Helper()
-		return (&source{path: writeFile(t, file), namedBy: "--config", lookup: env(lookup)}).loadFor(need)
+		return table.NewSource(writeFile(t, file), "--config", env(lookup)).LoadFor(need)
 	}
 	messages := func(errs []error) string {
 		var s []string

@@ -67,14 +67,7 @@ func redactURL(raw string) string {
 
 // settings calls fn with every key that has a value, in key order, on
 // the redacted configuration.
-func (c Config) settings(fn func(path, value string)) {
-	r := c.Redacted()
-	for i := range keys {
-		if v, ok := format(keys[i].ref(&r)); ok {
-			fn(keys[i].path, v)
-		}
-	}
-}
+func (c Config) settings(fn func(path, value string)) { table.Each(c.Redacted(), fn) }
 
 // String renders the effective configuration on one line, key=value in
 // key order, passwords redacted: what the daemon logs at start.

@@ -15,7 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"joulie.io/joulie/agentd/internal/agent"
+	"joulie.io/joulie/agentd/internal/host"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/settings"
 )
 
 // maxSocketPath is the longest Unix socket path Linux binds: sun_path
@@ -23,26 +26,18 @@ import (
 const maxSocketPath = 107
 
 // problem is one validation finding, under the key to fix.
-type problem struct {
-	key, msg string
-}
+type problem = settings.Problem
 
 // Validate reports every problem of c, each naming its key and the bad
 // value. The error wraps ErrUsage.
-func (c Config) Validate() error {
-	var errs []error
-	for _, p := range c.problems() {
-		errs = append(errs, errors.New(p.key+": "+p.msg))
-	}
-	return usage(errs)
-}
+func (c Config) Validate() error { return table.Validate(&c) }
 
 // problems checks the keys in the order of keys, so that the report
 // reads in the order of the file.
 func (c Config) problems() []problem {
 	var ps []problem
 	add := func(key, format string, a ...any) {
-		ps = append(ps, problem{key, fmt.Sprintf(format, a...)})
+		ps = append(ps, problem{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
 
 	switch {
@@ -81,7 +76,7 @@ func (c Config) problems() []problem {
 		add("reconcileInterval", "%q is below the minimum %v", d.String(), MinReconcileInterval)
 	}
 	switch c.Failsafe {
-	case FailsafeKeep, FailsafePerformance, FailsafeRestore:
+	case agent.FailsafeKeep, agent.FailsafePerformance, agent.FailsafeRestore:
 	default:
 		add("failsafe", "%q is not one of keep, performance, restore", c.Failsafe)
 	}
@@ -94,7 +89,7 @@ func (c Config) problems() []problem {
 		// dlopen resolves a relative path with a slash against the working
 		// directory, which for a service is whatever systemd chose.
 		if strings.ContainsRune(v, '/') && !filepath.IsAbs(v) {
-			add(key, "%q is a relative path; give an absolute path, a bare library name, \"\" or %q", v, LibraryNone)
+			add(key, "%q is a relative path; give an absolute path, a bare library name, \"\" or %q", v, host.Skip)
 		}
 		if strings.ContainsRune(v, 0) {
 			add(key, "%q contains a NUL byte", v)
@@ -113,13 +108,10 @@ func (c Config) problems() []problem {
 		add("logFormat", "%q is not one of text, json", c.LogFormat)
 	}
 
-	// The DVFS rules live in the dvfs package; its messages are put
-	// under the YAML keys.
-	if err := c.DVFS.Config().Validate(); err != nil {
-		for _, e := range relabelDVFS(err, true) {
-			key, msg, _ := strings.Cut(e.Error(), ": ")
-			add(key, "%s", msg)
-		}
+	// The DVFS rules live in the dvfs package, which names each field by
+	// its key under dvfs.
+	for _, p := range c.DVFS.Problems() {
+		add("dvfs."+p.Field, "%s", p.Msg)
 	}
 
 	switch c.Backend {
@@ -174,16 +166,16 @@ func profileProblems(prefix string, p joulie.NodePowerProfileSpec) []problem {
 	switch p.Profile {
 	case joulie.ProfilePerformance, joulie.ProfileEco:
 	default:
-		ps = append(ps, problem{prefix + ".profile", fmt.Sprintf("%q is not one of performance, eco", p.Profile)})
+		ps = append(ps, problem{Key: prefix + ".profile", Msg: fmt.Sprintf("%q is not one of performance, eco", p.Profile)})
 	}
 	watts := func(key string, v *float64) {
 		if v != nil && (!(*v >= 0) || math.IsInf(*v, 0)) {
-			ps = append(ps, problem{prefix + "." + key, fmt.Sprintf("%s must be a number of watts >= 0", fmtFloat(*v))})
+			ps = append(ps, problem{Key: prefix + "." + key, Msg: fmt.Sprintf("%s must be a number of watts >= 0", fmtFloat(*v))})
 		}
 	}
 	pct := func(key string, v *float64) {
 		if v != nil && !(*v >= 0 && *v <= 100) {
-			ps = append(ps, problem{prefix + "." + key, fmt.Sprintf("%s is not a percentage in 0..100", fmtFloat(*v))})
+			ps = append(ps, problem{Key: prefix + "." + key, Msg: fmt.Sprintf("%s is not a percentage in 0..100", fmtFloat(*v))})
 		}
 	}
 	if cpu := p.CPU; cpu != nil {
@@ -197,7 +189,7 @@ func profileProblems(prefix string, p joulie.NodePowerProfileSpec) []problem {
 	return ps
 }
 
-func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+func fmtFloat(f float64) string { return settings.FormatFloat(f) }
 
 // checkDir says what is wrong with dir as the host root, or "".
 func checkDir(dir string) string {

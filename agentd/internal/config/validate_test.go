@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"joulie.io/joulie/agentd/internal/agent"
+	"joulie.io/joulie/agentd/internal/host"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -42,13 +44,13 @@ func TestValidate(t *testing.T) {
 		{"reconcile at the minimum", func(c *Config) { c.ReconcileInterval.Duration = time.Second }, ""},
 		{"unknown failsafe", func(c *Config) { c.Failsafe = "off" },
 			`failsafe: "off" is not one of keep, performance, restore`},
-		{"failsafe restore", func(c *Config) { c.Failsafe = FailsafeRestore }, ""},
+		{"failsafe restore", func(c *Config) { c.Failsafe = agent.FailsafeRestore }, ""},
 		{"failsafe before a tick", func(c *Config) { c.FailsafeTimeout.Duration = 2 * time.Second },
 			`failsafeTimeout: "2s" is shorter than reconcileInterval "5s"`},
 		{"relative library", func(c *Config) { c.NVMLLibraryPath = "lib/libnvidia-ml.so.1" },
 			`nvmlLibraryPath: "lib/libnvidia-ml.so.1" is a relative path`},
 		{"library by soname", func(c *Config) { c.AMDSMILibraryPath = "libamd_smi.so.26" }, ""},
-		{"library off", func(c *Config) { c.AMDSMILibraryPath = LibraryNone }, ""},
+		{"library off", func(c *Config) { c.AMDSMILibraryPath = host.Skip }, ""},
 		{"NUL in library", func(c *Config) { c.AMDSMILibraryPath = "/opt/a\x00b" },
 			`amdsmiLibraryPath: "/opt/a\x00b" contains a NUL byte`},
 		{"log level", func(c *Config) { c.LogLevel = "trace" },
@@ -59,7 +61,7 @@ func TestValidate(t *testing.T) {
 		{"dvfs margin", func(c *Config) { c.DVFS.HighMarginW = -1 }, `dvfs.highMarginW: must be a finite number of watts >= 0, got -1`},
 		{"dvfs low margin", func(c *Config) { c.DVFS.LowMarginW = -2 }, `dvfs.lowMarginW: must be a finite number of watts >= 0, got -2`},
 		{"dvfs trips", func(c *Config) { c.DVFS.TripCount = 0 }, `dvfs.tripCount: must be at least 1, got 0`},
-		{"dvfs cooldown", func(c *Config) { c.DVFS.Cooldown.Duration = -time.Second }, `dvfs.cooldown: must not be negative, got -1s`},
+		{"dvfs cooldown", func(c *Config) { c.DVFS.Cooldown = -time.Second }, `dvfs.cooldown: must not be negative, got -1s`},
 		{"dvfs step", func(c *Config) { c.DVFS.StepPct = 150 }, `dvfs.stepPct: must be in (0, 100], got 150`},
 		{"dvfs frequency", func(c *Config) { c.DVFS.MinFreqKHz = -5 }, `dvfs.minFreqKHz: must not be negative, got -5`},
 		{"unknown backend", func(c *Config) { c.Backend = "grpc" },

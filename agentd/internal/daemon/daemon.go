@@ -91,7 +91,7 @@ func openHost(cfg config.Config) (agent.Hardware, error) {
 	h, err := host.Open(host.Config{
 		Root: cfg.HostRoot, StateDir: cfg.StateDir,
 		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
-		DVFS: cfg.DVFS.Config(), AgentVersion: version.Version,
+		DVFS: cfg.DVFS, AgentVersion: version.Version,
 	})
 	if err != nil {
 		_ = unlock()

@@ -73,7 +73,7 @@ func NewActuator(setter *cpufreq.Setter, host cpufreq.Host, minFreqKHz int64) (*
 		return nil, fmt.Errorf("%w: scaling_max_freq is read-only on every CPU", backend.ErrBlocked)
 	}
 	if minFreqKHz < 0 {
-		return nil, fmt.Errorf("%s must not be negative, got %d", EnvMinFreqKHz, minFreqKHz)
+		return nil, fmt.Errorf("minFreqKHz must not be negative, got %d", minFreqKHz)
 	}
 	a := &Actuator{setter: setter}
 	for _, unit := range throttleOrder(host) {

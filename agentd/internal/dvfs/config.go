@@ -4,21 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
-)
-
-// The environment variables of the tunables (agent seed, "DVFS fallback
-// control loop").
-const (
-	EnvEMAAlpha    = "DVFS_EMA_ALPHA"
-	EnvHighMarginW = "DVFS_HIGH_MARGIN_W"
-	EnvLowMarginW  = "DVFS_LOW_MARGIN_W"
-	EnvTripCount   = "DVFS_TRIP_COUNT"
-	EnvCooldown    = "DVFS_COOLDOWN"
-	EnvStepPct     = "DVFS_STEP_PCT"
-	EnvMinFreqKHz  = "DVFS_MIN_FREQ_KHZ"
 )
 
 // Config holds the DVFS fallback's tunables. Watts are those of the power
@@ -48,28 +34,27 @@ const (
 //     sample never moves the throttle, and 10 s between actions, so each
 //     change shows in the readings before the next one.
 type Config struct {
-	// EMAAlpha (DVFS_EMA_ALPHA, default 0.3) is the weight of the newest
+	// EMAAlpha (default 0.3) is the weight of the newest
 	// reading in the power average, in (0, 1]; 1 disables smoothing.
-	EMAAlpha float64
-	// HighMarginW (DVFS_HIGH_MARGIN_W, default 5) is how far above the cap
+	EMAAlpha float64 `json:"emaAlpha"`
+	// HighMarginW (default 5) is how far above the cap
 	// the average may sit before it counts as above.
-	HighMarginW float64
-	// LowMarginW (DVFS_LOW_MARGIN_W, default 20) is how far below the cap
+	HighMarginW float64 `json:"highMarginW"`
+	// LowMarginW (default 20) is how far below the cap
 	// the average may sit before it counts as below.
-	LowMarginW float64
-	// TripCount (DVFS_TRIP_COUNT, default 2) is the number of consecutive
+	LowMarginW float64 `json:"lowMarginW"`
+	// TripCount (default 2) is the number of consecutive
 	// readings above (below) the band that triggers an action.
-	TripCount int
-	// Cooldown (DVFS_COOLDOWN, default 10s) is the least time between two
-	// actions. The variable takes a Go duration ("10s") or seconds ("10").
-	Cooldown time.Duration
-	// StepPct (DVFS_STEP_PCT, default 5) is the change of throttle per
+	TripCount int `json:"tripCount"`
+	// Cooldown (default 10s) is the least time between two actions.
+	Cooldown time.Duration `json:"cooldown"`
+	// StepPct (default 5) is the change of throttle per
 	// action, in percentage points of CPUs, in (0, 100].
-	StepPct float64
-	// MinFreqKHz (DVFS_MIN_FREQ_KHZ, default 0) is the ceiling a throttled
+	StepPct float64 `json:"stepPct"`
+	// MinFreqKHz (default 0) is the ceiling a throttled
 	// CPU gets; 0, or anything below the CPU's cpuinfo_min_freq, means
 	// that minimum. Raise it to keep throttled CPUs usable.
-	MinFreqKHz int64
+	MinFreqKHz int64 `json:"minFreqKHz"`
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -85,96 +70,49 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports every bad field, naming its environment variable.
-func (c Config) Validate() error {
-	var errs []error
+// Invalid is one bad field of a Config: Field is its key under the
+// agent's dvfs block (the json tag), Msg what is wrong with its value.
+type Invalid struct {
+	Field, Msg string
+}
+
+func (e Invalid) Error() string { return e.Field + " " + e.Msg }
+
+// Problems lists every bad field, in the order of Config.
+func (c Config) Problems() []Invalid {
+	var ps []Invalid
+	add := func(field, format string, a ...any) {
+		ps = append(ps, Invalid{field, fmt.Sprintf(format, a...)})
+	}
 	if !(c.EMAAlpha > 0 && c.EMAAlpha <= 1) {
-		errs = append(errs, fmt.Errorf("%s must be in (0, 1], got %v", EnvEMAAlpha, c.EMAAlpha))
+		add("emaAlpha", "must be in (0, 1], got %v", c.EMAAlpha)
 	}
 	if !(c.HighMarginW >= 0) || math.IsInf(c.HighMarginW, 0) {
-		errs = append(errs, fmt.Errorf("%s must be a finite number of watts >= 0, got %v", EnvHighMarginW, c.HighMarginW))
+		add("highMarginW", "must be a finite number of watts >= 0, got %v", c.HighMarginW)
 	}
 	if !(c.LowMarginW >= 0) || math.IsInf(c.LowMarginW, 0) {
-		errs = append(errs, fmt.Errorf("%s must be a finite number of watts >= 0, got %v", EnvLowMarginW, c.LowMarginW))
+		add("lowMarginW", "must be a finite number of watts >= 0, got %v", c.LowMarginW)
 	}
 	if c.TripCount < 1 {
-		errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", EnvTripCount, c.TripCount))
+		add("tripCount", "must be at least 1, got %d", c.TripCount)
 	}
 	if c.Cooldown < 0 {
-		errs = append(errs, fmt.Errorf("%s must not be negative, got %v", EnvCooldown, c.Cooldown))
+		add("cooldown", "must not be negative, got %v", c.Cooldown)
 	}
 	if !(c.StepPct > 0 && c.StepPct <= 100) {
-		errs = append(errs, fmt.Errorf("%s must be in (0, 100], got %v", EnvStepPct, c.StepPct))
+		add("stepPct", "must be in (0, 100], got %v", c.StepPct)
 	}
 	if c.MinFreqKHz < 0 {
-		errs = append(errs, fmt.Errorf("%s must not be negative, got %d", EnvMinFreqKHz, c.MinFreqKHz))
+		add("minFreqKHz", "must not be negative, got %d", c.MinFreqKHz)
+	}
+	return ps
+}
+
+// Validate reports every bad field, naming it.
+func (c Config) Validate() error {
+	var errs []error
+	for _, p := range c.Problems() {
+		errs = append(errs, p)
 	}
 	return errors.Join(errs...)
-}
-
-// LoadEnv overrides the fields whose variables lookup finds (os.LookupEnv
-// in the agent), then validates the result. Unset or empty variables keep
-// the field's value.
-func (c *Config) LoadEnv(lookup func(string) (string, bool)) error {
-	var errs []error
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
-	}
-	float := func(name string, dst *float64) {
-		if v, ok := get(name); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a number", name, v))
-				return
-			}
-			*dst = f
-		}
-	}
-	float(EnvEMAAlpha, &c.EMAAlpha)
-	float(EnvHighMarginW, &c.HighMarginW)
-	float(EnvLowMarginW, &c.LowMarginW)
-	float(EnvStepPct, &c.StepPct)
-	if v, ok := get(EnvTripCount); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q is not a whole number", EnvTripCount, v))
-		} else {
-			c.TripCount = n
-		}
-	}
-	if v, ok := get(EnvMinFreqKHz); ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q is not a whole number of kHz", EnvMinFreqKHz, v))
-		} else {
-			c.MinFreqKHz = n
-		}
-	}
-	if v, ok := get(EnvCooldown); ok {
-		d, err := parseCooldown(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %v", EnvCooldown, v, err))
-		} else {
-			c.Cooldown = d
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	return c.Validate()
-}
-
-// parseCooldown takes a Go duration or a plain number of seconds, since
-// the seed gives the tunable without a unit.
-func parseCooldown(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
-	}
-	secs, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(secs) || math.Abs(secs) > float64(math.MaxInt64/int64(time.Second)) {
-		return 0, errors.New("want a duration such as 10s, or seconds")
-	}
-	return time.Duration(secs * float64(time.Second)), nil
 }

@@ -41,5 +41,5 @@ func Open(hc httpbackend.Config, cfg config.Config, cpuModel string) (*httphost.
 	if err != nil {
 		return nil, err
 	}
-	return httphost.New(c, httphost.Options{CPUModel: cpuModel, DVFS: cfg.DVFS.Config(), Version: version.Version})
+	return httphost.New(c, httphost.Options{CPUModel: cpuModel, DVFS: cfg.DVFS, Version: version.Version})
 }

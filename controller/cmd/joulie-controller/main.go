@@ -43,6 +43,7 @@ import (
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/settings"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -51,17 +52,16 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := cliapp.Daemon("joulie-controller", "plan performance and eco nodes and compute their digital twins", config.Flags(), stdout, stderr,
+	app := cliapp.Daemon("joulie-controller", "plan performance and eco nodes and compute their digital twins", append(config.Flags(), settings.ManPageFlag), stdout, stderr,
 		func(c *cli.Context) error {
+			if c.Bool(settings.ManPageFlag.Name) {
+				return settings.WriteManPage(c.App, 8, stdout)
+			}
 			cfg, err := config.FromCLI(c, os.LookupEnv)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-				return cli.Exit(fmt.Sprintf("LOG_LEVEL=%q: want debug, info, warn or error", cfg.LogLevel), 2)
-			}
-			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+			log := slog.New(cfg.LogHandler(stderr))
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			if err := serve(ctx, cfg, log); err != nil {

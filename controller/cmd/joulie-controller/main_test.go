@@ -15,19 +15,20 @@ func TestBadConfigurationExitsTwoNamingTheSetting(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[2]string{"POLICY_TYPE", "fastest"}, nil, `POLICY_TYPE="fastest"`},
-		{[2]string{"NODE_SELECTOR", "a in ("}, nil, "NODE_SELECTOR"},
-		{[2]string{"STATIC_HP_FRAC", "1.5"}, nil, "STATIC_HP_FRAC=1.5"},
-		{[2]string{"QUEUE_PERF_PER_HP_NODE", "0"}, nil, "QUEUE_PERF_PER_HP_NODE=0"},
-		{[2]string{"QUEUE_HP_MAX", "1"}, []string{"--queue-hp-min", "3"}, "QUEUE_HP_MAX=1"},
+		{[2]string{"POLICY_TYPE", "fastest"}, nil, `policy: "fastest" is not one of`},
+		{[2]string{"NODE_SELECTOR", "a in ("}, nil, "nodeSelector"},
+		{[2]string{"STATIC_HP_FRAC", "1.5"}, nil, "staticHpFrac: 1.5 is not a fraction in [0, 1] (from STATIC_HP_FRAC)"},
+		{[2]string{"QUEUE_PERF_PER_HP_NODE", "0"}, nil, "queue.perfPerHpNode: 0 must be positive (from QUEUE_PERF_PER_HP_NODE)"},
+		{[2]string{"QUEUE_HP_MAX", "1"}, []string{"--queue-hp-min", "3"}, "queue.hpMax: 1 is neither"},
 		{[2]string{"CPU_ECO_CAP_PCT_OF_MAX", "0"}, nil, "CPU_ECO_CAP_PCT_OF_MAX"},
 		{[2]string{"GPU_MODEL_CAPS_JSON", "{"}, nil, "GPU_MODEL_CAPS_JSON"},
-		{[2]string{"RENEW_DEADLINE", "30s"}, nil, "LEASE_DURATION/RENEW_DEADLINE/RETRY_PERIOD"},
+		{[2]string{"RENEW_DEADLINE", "30s"}, nil, "want lease duration > renew deadline > retry period > 0 (from RENEW_DEADLINE)"},
 		{[2]string{"RECONCILE_INTERVAL", "soon"}, nil, "soon"},
 		{[2]string{"FACILITY_POLL_INTERVAL", "often"}, nil, "FACILITY_POLL_INTERVAL"},
 		{[2]string{"FACILITY_PROMETHEUS_URL", "::not a url"}, []string{"--enable-kepler-power"}, "FACILITY_PROMETHEUS_URL"},
 		{[2]string{"LOG_LEVEL", "loud"}, []string{"--kubeconfig", "/nonexistent"}, "LOG_LEVEL"},
-		{[2]string{"MARGINAL_GPU_UTIL_COEFF_STANDARD", "1.5"}, nil, `MARGINAL_GPU_UTIL_COEFF_STANDARD="1.5"`},
+		{[2]string{"MARGINAL_GPU_UTIL_COEFF_STANDARD", "1.5"}, nil, "MARGINAL_GPU_UTIL_COEFF_STANDARD"},
+		{[2]string{"JOULIE_CONTROLLER_CONFIG", "/nonexistent/controller.yaml"}, nil, "/nonexistent/controller.yaml"},
 	} {
 		t.Run(tc.env[0], func(t *testing.T) {
 			t.Setenv(tc.env[0], tc.env[1])

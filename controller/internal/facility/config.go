@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Environment variables the controller reads the poller's settings from
-// (operator seed, "Facility metrics").
+// Environment variables of the poller's settings (operator seed,
+// "Facility metrics"), the Env names of the controller's configuration
+// keys.
 const (
 	EnvEnabled           = "ENABLE_FACILITY_METRICS"
 	EnvPollInterval      = "FACILITY_POLL_INTERVAL"
@@ -58,62 +58,6 @@ func DefaultConfig() Config {
 		ITPowerQuery:      DefaultITPowerMetric,
 		CoolingPowerQuery: DefaultCoolingMetric,
 	}
-}
-
-// ConfigFromEnv starts from DefaultConfig, overrides each setting whose
-// variable is set, and validates the result. lookup is os.LookupEnv in
-// production and a map in tests. A variable that is set but blank keeps
-// the default, since a Helm chart renders an unset value as "". Every
-// problem is reported at once, each naming its variable and value.
-func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
-	c := DefaultConfig()
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
-	}
-	var errs []error
-	if v, ok := get(EnvEnabled); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: not a boolean (true or false)", EnvEnabled, v))
-		}
-		c.Enabled = b
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{EnvPollInterval, &c.Interval}, {EnvQueryTimeout, &c.Timeout}} {
-		v, ok := get(d.name)
-		if !ok {
-			continue
-		}
-		dur, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: not a duration (such as 30s or 1m)", d.name, v))
-			continue
-		}
-		*d.dst = dur
-	}
-	for _, s := range []struct {
-		name string
-		dst  *string
-	}{
-		{EnvPrometheusURL, &c.PrometheusURL},
-		{EnvAmbientTempMetric, &c.AmbientTempQuery},
-		{EnvITPowerMetric, &c.ITPowerQuery},
-		{EnvCoolingMetric, &c.CoolingPowerQuery},
-	} {
-		if v, ok := get(s.name); ok {
-			*s.dst = v
-		}
-	}
-	// A value that did not parse left its default, so Validate does not
-	// report it a second time.
-	if err := errors.Join(append(errs, c.Validate())...); err != nil {
-		return Config{}, err
-	}
-	return c, nil
 }
 
 // Validate reports every setting that would keep the poller from working.

@@ -19,10 +19,12 @@ func TestExitCodes(t *testing.T) {
 		{"version", []string{"--version"}, nil, 0, "joulie-extender"},
 		{"unknown flag", []string{"--bogus"}, nil, 2, "bogus"},
 		{"argument", []string{"serve"}, nil, 2, `"serve"`},
-		{"bad duration", []string{"--twin-staleness-threshold", "soon"}, nil, 2, `TWIN_STALENESS_THRESHOLD = "soon"`},
+		{"bad duration", []string{"--twin-staleness-threshold", "soon"}, nil, 2, `twinStalenessThreshold: --twin-staleness-threshold="soon"`},
 		{"bad switch from the environment", nil, map[string]string{"ENABLE_FACILITY_METRICS": "maybe"}, 2, "ENABLE_FACILITY_METRICS"},
 		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig"}, nil, 2, "/nonexistent/kubeconfig"},
 		{"no cluster", nil, nil, 2, "not running in a cluster"},
+		{"missing config file", []string{"--config", "/nonexistent/extender.yaml"}, nil, 2, "/nonexistent/extender.yaml"},
+		{"manual page", []string{"--man-page"}, nil, 0, ".TH joulie-extender 8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

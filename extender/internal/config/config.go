@@ -1,9 +1,11 @@
-// Package config is joulie-extender's one configuration: every setting is
-// a command-line flag and an environment variable (the scheduler-extender
-// design's names where it has one: EXTENDER_ADDR,
-// TWIN_STALENESS_THRESHOLD, MARGINAL_*, ENABLE_FACILITY_METRICS), loaded
-// and checked here, once, so that a bad value stops the program at start
-// with a message naming the setting and the value.
+// Package config is joulie-extender's one configuration: its struct, its
+// key table and its checks. Every setting is a key of the YAML file
+// (--config), a command-line flag and an environment variable (the
+// scheduler-extender design's names where it has one: EXTENDER_ADDR,
+// TWIN_STALENESS_THRESHOLD, MARGINAL_*, ENABLE_FACILITY_METRICS), read by
+// pkg/settings and checked here, once, so that a bad value stops the
+// program at start with a message naming the key, the value and its
+// source.
 package config
 
 import (
@@ -14,8 +16,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"strconv"
-	"strings"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,10 +27,11 @@ import (
 	"joulie.io/joulie/extender/internal/server"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
+	"joulie.io/joulie/pkg/settings"
 )
 
 // ErrUsage marks errors of configuration, which exit with status 2.
-var ErrUsage = errors.New("bad configuration")
+var ErrUsage = settings.ErrUsage
 
 // Config is the extender's configuration.
 type Config struct {
@@ -42,8 +44,8 @@ type Config struct {
 	TLSKeyFile         string
 	// Certificate is the loaded key pair; nil without TLS.
 	Certificate       *tls.Certificate
-	MaxRequestBytes   int64
-	MaxInFlightBytes  int64
+	MaxRequestBytes   ByteSize
+	MaxInFlightBytes  ByteSize
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
@@ -52,172 +54,164 @@ type Config struct {
 	LogFormat         string
 }
 
-// setting is one key: its flag, its variable, its default and its parser.
-type setting struct {
-	flag, env, def, usage string
-	parse                 func(c *Config, v string) error
-}
+// ByteSize is a byte count written as a Kubernetes quantity ("64Mi",
+// "100M").
+type ByteSize int64
 
-// boolean reports whether the setting is a switch, such as
-// --enable-facility-metrics: one whose default is true or false. cli
-// parses switches itself.
-func (s setting) boolean() bool { return s.def == "true" || s.def == "false" }
-
-// settings lists every key, in the order of --help and the README.
-var settings = []setting{
-	{"addr", "EXTENDER_ADDR", ":9876", "host:port to serve on",
-		func(c *Config, v string) error {
-			if _, _, err := net.SplitHostPort(v); err != nil {
-				return errors.New("not a host:port (such as \":9876\")")
-			}
-			c.Addr = v
-			return nil
-		}},
-	{"kubeconfig", "KUBECONFIG", "", "kubeconfig file; empty uses the in-cluster service account",
-		func(c *Config, v string) error { c.Kubeconfig = v; return nil }},
-	{"twin-staleness-threshold", "TWIN_STALENESS_THRESHOLD", "5m", "age beyond which a NodeTwin scores a neutral 50",
-		func(c *Config, v string) error { return positiveDuration(&c.StalenessThreshold, v) }},
-	{"marginal-cpu-util-coeff", powerest.EnvCPUUtilCoeff, ftoa(powerest.DefaultCoefficients().CPUUtil), "share of its CPU power a pod is expected to draw, 0..1",
-		func(c *Config, v string) error { return coefficient(&c.Coefficients.CPUUtil, v) }},
-	{"marginal-gpu-util-coeff-standard", powerest.EnvGPUUtilCoeffStandard, ftoa(powerest.DefaultCoefficients().GPUUtilStandard), "share of its GPU power a standard pod is expected to draw, 0..1",
-		func(c *Config, v string) error { return coefficient(&c.Coefficients.GPUUtilStandard, v) }},
-	{"marginal-gpu-util-coeff-performance", powerest.EnvGPUUtilCoeffPerformance, ftoa(powerest.DefaultCoefficients().GPUUtilPerformance), "share of its GPU power a performance pod is expected to draw, 0..1",
-		func(c *Config, v string) error { return coefficient(&c.Coefficients.GPUUtilPerformance, v) }},
-	{"enable-facility-metrics", "ENABLE_FACILITY_METRICS", "false", "weight marginal power by the twin's estimatedPUE",
-		func(c *Config, v string) error {
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				return errors.New("not true or false")
-			}
-			c.FacilityMetrics = b
-			return nil
-		}},
-	{"tls-cert-file", "EXTENDER_TLS_CERT_FILE", "", "PEM certificate to serve HTTPS with (needs --tls-key-file)",
-		func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
-	{"tls-key-file", "EXTENDER_TLS_KEY_FILE", "", "PEM private key of --tls-cert-file",
-		func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
-	{"max-request-bytes", "EXTENDER_MAX_REQUEST_BYTES", "64Mi", "largest request body accepted (5,000 full Nodes are up to about 60M)",
-		func(c *Config, v string) error { return size(&c.MaxRequestBytes, v) }},
-	{"max-inflight-bytes", "EXTENDER_MAX_INFLIGHT_BYTES", "160Mi", "memory all calls in flight may hold together (bodies, decoded nodes, replies); calls beyond it get a 503",
-		func(c *Config, v string) error { return size(&c.MaxInFlightBytes, v) }},
-	{"read-header-timeout", "EXTENDER_READ_HEADER_TIMEOUT", "10s", "time to read a request's headers",
-		func(c *Config, v string) error { return positiveDuration(&c.ReadHeaderTimeout, v) }},
-	{"read-timeout", "EXTENDER_READ_TIMEOUT", "30s", "time to read a whole request",
-		func(c *Config, v string) error { return positiveDuration(&c.ReadTimeout, v) }},
-	{"write-timeout", "EXTENDER_WRITE_TIMEOUT", "30s", "time from the end of a request's headers to the end of its reply",
-		func(c *Config, v string) error { return positiveDuration(&c.WriteTimeout, v) }},
-	{"idle-timeout", "EXTENDER_IDLE_TIMEOUT", "2m", "time a kept-alive connection may stay idle",
-		func(c *Config, v string) error { return positiveDuration(&c.IdleTimeout, v) }},
-	{"log-level", "EXTENDER_LOG_LEVEL", "info", "debug, info, warn or error",
-		func(c *Config, v string) error {
-			if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
-				return errors.New("not one of debug, info, warn, error")
-			}
-			return nil
-		}},
-	{"log-format", "EXTENDER_LOG_FORMAT", "text", "text or json",
-		func(c *Config, v string) error {
-			switch v {
-			case "text", "json":
-				c.LogFormat = v
-				return nil
-			}
-			return errors.New("not text or json")
-		}},
-}
-
-// size parses a byte count such as "64Mi".
-func size(dst *int64, v string) error {
-	q, err := resource.ParseQuantity(strings.TrimSpace(v))
+// UnmarshalText parses a quantity between 1Ki and 2Gi.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	q, err := resource.ParseQuantity(string(text))
 	if err != nil {
-		return errors.New("not a size (such as \"64Mi\" or \"100M\")")
+		return errors.New(`not a size (such as "64Mi" or "100M")`)
 	}
 	if n := q.Value(); n < 1024 || n > math.MaxInt32 {
 		return errors.New("must be between 1Ki and 2Gi")
 	}
-	*dst = q.Value()
+	*b = ByteSize(q.Value())
 	return nil
 }
 
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-func positiveDuration(dst *time.Duration, v string) error {
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	if err != nil {
-		return errors.New("not a duration (such as \"30s\" or \"5m\")")
-	}
-	if d <= 0 {
-		return errors.New("must be positive")
-	}
-	*dst = d
-	return nil
+// MarshalText writes the size as a quantity, in binary units when exact.
+func (b ByteSize) MarshalText() ([]byte, error) {
+	return []byte(resource.NewQuantity(int64(b), resource.BinarySI).String()), nil
 }
 
-func coefficient(dst *float64, v string) error {
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || !(f >= 0 && f <= 1) { // also refuses NaN
-		return errors.New("not a number between 0 and 1")
+// ConfigEnv names the configuration file when --config is not given.
+const ConfigEnv = "JOULIE_EXTENDER_CONFIG"
+
+// table lists every key, in the order of --help and the README, with the
+// variable each had before the file existed (the scheduler-extender
+// design's names where it has one).
+var table = settings.New(settings.Table[Config]{
+	Keys: []settings.Key[Config]{
+		{Path: "addr", Env: []string{"EXTENDER_ADDR"}, Usage: "host:port to serve on",
+			Ref: func(c *Config) any { return &c.Addr }},
+		{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty uses the in-cluster service account", DefaultText: "in-cluster",
+			Ref: func(c *Config) any { return &c.Kubeconfig }},
+		{Path: "twinStalenessThreshold", Env: []string{"TWIN_STALENESS_THRESHOLD"}, Usage: "age beyond which a NodeTwin scores a neutral 50",
+			Ref: func(c *Config) any { return &c.StalenessThreshold }},
+		{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1",
+			Ref: func(c *Config) any { return &c.Coefficients.CPUUtil }},
+		{Path: "marginal.gpuUtilCoeffStandard", Env: []string{powerest.EnvGPUUtilCoeffStandard}, Usage: "share of its GPU power a standard pod is expected to draw, 0..1",
+			Ref: func(c *Config) any { return &c.Coefficients.GPUUtilStandard }},
+		{Path: "marginal.gpuUtilCoeffPerformance", Env: []string{powerest.EnvGPUUtilCoeffPerformance}, Usage: "share of its GPU power a performance pod is expected to draw, 0..1",
+			Ref: func(c *Config) any { return &c.Coefficients.GPUUtilPerformance }},
+		{Path: "enableFacilityMetrics", Env: []string{"ENABLE_FACILITY_METRICS"}, Usage: "weight marginal power by the twin's estimatedPUE",
+			Ref: func(c *Config) any { return &c.FacilityMetrics }},
+		{Path: "tls.certFile", Env: []string{"EXTENDER_TLS_CERT_FILE"}, Usage: "PEM certificate to serve HTTPS with (needs --tls-key-file)",
+			Ref: func(c *Config) any { return &c.TLSCertFile }},
+		{Path: "tls.keyFile", Env: []string{"EXTENDER_TLS_KEY_FILE"}, Usage: "PEM private key of --tls-cert-file",
+			Ref: func(c *Config) any { return &c.TLSKeyFile }},
+		{Path: "maxRequestBytes", Env: []string{"EXTENDER_MAX_REQUEST_BYTES"}, Usage: "largest request body accepted (5,000 full Nodes are up to about 60M)",
+			Ref: func(c *Config) any { return &c.MaxRequestBytes }},
+		{Path: "maxInflightBytes", Env: []string{"EXTENDER_MAX_INFLIGHT_BYTES"}, Usage: "memory all calls in flight may hold together (bodies, decoded nodes, replies); calls beyond it get a 503",
+			Ref: func(c *Config) any { return &c.MaxInFlightBytes }},
+		{Path: "readHeaderTimeout", Env: []string{"EXTENDER_READ_HEADER_TIMEOUT"}, Usage: "time to read a request's headers",
+			Ref: func(c *Config) any { return &c.ReadHeaderTimeout }},
+		{Path: "readTimeout", Env: []string{"EXTENDER_READ_TIMEOUT"}, Usage: "time to read a whole request",
+			Ref: func(c *Config) any { return &c.ReadTimeout }},
+		{Path: "writeTimeout", Env: []string{"EXTENDER_WRITE_TIMEOUT"}, Usage: "time from the end of a request's headers to the end of its reply",
+			Ref: func(c *Config) any { return &c.WriteTimeout }},
+		{Path: "idleTimeout", Env: []string{"EXTENDER_IDLE_TIMEOUT"}, Usage: "time a kept-alive connection may stay idle",
+			Ref: func(c *Config) any { return &c.IdleTimeout }},
+		{Path: "logLevel", Env: []string{"EXTENDER_LOG_LEVEL"}, Usage: "debug, info, warn or error", DefaultText: "info",
+			Ref: func(c *Config) any { return &c.LogLevel }},
+		{Path: "logFormat", Env: []string{"EXTENDER_LOG_FORMAT"}, Usage: "text or json",
+			Ref: func(c *Config) any { return &c.LogFormat }},
+	},
+	ConfigEnv: ConfigEnv,
+	Default:   Default,
+	Check:     check,
+})
+
+// Default is the configuration with nothing set.
+func Default() Config {
+	return Config{
+		Addr:               ":9876",
+		StalenessThreshold: 5 * time.Minute,
+		Coefficients:       powerest.DefaultCoefficients(),
+		MaxRequestBytes:    64 << 20,
+		MaxInFlightBytes:   160 << 20,
+		ReadHeaderTimeout:  10 * time.Second,
+		ReadTimeout:        30 * time.Second,
+		WriteTimeout:       30 * time.Second,
+		IdleTimeout:        2 * time.Minute,
+		LogLevel:           slog.LevelInfo,
+		LogFormat:          "text",
 	}
-	*dst = f
-	return nil
 }
 
-// Flags are the command-line flags, each also read from its variable.
-func Flags() []cli.Flag {
-	flags := make([]cli.Flag, 0, len(settings))
-	for _, s := range settings {
-		if s.boolean() {
-			def, _ := strconv.ParseBool(s.def)
-			flags = append(flags, &cli.BoolFlag{Name: s.flag, EnvVars: []string{s.env}, Value: def, Usage: s.usage})
-			continue
-		}
-		flags = append(flags, &cli.StringFlag{Name: s.flag, EnvVars: []string{s.env}, Value: s.def, Usage: s.usage})
+// check reports every problem, in key order. It also loads the TLS key
+// pair, so that a file that cannot be read is reported with the rest.
+func check(c *Config) []settings.Problem {
+	var ps []settings.Problem
+	add := func(key, format string, a ...any) {
+		ps = append(ps, settings.Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
-	return flags
-}
-
-// FromCLI reads the configuration from the flags and variables of c and
-// checks it. Every problem is reported at once, each naming its flag, its
-// variable and the value given; the error wraps ErrUsage.
-func FromCLI(c *cli.Context) (*Config, error) {
-	cfg := &Config{}
-	var errs []error
-	for _, s := range settings {
-		v := c.String(s.flag)
-		if s.boolean() {
-			v = strconv.FormatBool(c.Bool(s.flag))
-		}
-		if strings.TrimSpace(v) == "" && s.def != "" {
-			// Helm renders an unset value as "": that means the default.
-			v = s.def
-		}
-		if err := s.parse(cfg, v); err != nil {
-			errs = append(errs, fmt.Errorf("--%s / %s = %q: %w", s.flag, s.env, v, err))
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		add("addr", `%q is not a host:port (such as ":9876")`, c.Addr)
+	}
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			add(key, "%q must be positive", d.String())
 		}
 	}
-	if cfg.MaxRequestBytes > 0 && cfg.MaxInFlightBytes > 0 && cfg.MaxInFlightBytes < 2*cfg.MaxRequestBytes {
+	positive("twinStalenessThreshold", c.StalenessThreshold)
+	coefficient := func(key string, f float64) {
+		if !(f >= 0 && f <= 1) { // also refuses NaN
+			add(key, "%s is not a number between 0 and 1", settings.FormatFloat(f))
+		}
+	}
+	coefficient("marginal.cpuUtilCoeff", c.Coefficients.CPUUtil)
+	coefficient("marginal.gpuUtilCoeffStandard", c.Coefficients.GPUUtilStandard)
+	coefficient("marginal.gpuUtilCoeffPerformance", c.Coefficients.GPUUtilPerformance)
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		add("tls.keyFile", "tls.certFile %q and tls.keyFile %q: give both or neither", c.TLSCertFile, c.TLSKeyFile)
+	} else if c.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		if err != nil {
+			add("tls.certFile", "tls.certFile %q, tls.keyFile %q: %v", c.TLSCertFile, c.TLSKeyFile, err)
+		} else {
+			c.Certificate = &cert
+		}
+	}
+	if c.MaxInFlightBytes < 2*c.MaxRequestBytes {
 		// A filter call of the largest body holds that body and a reply
 		// as large (the Nodes handed back); below twice the body limit it
 		// could never be answered.
-		errs = append(errs, fmt.Errorf("--max-inflight-bytes / EXTENDER_MAX_INFLIGHT_BYTES = %d is less than twice --max-request-bytes / EXTENDER_MAX_REQUEST_BYTES = %d: a filter call of the largest body holds it and a reply as large; raise the first or lower the second",
-			cfg.MaxInFlightBytes, cfg.MaxRequestBytes))
+		add("maxInflightBytes", "%d is less than twice maxRequestBytes %d: a filter call of the largest body holds it and a reply as large; raise the first or lower the second",
+			c.MaxInFlightBytes, c.MaxRequestBytes)
 	}
-	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		errs = append(errs, fmt.Errorf("--tls-cert-file / EXTENDER_TLS_CERT_FILE = %q and --tls-key-file / EXTENDER_TLS_KEY_FILE = %q: give both or neither",
-			cfg.TLSCertFile, cfg.TLSKeyFile))
-	} else if cfg.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--tls-cert-file / EXTENDER_TLS_CERT_FILE = %q, --tls-key-file / EXTENDER_TLS_KEY_FILE = %q: %w",
-				cfg.TLSCertFile, cfg.TLSKeyFile, err))
-		} else {
-			cfg.Certificate = &cert
-		}
+	positive("readHeaderTimeout", c.ReadHeaderTimeout)
+	positive("readTimeout", c.ReadTimeout)
+	positive("writeTimeout", c.WriteTimeout)
+	positive("idleTimeout", c.IdleTimeout)
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		add("logFormat", "%q is not text or json", c.LogFormat)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	return ps
+}
+
+// Flags are the command-line flags: --config and one per key, each
+// naming its variable.
+func Flags() []cli.Flag { return table.Flags() }
+
+// FromCLI reads the configuration from the file, the variables and the
+// flags of c and checks it. Every problem is reported at once, each
+// naming its key, the value and where it came from; the error wraps
+// ErrUsage.
+func FromCLI(c *cli.Context) (*Config, error) {
+	return fromCLI(c, os.LookupEnv)
+}
+
+func fromCLI(c *cli.Context, lookup func(string) (string, bool)) (*Config, error) {
+	cfg, err := table.CLISource(c, lookup).Load()
+	if err != nil {
+		return nil, err
 	}
-	return cfg, nil
+	return &cfg, nil
 }
 
 // RESTConfig is the client configuration for the API server: from the
@@ -246,8 +240,8 @@ func (c *Config) Params() scoring.Params {
 func (c *Config) ServerOptions() server.Options {
 	return server.Options{
 		Params:            c.Params(),
-		MaxRequestBytes:   c.MaxRequestBytes,
-		MaxInFlightBytes:  c.MaxInFlightBytes,
+		MaxRequestBytes:   int64(c.MaxRequestBytes),
+		MaxInFlightBytes:  int64(c.MaxInFlightBytes),
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.WriteTimeout,
@@ -273,8 +267,8 @@ func (c *Config) LogValue() slog.Value {
 		slog.Any("coefficients", c.Coefficients),
 		slog.Bool("facilityMetrics", c.FacilityMetrics),
 		slog.Bool("tls", c.Certificate != nil),
-		slog.Int64("maxRequestBytes", c.MaxRequestBytes),
-		slog.Int64("maxInFlightBytes", c.MaxInFlightBytes),
+		slog.Int64("maxRequestBytes", int64(c.MaxRequestBytes)),
+		slog.Int64("maxInFlightBytes", int64(c.MaxInFlightBytes)),
 		slog.Duration("readTimeout", c.ReadTimeout),
 		slog.Duration("writeTimeout", c.WriteTimeout),
 	)

@@ -18,17 +18,11 @@ import (
 // FromCLI made of them.
 func load(t *testing.T, args []string, env map[string]string) (*Config, error) {
 	t.Helper()
-	for _, s := range settings {
-		t.Setenv(s.env, "")
-		os.Unsetenv(s.env)
-	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
 	var cfg *Config
 	var loadErr error
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	app := &cli.App{Flags: Flags(), Action: func(c *cli.Context) error {
-		cfg, loadErr = FromCLI(c)
+		cfg, loadErr = fromCLI(c, lookup)
 		return nil
 	}}
 	if err := app.Run(append([]string{"joulie-extender"}, args...)); err != nil {
@@ -104,26 +98,28 @@ func TestBadValuesNameTheKeyAndTheValue(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{"duration", nil, map[string]string{"TWIN_STALENESS_THRESHOLD": "5 minutes"}, []string{"TWIN_STALENESS_THRESHOLD", "--twin-staleness-threshold", `"5 minutes"`}},
-		{"zero duration", []string{"--twin-staleness-threshold", "0s"}, nil, []string{"TWIN_STALENESS_THRESHOLD", `"0s"`, "positive"}},
-		{"coefficient above 1", nil, map[string]string{"MARGINAL_GPU_UTIL_COEFF_STANDARD": "1.5"}, []string{"MARGINAL_GPU_UTIL_COEFF_STANDARD", `"1.5"`}},
+		{"duration", nil, map[string]string{"TWIN_STALENESS_THRESHOLD": "5 minutes"}, []string{"twinStalenessThreshold: TWIN_STALENESS_THRESHOLD=", `"5 minutes"`}},
+		{"zero duration", []string{"--twin-staleness-threshold", "0s"}, nil, []string{"twinStalenessThreshold", `"0s"`, "positive", "--twin-staleness-threshold"}},
+		{"coefficient above 1", nil, map[string]string{"MARGINAL_GPU_UTIL_COEFF_STANDARD": "1.5"}, []string{"marginal.gpuUtilCoeffStandard: 1.5", "MARGINAL_GPU_UTIL_COEFF_STANDARD"}},
 		{"coefficient NaN", nil, map[string]string{"MARGINAL_CPU_UTIL_COEFF": "NaN"}, []string{"MARGINAL_CPU_UTIL_COEFF", `"NaN"`}},
-		{"address", nil, map[string]string{"EXTENDER_ADDR": "9876"}, []string{"EXTENDER_ADDR", `"9876"`}},
-		{"size", []string{"--max-request-bytes", "lots"}, nil, []string{"EXTENDER_MAX_REQUEST_BYTES", `"lots"`}},
-		{"tiny size", []string{"--max-request-bytes", "10"}, nil, []string{"EXTENDER_MAX_REQUEST_BYTES", `"10"`}},
-		{"in-flight size", nil, map[string]string{"EXTENDER_MAX_INFLIGHT_BYTES": "a lot"}, []string{"EXTENDER_MAX_INFLIGHT_BYTES", "--max-inflight-bytes", `"a lot"`}},
+		{"address", nil, map[string]string{"EXTENDER_ADDR": "9876"}, []string{"addr", "EXTENDER_ADDR", `"9876"`}},
+		{"size", []string{"--max-request-bytes", "lots"}, nil, []string{"maxRequestBytes", "--max-request-bytes", `"lots"`}},
+		{"tiny size", []string{"--max-request-bytes", "10"}, nil, []string{"maxRequestBytes", `"10"`}},
+		{"in-flight size", nil, map[string]string{"EXTENDER_MAX_INFLIGHT_BYTES": "a lot"}, []string{"EXTENDER_MAX_INFLIGHT_BYTES", "maxInflightBytes", `"a lot"`}},
 		// The default budget (160Mi) cannot hold a filter call of a 100Mi
 		// body and its reply.
 		{"budget below two bodies", []string{"--max-request-bytes", "100Mi"}, nil,
-			[]string{"EXTENDER_MAX_INFLIGHT_BYTES = 167772160", "EXTENDER_MAX_REQUEST_BYTES = 104857600", "twice"}},
-		{"timeout", nil, map[string]string{"EXTENDER_WRITE_TIMEOUT": "-1s"}, []string{"EXTENDER_WRITE_TIMEOUT", `"-1s"`}},
-		{"log level", []string{"--log-level", "loud"}, nil, []string{"EXTENDER_LOG_LEVEL", `"loud"`}},
-		{"log format", []string{"--log-format", "xml"}, nil, []string{"EXTENDER_LOG_FORMAT", `"xml"`}},
-		{"cert without key", []string{"--tls-cert-file", "/tmp/c.pem"}, nil, []string{"EXTENDER_TLS_KEY_FILE", "/tmp/c.pem", "both or neither"}},
+			[]string{"maxInflightBytes: 167772160", "maxRequestBytes 104857600", "twice"}},
+		{"timeout", nil, map[string]string{"EXTENDER_WRITE_TIMEOUT": "-1s"}, []string{"writeTimeout", "EXTENDER_WRITE_TIMEOUT", `"-1s"`}},
+		{"log level", []string{"--log-level", "loud"}, nil, []string{"logLevel", "--log-level", `"loud"`}},
+		{"log format", []string{"--log-format", "xml"}, nil, []string{"logFormat", "--log-format", `"xml"`}},
+		{"cert without key", []string{"--tls-cert-file", "/tmp/c.pem"}, nil, []string{"tls.keyFile", "/tmp/c.pem", "both or neither"}},
 		{"missing cert files", []string{"--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/nonexistent/k.pem"}, nil,
-			[]string{"EXTENDER_TLS_CERT_FILE", "/nonexistent/c.pem", "/nonexistent/k.pem"}},
+			[]string{"tls.certFile", "/nonexistent/c.pem", "/nonexistent/k.pem"}},
 		{"all problems at once", nil, map[string]string{"TWIN_STALENESS_THRESHOLD": "x", "MARGINAL_CPU_UTIL_COEFF": "-1"},
 			[]string{"TWIN_STALENESS_THRESHOLD", "MARGINAL_CPU_UTIL_COEFF"}},
+		{"unknown key in the file", []string{"--config", "testdata/typo.yaml"}, nil,
+			[]string{`testdata/typo.yaml: unknown key "twinStalenesThreshold" (did you mean "twinStalenessThreshold"?)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,5 +186,23 @@ current-context: x
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	if _, err := (&Config{}).RESTConfig(); !errors.Is(err, ErrUsage) {
 		t.Errorf("outside a cluster: %v", err)
+	}
+}
+
+// The documents and the chart agree with the key table: the README's
+// generated table (JOULIE_UPDATE_README=1 rewrites it), the keys and
+// variables the chart's README names and, under make test-helm (which
+// puts them in JOULIE_CHART_CONFIGS), the configuration files the chart
+// renders.
+func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
+	errs := []error{
+		table.CheckMarkdown("../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
+		table.CheckMentions("../../../packaging/helm/joulie/README.md", "### Extender (`extender.*`)"),
+	}
+	if dir := os.Getenv("JOULIE_CHART_CONFIGS"); dir != "" {
+		errs = append(errs, table.CheckFiles(filepath.Join(dir, "extender-*.yaml")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Error(err)
 	}
 }

@@ -133,7 +133,8 @@ func (c *cluster) startJoulie(ctx context.Context) error {
 }
 
 // startProgram runs one of the chart's Deployments as a process: its
-// binary from the bin directory, its environment as the chart renders it,
+// binary from the bin directory, its arguments (the configuration file
+// of its ConfigMap) and environment as the chart renders them,
 // and its ServiceAccount's token in a kubeconfig.
 func (c *cluster) startProgram(ctx context.Context, deployment, binary string, override map[string]string) (*process, error) {
 	d := c.render.deployments[deployment]
@@ -154,8 +155,12 @@ func (c *cluster) startProgram(ctx context.Context, deployment, binary string, o
 	if err != nil {
 		return nil, err
 	}
+	args, err := c.render.args(deployment, c.dir)
+	if err != nil {
+		return nil, err
+	}
 	c.settings = append(c.settings, report.Setting{Component: deployment, Name: "identity", Value: harness.ServiceAccountUser(d.Namespace, sa)})
-	return startProcess(deployment, filepath.Join(c.bins, binary), env, filepath.Join(c.dir, deployment+".log"))
+	return startProcess(deployment, filepath.Join(c.bins, binary), args, env, filepath.Join(c.dir, deployment+".log"))
 }
 
 // waitHealthy waits until url answers 200, failing early if the program

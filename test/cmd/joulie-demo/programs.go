@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -102,6 +103,47 @@ func hasEnv(env []string, key string) bool {
 	return false
 }
 
+// args are the command-line arguments the chart gives the first container
+// of a Deployment, with every path into a mounted ConfigMap (the
+// programs' --config file) turned into a copy of that file under dir.
+func (r *rendered) args(deployment, dir string) ([]string, error) {
+	d, ok := r.deployments[deployment]
+	if !ok || len(d.Spec.Template.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("the chart's rendering has no Deployment %s", deployment)
+	}
+	configMaps := map[string]string{} // volume name -> ConfigMap name
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.ConfigMap != nil {
+			configMaps[v.Name] = v.ConfigMap.Name
+		}
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	args := slices.Clone(c.Args)
+	for _, m := range c.VolumeMounts {
+		name, ok := configMaps[m.Name]
+		if !ok {
+			continue
+		}
+		cm, ok := r.configMaps[name]
+		if !ok {
+			return nil, fmt.Errorf("the chart's Deployment %s mounts ConfigMap %s, which it does not render", deployment, name)
+		}
+		local := filepath.Join(dir, deployment+"-"+m.Name)
+		if err := os.MkdirAll(local, 0o755); err != nil {
+			return nil, err
+		}
+		for file, data := range cm.Data {
+			if err := os.WriteFile(filepath.Join(local, file), []byte(data), 0o644); err != nil {
+				return nil, err
+			}
+		}
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, m.MountPath+"/", local+"/")
+		}
+	}
+	return args, nil
+}
+
 // schedulerConfig is the KubeSchedulerConfiguration the chart ships in
 // its ConfigMap, decoded strictly.
 func (r *rendered) schedulerConfig(configMap string) (*schedulerconfigv1.KubeSchedulerConfiguration, error) {
@@ -124,16 +166,16 @@ type process struct {
 	done chan error
 }
 
-// startProcess runs bin with exactly env (nothing of the demo's own
+// startProcess runs bin with args and exactly env (nothing of the demo's own
 // environment but PATH and HOME leaks in, so a KUBECONFIG of the user's
 // cannot point it elsewhere), its output in logPath.
-func startProcess(name, bin string, env []string, logPath string) (*process, error) {
+func startProcess(name, bin string, args, env []string, logPath string) (*process, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Should the demo itself be killed, the kernel ends the program too:

@@ -11,9 +11,10 @@ import (
 	"joulie.io/joulie/test/harness"
 )
 
-// The programs run with the environment the chart gives their pods: the
-// demo's values rendered by the pinned helm, the downward API filled in,
-// and only the listen addresses and the kubeconfig changed.
+// The programs run with the configuration file and environment the chart
+// gives their pods: the demo's values rendered by the pinned helm, the
+// downward API filled in, and only the listen addresses and the
+// kubeconfig changed (by variable, which wins over the file).
 func TestProgramsGetTheChartsEnvironment(t *testing.T) {
 	helm, err := harness.PinnedHelm("../../..")
 	if err != nil {
@@ -32,10 +33,7 @@ func TestProgramsGetTheChartsEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"RECONCILE_INTERVAL=5s", "POD_NAME=joulie-controller-demo", "POD_NAMESPACE=joulie-system",
-		"METRICS_ADDR=127.0.0.1:1234", "KUBECONFIG=/k", "NODE_SELECTOR=joulie.io/managed=true", "LEADER_ELECT=true",
-	} {
+	for _, want := range []string{"POD_NAME=joulie-controller-demo", "POD_NAMESPACE=joulie-system", "METRICS_ADDR=127.0.0.1:1234", "KUBECONFIG=/k"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("controller environment lacks %s: %v", want, env)
 		}
@@ -43,12 +41,35 @@ func TestProgramsGetTheChartsEnvironment(t *testing.T) {
 	if n := len(slices.DeleteFunc(slices.Clone(env), func(e string) bool { return !strings.HasPrefix(e, "METRICS_ADDR=") })); n != 1 {
 		t.Errorf("METRICS_ADDR appears %d times", n)
 	}
+	dir := t.TempDir()
+	args, err := r.args(controllerName, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, controllerName+"-config", "controller.yaml")
+	if !slices.Equal(args, []string{"--config=" + file}) {
+		t.Errorf("controller arguments %q, want --config=%s", args, file)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`reconcileInterval: "5s"`, `nodeSelector: "joulie.io/managed=true"`, "leaderElect: true"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("controller configuration lacks %s:\n%s", want, data)
+		}
+	}
 	ext, err := r.env(extenderName, "joulie-extender-demo", map[string]string{"EXTENDER_ADDR": "127.0.0.1:4321"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(ext, "EXTENDER_ADDR=127.0.0.1:4321") || !slices.ContainsFunc(ext, func(e string) bool { return strings.HasPrefix(e, "TWIN_STALENESS_THRESHOLD=") }) {
-		t.Errorf("extender environment %v lacks its address or the chart's settings", ext)
+	extArgs, err := r.args(extenderName, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err = os.ReadFile(filepath.Join(dir, extenderName+"-config", "extender.yaml"))
+	if !slices.Contains(ext, "EXTENDER_ADDR=127.0.0.1:4321") || len(extArgs) != 1 || err != nil || !strings.Contains(string(data), "twinStalenessThreshold: ") {
+		t.Errorf("extender environment %v, arguments %q or configuration (%v) lack its address or the chart's settings:\n%s", ext, extArgs, err, data)
 	}
 	cfg, err := r.schedulerConfig(schedulerConfigName)
 	if err != nil {
@@ -69,7 +90,7 @@ func TestStopEndsAProgramAndKillsOneThatIgnoresSIGTERM(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrap 'kill $!; exit 0' TERM\nsleep 30 &\nwait\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := startProcess("polite", script, nil, filepath.Join(dir, "polite.log"))
+	p, err := startProcess("polite", script, nil, nil, filepath.Join(dir, "polite.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +103,7 @@ func TestStopEndsAProgramAndKillsOneThatIgnoresSIGTERM(t *testing.T) {
 	if err := os.WriteFile(stubborn, []byte("#!/bin/sh\ntrap '' TERM\nexec sleep 30\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err = startProcess("stubborn", stubborn, nil, filepath.Join(dir, "stubborn.log"))
+	p, err = startProcess("stubborn", stubborn, nil, nil, filepath.Join(dir, "stubborn.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

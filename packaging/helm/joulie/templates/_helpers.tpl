@@ -69,16 +69,16 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
 
 {{/*
-Env entries from a list of (name, value) pairs. A value left empty or null
-is left out, so the program keeps its own default. Whole numbers print
-without a decimal point or exponent.
+Configuration file lines "key: value" from a list of (key, value) pairs,
+for the programs' --config file. A value left empty or null is left out,
+so the program keeps its own default. Strings are quoted (JSON strings are
+YAML); whole numbers print without a decimal point or exponent.
 */}}
-{{- define "joulie.envList" -}}
+{{- define "joulie.configList" -}}
 {{- range . }}
 {{- $value := index . 1 }}
 {{- if not (or (kindIs "invalid" $value) (and (kindIs "string" $value) (eq $value ""))) }}
-- name: {{ index . 0 }}
-  value: {{ include "joulie.scalar" $value | quote }}
+{{ index . 0 }}: {{ if kindIs "string" $value }}{{ toJson $value }}{{ else }}{{ include "joulie.scalar" $value }}{{ end }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,141 @@
+package config
+
+import (
+	"strings"
+
+	"joulie.io/joulie/controller/internal/facility"
+	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/settings"
+)
+
+// key is one setting; its Env is the seeds' variable, its flag the one
+// the controller always had.
+type key = settings.Key[Config]
+
+// keys lists every setting in the order of --help and the README.
+var keys = []key{
+	{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster", DefaultText: "in-cluster",
+		Ref: func(c *Config) any { return &c.Kubeconfig }},
+	{Path: "metricsAddress", Env: []string{"METRICS_ADDR"}, Usage: "address of /metrics, /healthz and /readyz",
+		Ref: func(c *Config) any { return &c.MetricsAddr }},
+	{Path: "kubeApiQps", Env: []string{"KUBE_API_QPS"}, Usage: "client queries per second to the API server",
+		Ref: func(c *Config) any { return &c.QPS }},
+	{Path: "kubeApiBurst", Env: []string{"KUBE_API_BURST"}, Usage: "client burst to the API server",
+		Ref: func(c *Config) any { return &c.Burst }},
+	{Path: "nodeSelector", Env: []string{"NODE_SELECTOR"}, Usage: "label selector of managed nodes",
+		Ref: func(c *Config) any { return &c.NodeSelector }},
+	{Path: "policy", Env: []string{"POLICY_TYPE"}, Usage: "static_partition, queue_aware_v1 or rule_swap_v1 (debug)",
+		Ref: func(c *Config) any { return &c.Settings.Policy }},
+	{Path: "reconcileInterval", Env: []string{"RECONCILE_INTERVAL"}, Usage: "replan at least this often",
+		Ref: func(c *Config) any { return &c.Settings.Interval }},
+	{Path: "staticHpFrac", Env: []string{"STATIC_HP_FRAC"}, Usage: "static_partition: fraction of performance nodes",
+		Ref: func(c *Config) any { return &c.Settings.StaticHPFrac }},
+	{Path: "queue.hpBaseFrac", Env: []string{"QUEUE_HP_BASE_FRAC"}, Usage: "queue_aware_v1: base fraction of performance nodes",
+		Ref: func(c *Config) any { return &c.Settings.Queue.BaseFrac }},
+	{Path: "queue.hpMin", Env: []string{"QUEUE_HP_MIN"}, Usage: "queue_aware_v1: minimum performance nodes",
+		Ref: func(c *Config) any { return &c.Settings.Queue.Min }},
+	{Path: "queue.hpMax", Env: []string{"QUEUE_HP_MAX"}, Usage: "queue_aware_v1: maximum performance nodes (0: unbounded)",
+		Ref: func(c *Config) any { return &c.Settings.Queue.Max }},
+	{Path: "queue.perfPerHpNode", Env: []string{"QUEUE_PERF_PER_HP_NODE"}, Usage: "queue_aware_v1: performance pods one performance node absorbs",
+		Ref: func(c *Config) any { return &c.Settings.Queue.PerfPerHPNode }},
+	{Path: "minEcoDwell", Env: []string{"MIN_ECO_DWELL"}, Usage: "time after a change before a node may go (back) to eco; 0 is the seed's behaviour; rule_swap_v1 ignores it",
+		Ref: func(c *Config) any { return &c.Settings.MinEcoDwell }},
+	{Path: "twinRefreshInterval", Env: []string{"TWIN_REFRESH_INTERVAL"}, Usage: "rewrite an unchanged NodeTwin's lastUpdated this often (below the extender's staleness threshold)",
+		Ref: func(c *Config) any { return &c.TwinRefresh }},
+	{Path: "powerTrendWindow", Env: []string{"POWER_TREND_WINDOW"}, Usage: "window of the power trend",
+		Ref: func(c *Config) any { return &c.TrendWindow }},
+	{Path: "measurementMaxAge", Env: []string{"MEASUREMENT_MAX_AGE"}, Usage: "oldest agent power reading the twin uses",
+		Ref: func(c *Config) any { return &c.Settings.MeasurementMaxAge }},
+	{Path: "rackCapacityWatts", Env: []string{"RACK_CAPACITY_WATTS"}, Usage: "PSU stress reference capacity",
+		Ref: func(c *Config) any { return &c.Settings.RackCapacityW }},
+	{Path: "debounce", Env: []string{"RECONCILE_DEBOUNCE"}, Usage: "wait after a change so a burst of changes is one reconcile",
+		Ref: func(c *Config) any { return &c.Debounce }},
+	{Path: "leaderElect", Env: []string{"LEADER_ELECT"}, Usage: "hold a Lease so only one replica writes",
+		Ref: func(c *Config) any { return &c.LeaderElect }},
+	{Path: "leaderElectionNamespace", Env: []string{"POD_NAMESPACE"}, Usage: "namespace of the Lease",
+		Ref: func(c *Config) any { return &c.LeaseNamespace }},
+	{Path: "leaderElectionId", Env: []string{"LEADER_ELECTION_ID"}, Usage: "name of the Lease",
+		Ref: func(c *Config) any { return &c.LeaseName }},
+	{Path: "identity", Env: []string{"POD_NAME"}, Usage: "this replica's name in the Lease", DefaultText: "the host name",
+		Ref: func(c *Config) any { return &c.Identity }},
+	{Path: "leaseDuration", Env: []string{"LEASE_DURATION"}, Usage: "Lease duration",
+		Ref: func(c *Config) any { return &c.LeaseDuration }},
+	{Path: "renewDeadline", Env: []string{"RENEW_DEADLINE"}, Usage: "leader gives up after failing to renew this long",
+		Ref: func(c *Config) any { return &c.RenewDeadline }},
+	{Path: "retryPeriod", Env: []string{"RETRY_PERIOD"}, Usage: "Lease retry period",
+		Ref: func(c *Config) any { return &c.RetryPeriod }},
+	{Path: "logLevel", Env: []string{"LOG_LEVEL"}, Usage: "debug, info, warn or error",
+		Ref: func(c *Config) any { return &c.LogLevel }},
+
+	{Path: "cpu.writeAbsoluteCaps", Env: []string{"CPU_WRITE_ABSOLUTE_CAPS"}, Usage: "write CPU caps in watts (cpu.performanceCapWatts, cpu.ecoCapWatts) rather than percentages",
+		Ref: func(c *Config) any { return &c.Settings.Intent.CPUWriteAbsoluteCaps }},
+	{Path: "cpu.performanceCapPctOfMax", Env: []string{"CPU_PERFORMANCE_CAP_PCT_OF_MAX"}, Usage: "CPU cap of performance nodes, in percent of the maximum",
+		Ref: func(c *Config) any { return &c.Settings.Intent.CPUPerformanceCapPctOfMax }},
+	{Path: "cpu.ecoCapPctOfMax", Env: []string{"CPU_ECO_CAP_PCT_OF_MAX"}, Usage: "CPU cap of eco nodes, in percent of the maximum",
+		Ref: func(c *Config) any { return &c.Settings.Intent.CPUEcoCapPctOfMax }},
+	{Path: "cpu.performanceCapWatts", Env: []string{"PERFORMANCE_CAP_WATTS"}, Usage: "CPU cap of performance nodes in watts per package, with cpu.writeAbsoluteCaps",
+		Ref: func(c *Config) any { return &c.Settings.Intent.PerformanceCapWatts }},
+	{Path: "cpu.ecoCapWatts", Env: []string{"ECO_CAP_WATTS"}, Usage: "CPU cap of eco nodes in watts per package, with cpu.writeAbsoluteCaps",
+		Ref: func(c *Config) any { return &c.Settings.Intent.EcoCapWatts }},
+	{Path: "gpu.writeAbsoluteCaps", Env: []string{"GPU_WRITE_ABSOLUTE_CAPS"}, Usage: "add watts per GPU next to the percentage where gpu.modelCapsJSON knows the model",
+		Ref: func(c *Config) any { return &c.Settings.Intent.GPUWriteAbsoluteCaps }},
+	{Path: "gpu.performanceCapPctOfMax", Env: []string{"GPU_PERFORMANCE_CAP_PCT_OF_MAX"}, Usage: "GPU cap of performance nodes, in percent of the maximum",
+		Ref: func(c *Config) any { return &c.Settings.Intent.GPUPerformanceCapPctOfMax }},
+	{Path: "gpu.ecoCapPctOfMax", Env: []string{"GPU_ECO_CAP_PCT_OF_MAX"}, Usage: "GPU cap of eco nodes, in percent of the maximum",
+		Ref: func(c *Config) any { return &c.Settings.Intent.GPUEcoCapPctOfMax }},
+	{Path: "gpu.modelCapsJSON", Env: []string{"GPU_MODEL_CAPS_JSON"}, Usage: `cap range per GPU product, as JSON: {"<product>": {"minCapWatts": W, "maxCapWatts": W}}`,
+		Ref: func(c *Config) any { return modelCaps{&c.Settings.Intent.GPUModelCaps} }},
+	{Path: "gpu.productLabelKeys", Env: []string{"GPU_PRODUCT_LABEL_KEYS"}, Usage: "node labels naming the GPU product, comma-separated, tried in order",
+		Ref: func(c *Config) any { return labelKeys{&c.Settings.Intent.GPUProductLabelKeys} }},
+
+	{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1, in the utilization model; the extender's (the chart sets both from extender.*)",
+		Ref: func(c *Config) any { return &c.Settings.Coefficients.CPUUtil }},
+	{Path: "marginal.gpuUtilCoeffStandard", Env: []string{powerest.EnvGPUUtilCoeffStandard}, Usage: "share of its GPU power a standard pod is expected to draw, 0..1",
+		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilStandard }},
+	{Path: "marginal.gpuUtilCoeffPerformance", Env: []string{powerest.EnvGPUUtilCoeffPerformance}, Usage: "share of its GPU power a performance pod is expected to draw, 0..1",
+		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilPerformance }},
+
+	{Path: "enableFacilityMetrics", Env: []string{facility.EnvEnabled}, Usage: "poll the facility Prometheus for ambient temperature, IT and cooling power; PUE = (IT + cooling) / IT",
+		Ref: func(c *Config) any { return &c.Facility.Enabled }},
+	{Path: "facility.prometheusURL", Env: []string{facility.EnvPrometheusURL}, Usage: "base URL of the facility Prometheus",
+		Ref: func(c *Config) any { return &c.Facility.PrometheusURL }},
+	{Path: "facility.pollInterval", Env: []string{facility.EnvPollInterval}, Usage: "time between two facility polls",
+		Ref: func(c *Config) any { return &c.Facility.Interval }},
+	{Path: "facility.queryTimeout", Env: []string{facility.EnvQueryTimeout}, Usage: "time limit of each facility query",
+		Ref: func(c *Config) any { return &c.Facility.Timeout }},
+	{Path: "facility.ambientTempMetric", Env: []string{facility.EnvAmbientTempMetric}, Usage: "metric name or PromQL giving the ambient temperature in °C (the hottest series wins)",
+		Ref: func(c *Config) any { return &c.Facility.AmbientTempQuery }},
+	{Path: "facility.itPowerMetric", Env: []string{facility.EnvITPowerMetric}, Usage: "metric name or PromQL giving the IT power in watts (series are summed)",
+		Ref: func(c *Config) any { return &c.Facility.ITPowerQuery }},
+	{Path: "facility.coolingPowerMetric", Env: []string{facility.EnvCoolingMetric}, Usage: "metric name or PromQL giving the cooling power in watts (series are summed)",
+		Ref: func(c *Config) any { return &c.Facility.CoolingPowerQuery }},
+
+	{Path: "kepler.enabled", Flag: "enable-kepler-power", Env: []string{"ENABLE_KEPLER_POWER"}, Usage: "node power from Kepler (source kepler) for nodes whose agent reports none, through the facility Prometheus (facility.prometheusURL)",
+		Ref: func(c *Config) any { return &c.Kepler }},
+	{Path: "kepler.nodePowerQuery", Env: []string{facility.EnvKeplerQuery}, Usage: "PromQL giving watts per node",
+		Ref: func(c *Config) any { return &c.KeplerQuery }},
+	{Path: "kepler.nodeLabel", Env: []string{facility.EnvKeplerNodeLabel}, Usage: "label of the query's series that names the node",
+		Ref: func(c *Config) any { return &c.KeplerNodeLabel }},
+}
+
+// category groups the flags of a block in --help.
+func category(path string) string {
+	switch {
+	case strings.HasPrefix(path, "cpu.") || strings.HasPrefix(path, "gpu."):
+		return "Power intent"
+	case strings.HasPrefix(path, "marginal."):
+		return "Marginal power"
+	case path == "enableFacilityMetrics" || strings.HasPrefix(path, "facility.") || strings.HasPrefix(path, "kepler."):
+		return "Facility and Kepler"
+	}
+	return ""
+}
+
+// table is the controller's configuration mechanism, built from keys.
+var table = settings.New(settings.Table[Config]{
+	Keys:      keys,
+	ConfigEnv: ConfigEnv,
+	Default:   Default,
+	Check:     check,
+	Category:  category,
+})
