@@ -21,19 +21,39 @@ import (
 // restarting it every few seconds for ever.
 const ExitNeedsOperator = 3
 
+// ManPageFlag prints the manual page instead of running; the packages
+// and images build each program's page with it, so the page always
+// matches the flags. Hidden: it is for the build, not for operators.
+var ManPageFlag = &cli.BoolFlag{Name: "man-page", Hidden: true}
+
+// WriteManPage renders app's manual page (troff) in section to w.
+func WriteManPage(app *cli.App, section int, w io.Writer) error {
+	page, err := app.ToManWithSection(section)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("render the manual page: %v", err), 1)
+	}
+	_, err = io.WriteString(w, page)
+	return err
+}
+
 // Daemon returns an app that takes every setting as a flag (or its
 // environment variable) and no arguments, and reports usage errors with
 // exit code 2. action should return cli.Exit errors with code 1 or 2.
+// --man-page prints the daemon's manual page (section 8) instead of
+// running action.
 func Daemon(name, usage string, flags []cli.Flag, stdout, stderr io.Writer, action cli.ActionFunc) *cli.App {
 	return &cli.App{
 		Name: name, Usage: usage, Version: version.Version,
-		Writer: stdout, ErrWriter: stderr, Flags: flags, HideHelpCommand: true,
+		Writer: stdout, ErrWriter: stderr, Flags: append(flags, ManPageFlag), HideHelpCommand: true,
 		// Run prints the error once, with the program's name.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError:   func(_ *cli.Context, err error, _ bool) error { return cli.Exit(err.Error(), 2) },
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return cli.Exit(fmt.Sprintf("unexpected argument %q; every setting is a flag (see --help)", c.Args().First()), 2)
+			}
+			if c.Bool(ManPageFlag.Name) {
+				return WriteManPage(c.App, 8, stdout)
 			}
 			return action(c)
 		},

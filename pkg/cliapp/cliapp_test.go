@@ -40,3 +40,19 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestDaemonPrintsItsManPage: every daemon answers --man-page with its
+// section-8 page, flags included, and does not start.
+func TestDaemonPrintsItsManPage(t *testing.T) {
+	var out, errb bytes.Buffer
+	app := Daemon("prog", "test", []cli.Flag{&cli.StringFlag{Name: "node-name", Usage: "the node"}}, &out, &errb,
+		func(*cli.Context) error { t.Error("action ran"); return nil })
+	if code := Run(app, []string{"prog", "--man-page"}, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{".TH prog 8", "node-name", "the node"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("manual page lacks %q:\n%s", want, out.String())
+		}
+	}
+}

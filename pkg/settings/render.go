@@ -97,21 +97,6 @@ func (t *Table[C]) Encode(w io.Writer, c C) error {
 	return err
 }
 
-// ManPageFlag prints the manual page instead of running; the packages
-// build each program's page with it, so the page always matches the
-// flags. Hidden: it is for the build, not for operators.
-var ManPageFlag = &cli.BoolFlag{Name: "man-page", Hidden: true}
-
-// WriteManPage renders app's manual page (troff) in section to w.
-func WriteManPage(app *cli.App, section int, w io.Writer) error {
-	page, err := app.ToManWithSection(section)
-	if err != nil {
-		return cli.Exit(fmt.Sprintf("render the manual page: %v", err), 1)
-	}
-	_, err = io.WriteString(w, page)
-	return err
-}
-
 // Markdown renders the keys as a Markdown table: key, flag, variables,
 // default and meaning, in key order. The programs' READMEs hold it
 // between MarkdownBegin and MarkdownEnd, and a test of each program keeps

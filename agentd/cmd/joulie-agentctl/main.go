@@ -28,6 +28,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"joulie.io/joulie/agentd/internal/localapi"
+	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -102,7 +103,7 @@ func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Value: localapi.DefaultSocketPath, EnvVars: []string{"JOULIE_SOCKET"},
 				Usage: "joulie-agentd's local socket", TakesFile: true},
-			manPageFlag,
+			cliapp.ManPageFlag,
 		},
 		Commands: commands,
 		// Without a command: the manual page for the package build, else
@@ -111,23 +112,14 @@ func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 			if c.NArg() > 0 {
 				return usageError("unknown command %q (see --help)", c.Args().First())
 			}
-			if !c.Bool(manPageFlag.Name) {
+			if !c.Bool(cliapp.ManPageFlag.Name) {
 				return cli.ShowAppHelp(c)
 			}
-			page, err := c.App.ToManWithSection(1)
-			if err != nil {
-				return fmt.Errorf("render the manual page: %w", err)
-			}
-			_, err = io.WriteString(c.App.Writer, page)
-			return err
+			// The packages build joulie-agentctl.1 with it.
+			return cliapp.WriteManPage(c.App, 1, c.App.Writer)
 		},
 	}
 }
-
-// manPageFlag prints the manual page (section 1); the packages build
-// joulie-agentctl.1 with it, so the page always matches the commands.
-// Hidden: it is for the build, not for operators.
-var manPageFlag = &cli.BoolFlag{Name: "man-page", Hidden: true}
 
 // usageError is a bad command line: exit code 2.
 func usageError(format string, a ...any) error {

@@ -21,7 +21,6 @@ import (
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/pkg/cliapp"
-	"joulie.io/joulie/pkg/settings"
 )
 
 func main() {
@@ -29,12 +28,8 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := cliapp.Daemon("joulie-agentd", "enforce Joulie power caps on this host", append(config.Flags(), settings.ManPageFlag), stdout, stderr,
+	app := cliapp.Daemon("joulie-agentd", "enforce Joulie power caps on this host", config.Flags(), stdout, stderr,
 		func(c *cli.Context) error {
-			if c.Bool(settings.ManPageFlag.Name) {
-				// The packages build joulie-agentd.8 with it.
-				return settings.WriteManPage(c.App, 8, stdout)
-			}
 			// Before anything can write a power control, so that a stop
 			// signal at any later moment ends in the restore.
 			ctx, reload, release := daemon.CatchSignals(context.Background())

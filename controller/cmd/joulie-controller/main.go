@@ -43,7 +43,6 @@ import (
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/plan"
-	"joulie.io/joulie/pkg/settings"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -52,11 +51,8 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := cliapp.Daemon("joulie-controller", "plan performance and eco nodes and compute their digital twins", append(config.Flags(), settings.ManPageFlag), stdout, stderr,
+	app := cliapp.Daemon("joulie-controller", "plan performance and eco nodes and compute their digital twins", config.Flags(), stdout, stderr,
 		func(c *cli.Context) error {
-			if c.Bool(settings.ManPageFlag.Name) {
-				return settings.WriteManPage(c.App, 8, stdout)
-			}
 			cfg, err := config.FromCLI(c, os.LookupEnv)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)

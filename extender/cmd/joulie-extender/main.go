@@ -28,7 +28,6 @@ import (
 	"joulie.io/joulie/extender/internal/server"
 	"joulie.io/joulie/extender/internal/state"
 	"joulie.io/joulie/pkg/cliapp"
-	"joulie.io/joulie/pkg/settings"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -41,11 +40,8 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	app := cliapp.Daemon("joulie-extender", "energy-aware kube-scheduler extender", append(config.Flags(), settings.ManPageFlag), stdout, stderr,
+	app := cliapp.Daemon("joulie-extender", "energy-aware kube-scheduler extender", config.Flags(), stdout, stderr,
 		func(c *cli.Context) error {
-			if c.Bool(settings.ManPageFlag.Name) {
-				return settings.WriteManPage(c.App, 8, stdout)
-			}
 			cfg, err := config.FromCLI(c)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
