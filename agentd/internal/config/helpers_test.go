@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"joulie.io/joulie/pkg/settings/settingstest"
 )
 
 // env is a lookup over m.
@@ -41,18 +42,7 @@ func runCLI(t *testing.T, lookup func(string) (string, bool), args ...string) (C
 	t.Helper()
 	var cfg Config
 	var loadErr error
-	app := &cli.App{
-		Name:           "joulie-agentd",
-		Flags:          Flags(),
-		Writer:         io.Discard,
-		ErrWriter:      io.Discard,
-		ExitErrHandler: func(*cli.Context, error) {},
-		Action: func(c *cli.Context) error {
-			cfg, loadErr = fromCLI(c, lookup)
-			return nil
-		},
-	}
-	if err := app.Run(append([]string{"joulie-agentd"}, args...)); err != nil {
+	if err := settingstest.RunCLI("joulie-agentd", Flags(), args, func(c *cli.Context) { cfg, loadErr = fromCLI(c, lookup) }); err != nil {
 		t.Fatalf("command line %q: %v", args, err)
 	}
 	return cfg, loadErr

@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"joulie.io/joulie/pkg/settings/settingstest"
 
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
@@ -23,12 +24,7 @@ func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
 	var cfg Config
 	var loadErr error
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	app := &cli.App{Name: "joulie-controller", Flags: Flags(), Writer: io.Discard, ErrWriter: io.Discard,
-		Action: func(c *cli.Context) error {
-			cfg, loadErr = FromCLI(c, lookup)
-			return nil
-		}}
-	if err := app.Run(append([]string{"joulie-controller"}, args...)); err != nil {
+	if err := settingstest.RunCLI("joulie-controller", Flags(), args, func(c *cli.Context) { cfg, loadErr = FromCLI(c, lookup) }); err != nil {
 		t.Fatalf("command line %q: %v", args, err)
 	}
 	return cfg, loadErr

@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"joulie.io/joulie/pkg/settings/settingstest"
+
 	"joulie.io/joulie/extender/internal/fixture"
 	"joulie.io/joulie/pkg/powerest"
 )
@@ -21,11 +23,7 @@ func load(t *testing.T, args []string, env map[string]string) (*Config, error) {
 	var cfg *Config
 	var loadErr error
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	app := &cli.App{Flags: Flags(), Action: func(c *cli.Context) error {
-		cfg, loadErr = fromCLI(c, lookup)
-		return nil
-	}}
-	if err := app.Run(append([]string{"joulie-extender"}, args...)); err != nil {
+	if err := settingstest.RunCLI("joulie-extender", Flags(), args, func(c *cli.Context) { cfg, loadErr = fromCLI(c, lookup) }); err != nil {
 		return nil, err
 	}
 	return cfg, loadErr
