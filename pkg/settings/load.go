@@ -424,6 +424,9 @@ func (t *Table[C]) overlayEnv(c *C, lookup func(string) (string, bool), origin m
 	var errs []error
 	apply := func(k *Key[C], name string, parse func(any, string) error) {
 		v, ok := lookupSet(lookup, name)
+		if !ok && k.EmptyIsValue && slices.Contains(k.Env, name) {
+			_, ok = lookup(name)
+		}
 		if !ok {
 			return
 		}

@@ -43,6 +43,12 @@ type Key[C any] struct {
 	// of the key's type: for a seed variable whose syntax is wider than
 	// the file's (DVFS_COOLDOWN takes plain seconds).
 	ParseEnv func(dst any, s string) error
+	// EmptyIsValue makes an empty Env variable set the key (parsed from
+	// "") instead of counting as unset, for a seed variable that always
+	// worked so (METRICS_ADDR= turns the controller's /metrics off,
+	// GPU_PRODUCT_LABEL_KEYS= means no labels). The derived variable
+	// still takes empty as unset.
+	EmptyIsValue bool
 	// DefaultText replaces the default shown in --help, for a default that
 	// depends on the machine (the host name).
 	DefaultText string

@@ -196,3 +196,24 @@ func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestEmptyVariablesMeanWhatTheyMeantBefore: the controller's string
+// variables were urfave/cli flags, where an empty variable is the empty
+// string (METRICS_ADDR= turns /metrics off: the failover test runs two
+// replicas that way), and GPU_PRODUCT_LABEL_KEYS= meant no labels; the
+// settings that were read by FromEnv functions took empty as unset.
+func TestEmptyVariablesMeanWhatTheyMeantBefore(t *testing.T) {
+	cfg, err := load(t, map[string]string{"METRICS_ADDR": "", "KUBECONFIG": "", "GPU_PRODUCT_LABEL_KEYS": "", "FACILITY_POLL_INTERVAL": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetricsAddr != "" {
+		t.Errorf("METRICS_ADDR= gave metrics address %q, want none", cfg.MetricsAddr)
+	}
+	if len(cfg.Settings.Intent.GPUProductLabelKeys) != 0 {
+		t.Errorf("GPU_PRODUCT_LABEL_KEYS= gave label keys %q, want none", cfg.Settings.Intent.GPUProductLabelKeys)
+	}
+	if want := Default().Facility.Interval; cfg.Facility.Interval != want {
+		t.Errorf("FACILITY_POLL_INTERVAL= gave %v, want the default %v", cfg.Facility.Interval, want)
+	}
+}

@@ -14,17 +14,17 @@ type key = settings.Key[Config]
 
 // keys lists every setting in the order of --help and the README.
 var keys = []key{
-	{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster", DefaultText: "in-cluster",
+	{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, EmptyIsValue: true, Usage: "kubeconfig file; empty means in-cluster", DefaultText: "in-cluster",
 		Ref: func(c *Config) any { return &c.Kubeconfig }},
-	{Path: "metricsAddress", Env: []string{"METRICS_ADDR"}, Usage: "address of /metrics, /healthz and /readyz",
+	{Path: "metricsAddress", Env: []string{"METRICS_ADDR"}, EmptyIsValue: true, Usage: "address of /metrics, /healthz and /readyz",
 		Ref: func(c *Config) any { return &c.MetricsAddr }},
 	{Path: "kubeApiQps", Env: []string{"KUBE_API_QPS"}, Usage: "client queries per second to the API server",
 		Ref: func(c *Config) any { return &c.QPS }},
 	{Path: "kubeApiBurst", Env: []string{"KUBE_API_BURST"}, Usage: "client burst to the API server",
 		Ref: func(c *Config) any { return &c.Burst }},
-	{Path: "nodeSelector", Env: []string{"NODE_SELECTOR"}, Usage: "label selector of managed nodes",
+	{Path: "nodeSelector", Env: []string{"NODE_SELECTOR"}, EmptyIsValue: true, Usage: "label selector of managed nodes",
 		Ref: func(c *Config) any { return &c.NodeSelector }},
-	{Path: "policy", Env: []string{"POLICY_TYPE"}, Usage: "static_partition, queue_aware_v1 or rule_swap_v1 (debug)",
+	{Path: "policy", Env: []string{"POLICY_TYPE"}, EmptyIsValue: true, Usage: "static_partition, queue_aware_v1 or rule_swap_v1 (debug)",
 		Ref: func(c *Config) any { return &c.Settings.Policy }},
 	{Path: "reconcileInterval", Env: []string{"RECONCILE_INTERVAL"}, Usage: "replan at least this often",
 		Ref: func(c *Config) any { return &c.Settings.Interval }},
@@ -52,11 +52,11 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.Debounce }},
 	{Path: "leaderElect", Env: []string{"LEADER_ELECT"}, Usage: "hold a Lease so only one replica writes",
 		Ref: func(c *Config) any { return &c.LeaderElect }},
-	{Path: "leaderElectionNamespace", Env: []string{"POD_NAMESPACE"}, Usage: "namespace of the Lease",
+	{Path: "leaderElectionNamespace", Env: []string{"POD_NAMESPACE"}, EmptyIsValue: true, Usage: "namespace of the Lease",
 		Ref: func(c *Config) any { return &c.LeaseNamespace }},
-	{Path: "leaderElectionId", Env: []string{"LEADER_ELECTION_ID"}, Usage: "name of the Lease",
+	{Path: "leaderElectionId", Env: []string{"LEADER_ELECTION_ID"}, EmptyIsValue: true, Usage: "name of the Lease",
 		Ref: func(c *Config) any { return &c.LeaseName }},
-	{Path: "identity", Env: []string{"POD_NAME"}, Usage: "this replica's name in the Lease", DefaultText: "the host name",
+	{Path: "identity", Env: []string{"POD_NAME"}, EmptyIsValue: true, Usage: "this replica's name in the Lease", DefaultText: "the host name",
 		Ref: func(c *Config) any { return &c.Identity }},
 	{Path: "leaseDuration", Env: []string{"LEASE_DURATION"}, Usage: "Lease duration",
 		Ref: func(c *Config) any { return &c.LeaseDuration }},
@@ -64,7 +64,7 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.RenewDeadline }},
 	{Path: "retryPeriod", Env: []string{"RETRY_PERIOD"}, Usage: "Lease retry period",
 		Ref: func(c *Config) any { return &c.RetryPeriod }},
-	{Path: "logLevel", Env: []string{"LOG_LEVEL"}, Usage: "debug, info, warn or error",
+	{Path: "logLevel", Env: []string{"LOG_LEVEL"}, EmptyIsValue: true, Usage: "debug, info, warn or error",
 		Ref: func(c *Config) any { return &c.LogLevel }},
 
 	{Path: "cpu.writeAbsoluteCaps", Env: []string{"CPU_WRITE_ABSOLUTE_CAPS"}, Usage: "write CPU caps in watts (cpu.performanceCapWatts, cpu.ecoCapWatts) rather than percentages",
@@ -86,7 +86,7 @@ var keys = []key{
 	{Path: "gpu.modelCapsJSON", Env: []string{"GPU_MODEL_CAPS_JSON"}, Usage: `cap range per GPU product, as JSON: {"<product>": {"minCapWatts": W, "maxCapWatts": W}}`,
 		Ref: func(c *Config) any { return modelCaps{&c.Settings.Intent.GPUModelCaps} }},
 	{Path: "gpu.productLabelKeys", Env: []string{"GPU_PRODUCT_LABEL_KEYS"}, Usage: "node labels naming the GPU product, comma-separated, tried in order",
-		Ref: func(c *Config) any { return labelKeys{&c.Settings.Intent.GPUProductLabelKeys} }},
+		EmptyIsValue: true, Ref: func(c *Config) any { return labelKeys{&c.Settings.Intent.GPUProductLabelKeys} }},
 
 	{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1, in the utilization model; the extender's (the chart sets both from extender.*)",
 		Ref: func(c *Config) any { return &c.Settings.Coefficients.CPUUtil }},
@@ -112,9 +112,9 @@ var keys = []key{
 
 	{Path: "kepler.enabled", Flag: "enable-kepler-power", Env: []string{"ENABLE_KEPLER_POWER"}, Usage: "node power from Kepler (source kepler) for nodes whose agent reports none, through the facility Prometheus (facility.prometheusURL)",
 		Ref: func(c *Config) any { return &c.Kepler }},
-	{Path: "kepler.nodePowerQuery", Env: []string{facility.EnvKeplerQuery}, Usage: "PromQL giving watts per node",
+	{Path: "kepler.nodePowerQuery", Env: []string{facility.EnvKeplerQuery}, EmptyIsValue: true, Usage: "PromQL giving watts per node",
 		Ref: func(c *Config) any { return &c.KeplerQuery }},
-	{Path: "kepler.nodeLabel", Env: []string{facility.EnvKeplerNodeLabel}, Usage: "label of the query's series that names the node",
+	{Path: "kepler.nodeLabel", Env: []string{facility.EnvKeplerNodeLabel}, EmptyIsValue: true, Usage: "label of the query's series that names the node",
 		Ref: func(c *Config) any { return &c.KeplerNodeLabel }},
 }
 
