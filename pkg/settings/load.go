@@ -138,13 +138,13 @@ func (s *Source[C]) Gather() (C, []error) {
 			return zero, []error{fmt.Errorf("%s: %w", orDefault(s.namedBy, "config file"), err)}
 		}
 	}
-	return s.Layer(data)
+	return s.layer(data)
 }
 
 // Parse is Load with the file's content given, under the name name; for
 // tests and fuzzing.
 func (t *Table[C]) Parse(name string, data []byte) (C, error) {
-	c, errs := (&Source[C]{t: t, path: name}).Layer(data)
+	c, errs := (&Source[C]{t: t, path: name}).layer(data)
 	if len(errs) > 0 {
 		var zero C
 		return zero, Usage(errs)
@@ -152,10 +152,10 @@ func (t *Table[C]) Parse(name string, data []byte) (C, error) {
 	return c, nil
 }
 
-// Layer puts the file's content, the environment and the flags over the
+// layer puts the file's content, the environment and the flags over the
 // defaults and validates the result. The configuration is complete when
 // there are no errors; with errors, it holds what could be set.
-func (s *Source[C]) Layer(data []byte) (C, []error) {
+func (s *Source[C]) layer(data []byte) (C, []error) {
 	t := s.t
 	c := t.Default()
 	origin := map[string]string{} // key path -> where its value came from
@@ -163,7 +163,7 @@ func (s *Source[C]) Layer(data []byte) (C, []error) {
 	errs = append(errs, t.overlayEnv(&c, s.lookup, origin)...)
 	for _, f := range s.flags {
 		flag := "--" + f.k.FlagName()
-		if err := SetString(f.k.Ref(&c), f.value); err != nil {
+		if err := setString(f.k.Ref(&c), f.value); err != nil {
 			errs = append(errs, keyErr(f.k.Path, fmt.Errorf("%s: %s=%v", f.k.Path, flag, err)))
 			continue
 		}
@@ -438,7 +438,7 @@ func (t *Table[C]) overlayEnv(c *C, lookup func(string) (string, bool), origin m
 	}
 	for i := range t.Keys {
 		k := &t.Keys[i]
-		parse := SetString
+		parse := setString
 		if k.ParseEnv != nil {
 			parse = k.ParseEnv
 		}
@@ -448,7 +448,7 @@ func (t *Table[C]) overlayEnv(c *C, lookup func(string) (string, bool), origin m
 	}
 	if t.Prefix != "" {
 		for i := range t.Keys {
-			apply(&t.Keys[i], t.DerivedVar(&t.Keys[i]), SetString)
+			apply(&t.Keys[i], t.DerivedVar(&t.Keys[i]), setString)
 		}
 	}
 	return errs

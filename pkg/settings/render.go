@@ -31,7 +31,7 @@ func (t *Table[C]) Flags() []cli.Flag {
 	for i := range t.Keys {
 		k := &t.Keys[i]
 		usage := k.Usage
-		if vars := t.Vars(k); len(vars) > 0 {
+		if vars := t.vars(k); len(vars) > 0 {
 			usage += " (env " + strings.Join(vars, " or ") + ")"
 		}
 		cat := ""
@@ -113,7 +113,7 @@ func (t *Table[C]) Markdown() string {
 		} else if text != "" {
 			text = "`" + text + "`"
 		}
-		vars := t.Vars(k)
+		vars := t.vars(k)
 		for j := range vars {
 			vars[j] = "`" + vars[j] + "`"
 		}
@@ -186,8 +186,8 @@ func (t *Table[C]) CheckMentions(path, heading string) error {
 		switch {
 		case k == nil:
 			errs = append(errs, fmt.Errorf("%s, %s: %s is not a key", path, heading, m[1]))
-		case !slices.Contains(t.Vars(k), m[2]):
-			errs = append(errs, fmt.Errorf("%s, %s: the variable of %s is %v, not %s", path, heading, m[1], t.Vars(k), m[2]))
+		case !slices.Contains(t.vars(k), m[2]):
+			errs = append(errs, fmt.Errorf("%s, %s: the variable of %s is %v, not %s", path, heading, m[1], t.vars(k), m[2]))
 		}
 	}
 	return errors.Join(errs...)

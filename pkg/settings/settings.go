@@ -66,7 +66,7 @@ func (k *Key[C]) FlagName() string {
 	if k.Flag != "" {
 		return k.Flag
 	}
-	return strings.Join(Words(k.Path), "-")
+	return strings.Join(words(k.Path), "-")
 }
 
 // Problem is one validation finding, under the key to fix.
@@ -115,7 +115,7 @@ func New[C any](t Table[C]) *Table[C] {
 			panic(fmt.Sprintf("settings: key %s or flag --%s listed twice", k.Path, k.FlagName()))
 		}
 		t.leaves[k.Path], flags[k.FlagName()], t.byPath[k.Path] = true, true, k
-		for _, v := range t.Vars(k) {
+		for _, v := range t.vars(k) {
 			if vars[v] {
 				panic(fmt.Sprintf("settings: variable %s of %s used twice", v, k.Path))
 			}
@@ -140,11 +140,11 @@ func (t *Table[C]) DerivedVar(k *Key[C]) string {
 	if t.Prefix == "" {
 		return ""
 	}
-	return t.Prefix + strings.ToUpper(strings.Join(Words(k.Path), "_"))
+	return t.Prefix + strings.ToUpper(strings.Join(words(k.Path), "_"))
 }
 
-// Vars lists k's variables, highest precedence first.
-func (t *Table[C]) Vars(k *Key[C]) []string {
+// vars lists k's variables, highest precedence first.
+func (t *Table[C]) vars(k *Key[C]) []string {
 	var out []string
 	if v := t.DerivedVar(k); v != "" {
 		out = append(out, v)
@@ -162,12 +162,12 @@ func (t *Table[C]) clone(c C) *C {
 	return &c
 }
 
-// Words splits a camelCase path into lowercase words: a capital after a
+// words splits a camelCase path into lowercase words: a capital after a
 // lowercase letter or digit starts a word, and the path's dots separate
 // words. So "http.telemetryURL" gives http, telemetry, url, and
 // "dvfs.minFreqKHz" gives dvfs, min, freq, khz (the seed's
 // DVFS_MIN_FREQ_KHZ), which is why capitals after capitals never split.
-func Words(path string) []string {
+func words(path string) []string {
 	var out []string
 	for _, seg := range strings.Split(path, ".") {
 		r := []rune(seg)

@@ -133,10 +133,10 @@ func TestEncodeReadsBack(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
-	if got := strings.Join(Words("a.b2C.telemetryURL"), " "); got != "a b2 c telemetry url" {
+	if got := strings.Join(words("a.b2C.telemetryURL"), " "); got != "a b2 c telemetry url" {
 		t.Errorf("Words = %q", got)
 	}
-	if got := strings.Join(Words("dvfs.minFreqKHz"), " "); got != "dvfs min freq khz" {
+	if got := strings.Join(words("dvfs.minFreqKHz"), " "); got != "dvfs min freq khz" {
 		t.Errorf("Words = %q", got)
 	}
 }

@@ -54,10 +54,10 @@ func kindOf(dst any) kind {
 // IsBool reports whether the field dst points to is a switch.
 func IsBool(dst any) bool { return kindOf(dst) == kindBool }
 
-// SetString parses s, from a flag or a variable, into the field dst
+// setString parses s, from a flag or a variable, into the field dst
 // points to. An empty string unsets an optional number and is an empty
 // string field; other kinds refuse it.
-func SetString(dst any, s string) error {
+func setString(dst any, s string) error {
 	k := kindOf(dst)
 	if k == kindText {
 		if err := dst.(encoding.TextUnmarshaler).UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
@@ -141,13 +141,13 @@ func setYAML(dst any, v any) error {
 		if !ok {
 			return fmt.Errorf("%s is not a string (quote it)", describe(v))
 		}
-		return SetString(dst, s)
+		return setString(dst, s)
 	case kindDuration:
 		s, ok := v.(string)
 		if !ok {
 			return fmt.Errorf("%s is not a duration: give a unit, such as \"5s\"", describe(v))
 		}
-		return SetString(dst, s)
+		return setString(dst, s)
 	case kindBool:
 		b, ok := v.(bool)
 		if !ok {
@@ -160,13 +160,13 @@ func setYAML(dst any, v any) error {
 		if !ok {
 			return fmt.Errorf("%s is not a number", describe(v))
 		}
-		return SetString(dst, n.String())
+		return setString(dst, n.String())
 	default: // kindInt
 		n, ok := v.(json.Number)
 		if !ok {
 			return fmt.Errorf("%s is not a whole number", describe(v))
 		}
-		return SetString(dst, n.String())
+		return setString(dst, n.String())
 	}
 }
 
@@ -201,7 +201,7 @@ func describe(v any) string {
 // FormatFloat writes f in the shortest form that reads back the same.
 func FormatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// Format renders the field dst points to as SetString takes it; ok is
+// Format renders the field dst points to as setString takes it; ok is
 // false for an unset optional number.
 func Format(dst any) (s string, ok bool) {
 	k := kindOf(dst)
