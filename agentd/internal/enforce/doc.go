@@ -26,6 +26,6 @@
 //
 // Resolution and aggregation are pure functions; the enforcers hold only
 // the mode and retry state, and reach hardware through small interfaces
-// implemented by the rapl, dvfs, nvml, amdgpu, amdsmi and httpbackend
+// implemented by the rapl, dvfs, nvml, amdhwmon, amdsmi and httpbackend
 // packages.
 package enforce

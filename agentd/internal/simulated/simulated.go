@@ -1,7 +1,7 @@
 // Package simulated is everything that lets joulie-agentd drive nodes
 // whose power lives in a simulator instead of in the host's hardware: the
 // demo and the scale runs. Nothing on the host path (daemon → agent → host
-// → rapl, cpufreq, nvml, amdgpu → sysfs) imports it; the daemon reaches it
+// → rapl, cpufreq, nvml, amdhwmon → sysfs) imports it; the daemon reaches it
 // at one seam, daemon/simulated.go, in three cases:
 //
 //   - backend: http sends this node's telemetry and control to the http.*
