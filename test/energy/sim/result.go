@@ -1,62 +1,109 @@
-// Package sim is the energy benchmark's discrete-event simulator: one
-// job list, one physics model, kube-scheduler's own framework (schedsim)
-// and, for Joulie's arms, the controller's plan.Compute and the
-// extender's pkg/scoring, all on a simulated clock. Arm f, the oracle
-// bound, caps each standard job on its own at the cap that minimises its
-// energy (oracle.go). See test/energy/README.md, section Simulator.
 package sim
 
 import "time"
 
-// Arm names the compared configurations (issue 14, section 2 "Arms").
-type Arm string
-
-const (
-	ArmDefault    Arm = "a-default"       // kube-scheduler default profile (LeastAllocated), no caps
-	ArmBinPack    Arm = "b-binpack"       // MostAllocated, no caps
-	ArmStatic     Arm = "c-static"        // Joulie static_partition
-	ArmQueueAware Arm = "d-queue-aware"   // Joulie queue_aware_v1
-	ArmNoCaps     Arm = "e-joulie-nocaps" // as d, caps never enforced
-	ArmOracle     Arm = "f-oracle"        // oracle bound
-)
-
 // JobResult is what happened to one job in one arm.
 type JobResult struct {
 	ID                  string
-	Class               string /* performance|standard */
+	Class               string // performance or standard
 	Boundness           string
 	GPUs                int
 	CPUMilli            int64
 	Work                time.Duration // full-speed runtime
 	Arrival, Start, End time.Duration // from the simulation's start
-	Node                string
-	Profile             string // node's profile when the job started: performance|eco|draining|none
-	Truncated           bool
+	// BootWait is the part of the job's wait (Start − Arrival) spent
+	// waiting for a node that was booting for it; 0 when it waited for no
+	// boot.
+	BootWait  time.Duration
+	Node      string
+	Profile   string // node's profile when the job started: performance, eco, draining or none
+	Truncated bool
 }
 
-// Sample is a step of the cluster's IT power.
+// Parts splits the cluster's IT power by where it goes. Their sum is the
+// cluster's power.
+type Parts struct {
+	// IdleAwake is the idle draw of the awake nodes: what they would draw
+	// with nothing running.
+	IdleAwake float64
+	// Dynamic is the awake nodes' draw above their idle draw.
+	Dynamic float64
+	// Booting is the draw of nodes booting or shutting down.
+	Booting float64
+	// Off is the draw of switched-off nodes (their BMCs).
+	Off float64
+}
+
+// Total is the cluster's power.
+func (p Parts) Total() float64 { return p.IdleAwake + p.Dynamic + p.Booting + p.Off }
+
+func (p Parts) add(q Parts, scale float64) Parts {
+	return Parts{p.IdleAwake + scale*q.IdleAwake, p.Dynamic + scale*q.Dynamic, p.Booting + scale*q.Booting, p.Off + scale*q.Off}
+}
+
+// Sample is a step of the cluster's IT power: Watts (and its Parts) hold
+// from T until the next sample's T.
 type Sample struct {
 	T     time.Duration
 	Watts float64
-} // cluster IT power, step function: Watts holds from T to the next sample
+	Parts Parts
+}
+
+// Window is an interval of simulated time, [Start, End).
+type Window struct {
+	Start, End time.Duration
+}
+
+// Length is End − Start.
+func (w Window) Length() time.Duration { return w.End - w.Start }
 
 // Result is one arm's run over one job list.
 type Result struct {
-	Arm                       Arm
-	Seed                      int64
-	JobsHash                  string
+	Arm      Arm
+	Seed     int64
+	JobsHash string
+	// Level is the load level the job list was generated for (the
+	// expected allocated share of the cluster inside Window), 0 when not
+	// known (a replayed trace).
+	Level                     float64
 	Nodes, CPUNodes, GPUNodes int
 	Jobs                      []JobResult
-	Power                     []Sample      // cluster power over time, one sample per step change (or per accounting step)
-	EnergyJ                   float64       // ∫ power dt over [0, Window]
-	Window                    time.Duration // common window: first arrival .. latest completion of ANY arm (set by the caller via Options; see below)
-	PerfOnEcoOrDraining       int           // performance pods ever placed on an eco or draining node (must be 0)
-	Makespan                  time.Duration
-	// The seed's method, side by side: fixed window, jobs that don't fit at once dropped, jobs counted.
+	// Power is the cluster's power over the whole run, from 0 to the last
+	// completion, one sample per change.
+	Power []Sample
+
+	// Window is the steady-state accounting window (Options.Window); the
+	// fields below up to Alloc are measured inside it.
+	Window Window
+	// EnergyJ is the IT energy over Window, ∫ power dt; EnergyParts splits
+	// it as Parts splits power (joules).
+	EnergyJ     float64
+	EnergyParts Parts
+	// CoreHours and GPUHours are the work done inside Window at
+	// full-speed-equivalent rates: a job progressing at rate r (1 at full
+	// speed) for dt credits r × dt × its CPUs (its GPUs). A job running
+	// across an edge of the window counts only the part done inside.
+	CoreHours, GPUHours float64
+	// AllocCPU and AllocGPU are the mean shares of the cluster's CPUs and
+	// GPUs requested by running jobs inside Window.
+	AllocCPU, AllocGPU float64
+
+	// PerfOnEcoOrDraining counts performance pods placed on an eco or
+	// draining node (must be 0).
+	PerfOnEcoOrDraining int
+	// PerfBootWaits counts performance pods that waited for a boot.
+	PerfBootWaits int
+	// Boots and Shutdowns count node power-state changes over the run.
+	Boots, Shutdowns int
+	// Makespan is the latest completion less the first arrival.
+	Makespan time.Duration
+	// SeedMethod is the seed document's accounting of the same run.
 	SeedMethod *SeedMethod
 }
 
-// SeedMethod is the seed document's accounting of the same arm.
+// SeedMethod is the seed document's accounting of a run: a fixed window
+// from 0, the jobs that started on arrival (the seed's experiment dropped
+// the others) and the energy over that window.
 type SeedMethod struct {
 	Window                              time.Duration
 	EnergyJ                             float64

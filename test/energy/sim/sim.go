@@ -127,7 +127,7 @@ func (s *simulation) seedResult() *SeedMethod {
 }
 
 // joulieArm reports whether the arm runs Joulie's controller and extender.
-func joulieArm(a Arm) bool { return a == ArmStatic || a == ArmQueueAware || a == ArmNoCaps }
+func joulieArm(a Arm) bool { s, _ := Spec(a); return s.Joulie }
 
 type nodeState struct {
 	spec workload.Node
@@ -566,7 +566,7 @@ func (s *simulation) applyCaps(i int, cpuCap, gpuCap float64) {
 
 func (s *simulation) result() Result {
 	r := Result{Arm: s.arm, Seed: s.opts.Seed, Nodes: len(s.nodes), EnergyJ: s.energyJ, Makespan: s.now,
-		Window: s.now, PerfOnEcoOrDraining: s.perfOnEco}
+		Window: Window{0, s.now}, PerfOnEcoOrDraining: s.perfOnEco}
 	var jobs []workload.Job
 	for _, n := range s.nodes {
 		if n.spec.GPUs > 0 {

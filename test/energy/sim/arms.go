@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/test/energy/schedsim"
+)
+
+// Arm names a compared configuration.
+type Arm string
+
+// The arms, in the report's order. ArmSpecs says what each one runs.
+const (
+	ArmDefault        Arm = "a-default"          // kube-scheduler's default profile (LeastAllocated), no caps
+	ArmBinPack        Arm = "b-binpack"          // MostAllocated, no caps
+	ArmPowerOff       Arm = "g-binpack-poweroff" // as b, idle nodes switched off by cluster-autoscaler's rules
+	ArmStatic         Arm = "c-static"           // Joulie static_partition on the default profile
+	ArmQueueAware     Arm = "d-queue-aware"      // Joulie queue_aware_v1 on the default profile
+	ArmQueueAwarePack Arm = "d-pack"             // as d, on the MostAllocated profile
+	ArmNoCaps         Arm = "e-joulie-nocaps"    // as d, caps never enforced
+	ArmOraclePhysical Arm = "f-oracle-physical"  // oracle: per-GPU caps per job, node-level CPU caps, power-off with foresight
+	ArmOracle         Arm = "f-oracle"           // oracle: as f-oracle-physical, CPU caps per job slice (idealised)
+)
+
+// OracleMode says how the oracle chooses caps.
+type OracleMode uint8
+
+const (
+	// NoOracle: caps come from Joulie's profiles, or none.
+	NoOracle OracleMode = iota
+	// OraclePhysical: each standard GPU job's own GPUs at their
+	// energy-optimal cap (NVML sets a limit per GPU), and each node's CPU
+	// package cap at the energy-optimal value for the jobs on it (a node
+	// running a performance job stays uncapped).
+	OraclePhysical
+	// OracleSlices: as OraclePhysical for GPUs, and each standard job's
+	// own slice of the CPUs at its energy-optimal cap, which no package
+	// cap can do: an idealisation.
+	OracleSlices
+)
+
+// PowerOff says when an arm switches idle nodes off and wakes them.
+type PowerOff uint8
+
+const (
+	// AlwaysOn: nodes are never switched off.
+	AlwaysOn PowerOff = iota
+	// AutoscalerRules: cluster-autoscaler's defaults on bare metal. A node
+	// empty of pods for IdleOffAfter is switched off; a pod that fits on
+	// no awake node wakes one node that fits it, and waits for its boot.
+	// At most SuspendsPerMinute and ResumesPerMinute (Slurm's power-saving
+	// defaults). No warm reserve.
+	AutoscalerRules
+	// Foresight: a node is switched off the moment it is empty, and a node
+	// a pod needs is Ready exactly when the pod arrives, its boot paid
+	// before: the oracle's bound.
+	Foresight
+)
+
+// ArmSpec is what an arm runs.
+type ArmSpec struct {
+	Arm Arm
+	// Profile is kube-scheduler's base profile.
+	Profile schedsim.Profile
+	// Joulie runs the controller (plan.Compute) and the extender.
+	Joulie bool
+	// Policy is the controller's policy when Joulie is set.
+	Policy string
+	// Caps says whether the agents enforce the controller's caps.
+	Caps bool
+	// Oracle chooses caps per job or per node (Joulie is then off).
+	Oracle OracleMode
+	// PowerOff says how idle nodes are switched off.
+	PowerOff PowerOff
+	// Describe is the report's one-line description.
+	Describe string
+}
+
+// ArmSpecs is every arm, in the report's order.
+var ArmSpecs = []ArmSpec{
+	{Arm: ArmDefault, Profile: schedsim.DefaultProfile, Describe: "kube-scheduler's default profile (LeastAllocated), no caps, always on"},
+	{Arm: ArmBinPack, Profile: schedsim.MostAllocatedProfile, Describe: "MostAllocated (bin-packing), no caps, always on"},
+	{Arm: ArmPowerOff, Profile: schedsim.MostAllocatedProfile, PowerOff: AutoscalerRules,
+		Describe: "bin-packing + idle power-off: an empty node off after 10 min, a pod that fits no awake node wakes one and waits for its boot"},
+	{Arm: ArmStatic, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyStaticPartition, Caps: true,
+		Describe: "Joulie static_partition on the default profile"},
+	{Arm: ArmQueueAware, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true,
+		Describe: "Joulie queue_aware_v1 on the default profile"},
+	{Arm: ArmQueueAwarePack, Profile: schedsim.MostAllocatedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true,
+		Describe: "Joulie queue_aware_v1 on the MostAllocated profile"},
+	{Arm: ArmNoCaps, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyQueueAware,
+		Describe: "as d-queue-aware, caps never enforced"},
+	{Arm: ArmOraclePhysical, Profile: schedsim.MostAllocatedProfile, Oracle: OraclePhysical, PowerOff: Foresight,
+		Describe: "oracle bound, physical: bin-packing, per-GPU caps per job and node-level CPU caps at the energy optimum, nodes off when empty and woken with foresight"},
+	{Arm: ArmOracle, Profile: schedsim.MostAllocatedProfile, Oracle: OracleSlices, PowerOff: Foresight,
+		Describe: "oracle bound, idealised: as f-oracle-physical with a CPU cap per job slice"},
+}
+
+// Spec returns the spec of arm a.
+func Spec(a Arm) (ArmSpec, error) {
+	for _, s := range ArmSpecs {
+		if s.Arm == a {
+			return s, nil
+		}
+	}
+	return ArmSpec{}, fmt.Errorf("unknown arm %q; the arms are %s", a, ArmNames())
+}
+
+// Arms returns every arm, in the report's order.
+func Arms() []Arm {
+	out := make([]Arm, len(ArmSpecs))
+	for i, s := range ArmSpecs {
+		out[i] = s.Arm
+	}
+	return out
+}
+
+// ArmNames is the arms joined by commas, for messages.
+func ArmNames() string {
+	var b strings.Builder
+	for i, s := range ArmSpecs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(string(s.Arm))
+	}
+	return b.String()
+}
