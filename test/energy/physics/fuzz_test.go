@@ -56,12 +56,13 @@ func checkModel(t *testing.T, m *Model) {
 	for _, b := range Boundnesses() {
 		prev := 1.0
 		for i := len(caps) - 1; i >= 0; i-- {
-			s := m.Stretch(b, caps[i])
+			d := m.GPUDevice(1, m.Class(b).Utilization)
+			s := m.Stretch(b, d, caps[i])
 			if !(s >= prev) || math.IsInf(s, 0) {
 				t.Fatalf("%s: %s stretch %v at cap %v after %v", m.Name, b, s, caps[i], prev)
 			}
 			prev = s
-			_, e := m.Run(b, time.Hour, m.GPUNode.GPUWatts(m.Class(b).Utilization), m.GPUNode.GPUMaxWatts(), caps[i])
+			_, e := m.Run(b, time.Hour, d, caps[i])
 			if !(e >= 0) || math.IsInf(e, 0) {
 				t.Fatalf("%s: %s energy %v J at cap %v", m.Name, b, e, caps[i])
 			}

@@ -26,12 +26,12 @@ func costlyModel(t *testing.T) *Model {
 // jobShares are the shares the oracle gives a job of class b: a GPU job
 // holds its GPUs and its slice of the host's CPUs, a CPU job its slice of
 // a CPU node's.
-func jobShares(m *Model, b Boundness, gpus int, cpuFrac float64) []Share {
+func jobShares(m *Model, b Boundness, gpus int, cpuFrac float64) (pace Device, others []Device) {
 	u := m.Class(b).Utilization
 	if b.GPU() {
-		return []Share{m.GPUShare(gpus, u), CPUShare(m.GPUNode.Host, cpuFrac, u)}
+		return m.GPUDevice(gpus, u), []Device{CPUSlice(m.GPUNode.Host, cpuFrac, u)}
 	}
-	return []Share{CPUShare(m.CPUNode, cpuFrac, u)}
+	return CPUSlice(m.CPUNode, cpuFrac, u), nil
 }
 
 // The breakpoint search finds the same least energy as trying every cap
@@ -44,25 +44,25 @@ func TestMinEnergyCapMatchesBruteForce(t *testing.T) {
 				gpus    int
 				cpuFrac float64
 			}{{1, 0.04}, {8, 0.5}, {2, 0}} {
-				shares := jobShares(m, b, size.gpus, size.cpuFrac)
+				pace, others := jobShares(m, b, size.gpus, size.cpuFrac)
 				name := fmt.Sprintf("%s/%s/%d GPUs, %.2f of the CPUs", m.Name, b, size.gpus, size.cpuFrac)
-				got := m.MinEnergyCap(b, shares...)
+				got := m.MinEnergyCap(b, pace, others...)
 				if got < m.MinCapFraction || got > 1 {
 					t.Fatalf("%s: cap %v outside [%v, 1]", name, got, m.MinCapFraction)
 				}
-				gotE := m.EnergyPerWork(b, got, shares...)
+				gotE := m.EnergyPerWork(b, got, pace, others...)
 				const steps = 20000
-				bestF, bestE := 1.0, m.EnergyPerWork(b, 1, shares...)
+				bestF, bestE := 1.0, m.EnergyPerWork(b, 1, pace, others...)
 				for i := range steps + 1 {
 					f := m.MinCapFraction + (1-m.MinCapFraction)*float64(i)/steps
-					if e := m.EnergyPerWork(b, f, shares...); e < bestE {
+					if e := m.EnergyPerWork(b, f, pace, others...); e < bestE {
 						bestF, bestE = f, e
 					}
 				}
 				if gotE > bestE*(1+1e-9) {
 					t.Errorf("%s: MinEnergyCap %v costs %v J per second of work; the grid finds %v J at %v", name, got, gotE, bestE, bestF)
 				}
-				if bestE >= m.EnergyPerWork(b, 1, shares...) && got != 1 {
+				if bestE >= m.EnergyPerWork(b, 1, pace, others...) && got != 1 {
 					t.Errorf("%s: no cap on the grid saves energy, yet MinEnergyCap chose %v", name, got)
 				}
 			}
@@ -99,7 +99,8 @@ func TestMinEnergyCapPerClass(t *testing.T) {
 		if tc.b.GPU() {
 			frac = 0 // one GPU alone, as in the comments
 		}
-		if got := tc.m.MinEnergyCap(tc.b, jobShares(tc.m, tc.b, 1, frac)...); got != tc.want {
+		pace, others := jobShares(tc.m, tc.b, 1, frac)
+		if got := tc.m.MinEnergyCap(tc.b, pace, others...); got != tc.want {
 			t.Errorf("%s: MinEnergyCap = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -109,15 +110,15 @@ func TestMinEnergyCapPerClass(t *testing.T) {
 // of work.
 func TestEnergyPerWorkIsRunPerSecondOfWork(t *testing.T) {
 	m := Default()
-	shares := jobShares(m, GPUMixed, 2, 0.1)
+	pace, others := jobShares(m, GPUMixed, 2, 0.1)
 	work := 90 * time.Minute
 	for _, f := range []float64{1, 0.8, 0.6, 0.5} {
-		var sum float64
-		for _, s := range shares {
-			_, e := m.Run(GPUMixed, work, s.NaturalWatts, s.MaxWatts, f)
-			sum += e
+		// Every device is held for the pace's stretched runtime.
+		stretched, sum := m.Run(GPUMixed, work, pace, f)
+		for _, d := range others {
+			sum += m.Draw(d, f) * stretched.Seconds()
 		}
-		if got := m.EnergyPerWork(GPUMixed, f, shares...) * work.Seconds(); !near(got, sum) {
+		if got := m.EnergyPerWork(GPUMixed, f, pace, others...) * work.Seconds(); !near(got, sum) {
 			t.Errorf("cap %v: %v J from EnergyPerWork, %v J from Run", f, got, sum)
 		}
 	}
@@ -131,7 +132,8 @@ func TestSliceSavingAgreesWithTheNodeCap(t *testing.T) {
 			for _, f := range []float64{1, 0.8, 0.6, 0.5} {
 				// Four copies of one job fill the node, all under cap f:
 				// the node-level cap.
-				jobs := []CPUSlice{{96, u, f}, {96, u, f}, {96, u, f}, {96, u, f}}
+				d := CPUSlice(c, 0.25, u)
+				jobs := []CappedSlice{{d, f}, {d, f}, {d, f}, {d, f}}
 				got := c.At(u) - m.SliceSaving(c, u, jobs)
 				if want := m.CPUNodeWatts(u, f); !near(got, want) {
 					t.Errorf("%s, %s at cap %v: node full of copies draws %v W, the node-level cap gives %v W", m.Name, b, f, got, want)
@@ -149,7 +151,7 @@ func TestSliceSaving(t *testing.T) {
 	// 343.0625 W, 215.0625 W above idle. Their parts go by their shares'
 	// dynamic power, 96 × 689 and 96 × 205.5; the cap cuts 408.5 of the
 	// compute job's 689: 215.0625 × 96 × 408.5 / (96 × (689 + 205.5)) = 98.2147 W.
-	jobs := []CPUSlice{{96, 1, 0.5}, {96, 0.3, 1}}
+	jobs := []CappedSlice{{CPUSlice(c, 0.25, 1), 0.5}, {CPUSlice(c, 0.25, 0.3), 1}}
 	if got := m.SliceSaving(c, 0.325, jobs); math.Abs(got-98.2147) > 1e-4 {
 		t.Errorf("saving %v W, want 98.2147 W", got)
 	}
@@ -165,7 +167,7 @@ func TestSliceSaving(t *testing.T) {
 	for _, ca := range []float64{0.5, 0.7, 1} {
 		for _, cb := range []float64{0.5, 0.9, 1} {
 			for _, n := range []float64{8, 64, 190} {
-				jobs := []CPUSlice{{n, 1, ca}, {384 - n, 0.8, cb}, {0, 0.3, 0.5}}
+				jobs := []CappedSlice{{CPUSlice(c, n/384, 1), ca}, {CPUSlice(c, (384-n)/384, 0.8), cb}, {CPUSlice(c, 0, 0.3), 0.5}}
 				load := (n + (384-n)*0.8) / 384
 				w := c.At(load) - m.SliceSaving(c, load, jobs)
 				if w < c.Idle()-1e-9 || w > c.At(load)+1e-9 {

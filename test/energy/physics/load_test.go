@@ -129,7 +129,7 @@ func TestOverrideFileReplacesEveryNumber(t *testing.T) {
 	if got := m.CPUNodeWatts(0.5, 1); got != 300 {
 		t.Errorf("base CPU node at half load: %v W, want 300", got)
 	}
-	if got := m.Stretch(GPUCompute, 0.6); !near(got, 1.4) {
+	if got := m.Stretch(GPUCompute, m.GPUDevice(1, 1), 0.6); !near(got, 1.4) {
 		t.Errorf("base stretch %v, want 1.4", got)
 	}
 	hot, err := f.Variant("hot")

@@ -178,29 +178,25 @@ func (m *Model) GPUNodeWatts(hostLoad, hostCap float64, gpuUtil []float64, gpuCa
 	return w
 }
 
-// Stretch is how many times longer a job of class b runs under a cap of
-// fraction capFrac than at full speed: linear in the effective cap, from 1
-// at no cap through the class's StretchAtTableCap at TableCapFraction, and
-// on along that line down to MinCapFraction.
-func (m *Model) Stretch(b Boundness, capFrac float64) float64 {
+// Stretch is how many times longer a job of class b runs on device d under
+// a cap of fraction capFrac than at full speed: linear in the effective
+// cap, from 1 at no cap through the class's StretchAtTableCap at
+// TableCapFraction, and on along that line down to MinCapFraction. (This
+// step keeps the old physics: d is not yet used.)
+func (m *Model) Stretch(b Boundness, d Device, capFrac float64) float64 {
 	f := m.EffectiveCap(capFrac)
 	s := m.Class(b).StretchAtTableCap
 	return 1 + (s-1)*(1-f)/(1-m.TableCapFraction)
 }
 
-// Run is the closed form of a job's share of a device over its whole run:
-// a job of class b with work (its runtime at full speed) on a share whose
-// natural draw is naturalWatts and whose capped maximum is maxWatts ×
-// capFrac runs for work × Stretch and draws Capped(naturalWatts,
-// EffectiveCap(capFrac) × maxWatts) all that time. It returns the
-// stretched runtime and the energy in joules. For a job on n H100s,
-// naturalWatts and maxWatts are n × GPUWatts(utilization) and
-// n × GPUMaxWatts().
-func (m *Model) Run(b Boundness, work time.Duration, naturalWatts, maxWatts, capFrac float64) (time.Duration, float64) {
-	s := m.Stretch(b, capFrac)
-	p := Capped(naturalWatts, m.EffectiveCap(capFrac)*maxWatts)
+// Run is the closed form of a job's hold on device d over its whole run:
+// a job of class b with work (its runtime at full speed) runs for work ×
+// Stretch(b, d, capFrac) and d draws Draw(d, capFrac) all that time. It
+// returns the stretched runtime and the energy in joules.
+func (m *Model) Run(b Boundness, work time.Duration, d Device, capFrac float64) (time.Duration, float64) {
+	s := m.Stretch(b, d, capFrac)
 	runtime := time.Duration(math.Round(float64(work) * s))
-	return runtime, p * work.Seconds() * s
+	return runtime, m.Draw(d, capFrac) * work.Seconds() * s
 }
 
 // unit clamps v into 0..1 and panics on NaN, which would otherwise pass

@@ -102,7 +102,7 @@ func TestStretchIsLinearFromNoCapToTheTablePointAndStopsAtTheFloor(t *testing.T)
 		{CPUMemory, 0.9, 1.0125},
 		{CPULow, 0.6, 1},
 	} {
-		if got := m.Stretch(tc.b, tc.cap); !near(got, tc.want) {
+		if got := m.Stretch(tc.b, m.GPUDevice(1, 1), tc.cap); !near(got, tc.want) {
 			t.Errorf("Stretch(%s, %v) = %v, want %v", tc.b, tc.cap, got, tc.want)
 		}
 	}
@@ -110,17 +110,14 @@ func TestStretchIsLinearFromNoCapToTheTablePointAndStopsAtTheFloor(t *testing.T)
 
 func TestRunMatchesAStepwiseSimulation(t *testing.T) {
 	m := Default()
-	g := m.GPUNode
 	for _, tc := range []struct {
-		name     string
-		b        Boundness
-		gpus     float64
-		cap      float64
-		runtime  time.Duration
-		energyJ  float64
-		naturalW float64
-		maxW     float64
-		work     time.Duration
+		name    string
+		b       Boundness
+		gpus    int
+		cap     float64
+		runtime time.Duration
+		energyJ float64
+		work    time.Duration
 	}{
 		// One H100 at a 60% cap: 420 W for 1.2 h instead of 700 W for 1 h.
 		{name: "compute-bound GPU job capped", b: GPUCompute, gpus: 1, cap: 0.6,
@@ -135,16 +132,15 @@ func TestRunMatchesAStepwiseSimulation(t *testing.T) {
 			work: time.Hour, runtime: time.Hour, energyJ: 259 * 3600},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			natural := tc.gpus * g.GPUWatts(m.Class(tc.b).Utilization)
-			maxW := tc.gpus * g.GPUMaxWatts()
-			runtime, energy := m.Run(tc.b, tc.work, natural, maxW, tc.cap)
+			d := m.GPUDevice(tc.gpus, m.Class(tc.b).Utilization)
+			runtime, energy := m.Run(tc.b, tc.work, d, tc.cap)
 			if runtime != tc.runtime || !near(energy, tc.energyJ) {
 				t.Fatalf("Run = %v, %v J; want %v, %v J", runtime, energy, tc.runtime, tc.energyJ)
 			}
 			// The way a simulator advances: each second the job gains
 			// 1/stretch s of work and its share adds its capped draw.
-			stretch := m.Stretch(tc.b, tc.cap)
-			power := Capped(natural, m.EffectiveCap(tc.cap)*maxW)
+			stretch := m.Stretch(tc.b, d, tc.cap)
+			power := m.Draw(d, tc.cap)
 			var done, joules float64
 			steps := 0
 			for done < tc.work.Seconds()-1e-9 {
