@@ -1,6 +1,9 @@
 package physics
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Device is what a cap acts on: its idle draw, its natural draw at full
 // clock for the work on it, and the maximum a cap fraction is taken of.
@@ -73,26 +76,65 @@ func (m *Model) EnergyPerWork(b Boundness, capFrac float64, pace Device, others 
 // of class b pacing on pace and holding others uses the least energy
 // (EnergyPerWork), 1 when no cap saves any. A tie keeps the higher cap,
 // which slows the job less.
+//
+// The energy has kinks where a device's cap starts to bind and where the
+// pace's clock reaches MinClock, and between them it is smooth but not of
+// one shape: falling draw against rising stretch. So the search tries the
+// kinks, a grid of minCapSteps steps, and then narrows in on the best of
+// those by golden-section search within a grid step either side.
 func (m *Model) MinEnergyCap(b Boundness, pace Device, others ...Device) float64 {
-	candidates := []float64{m.MinCapFraction}
+	lo := m.MinCapFraction
+	energy := func(f float64) float64 { return m.EnergyPerWork(b, f, pace, others...) }
+	candidates := []float64{lo}
+	for i := 1; i < minCapSteps; i++ {
+		candidates = append(candidates, lo+(1-lo)*float64(i)/minCapSteps)
+	}
 	for _, d := range append([]Device{pace}, others...) {
 		if d.Max > 0 {
-			if f := d.Natural / d.Max; f > m.MinCapFraction && f < 1 {
-				candidates = append(candidates, f)
-			}
+			candidates = append(candidates, d.Natural/d.Max)
 		}
 	}
+	if fit := m.ClockFit; pace.Max > 0 && pace.Natural > pace.Idle {
+		// The cap below which the pace's clock stays at MinClock.
+		candidates = append(candidates, (pace.Idle+(pace.Natural-pace.Idle)*math.Pow(fit.MinClock, fit.K))/pace.Max)
+	}
+	candidates = slices.DeleteFunc(candidates, func(f float64) bool { return !(f >= lo && f < 1) })
 	slices.Sort(candidates)
-	best, bestE := 1.0, m.EnergyPerWork(b, 1, pace, others...)
-	for _, f := range slices.Backward(candidates) {
-		// A gain within rounding is no gain: it would slow the job for
-		// nothing.
-		if e := m.EnergyPerWork(b, f, pace, others...); e < bestE*(1-1e-12) {
+	best, bestE := 1.0, energy(1)
+	// A gain within rounding is no gain: it would slow the job for nothing.
+	better := func(f float64) {
+		if e := energy(f); e < bestE*(1-1e-12) {
 			best, bestE = f, e
 		}
 	}
+	for _, f := range slices.Backward(candidates) {
+		better(f)
+	}
+	if best == 1 {
+		return 1
+	}
+	step := (1 - lo) / minCapSteps
+	l, h := max(lo, best-step), min(1, best+step)
+	const invPhi = 0.6180339887498949
+	x1, x2 := h-invPhi*(h-l), l+invPhi*(h-l)
+	e1, e2 := energy(x1), energy(x2)
+	for h-l > 1e-12 {
+		if e1 <= e2 {
+			h, x2, e2 = x2, x1, e1
+			x1 = h - invPhi*(h-l)
+			e1 = energy(x1)
+		} else {
+			l, x1, e1 = x1, x2, e2
+			x2 = l + invPhi*(h-l)
+			e2 = energy(x2)
+		}
+	}
+	better((l + h) / 2)
 	return best
 }
+
+// minCapSteps is the number of steps of MinEnergyCap's grid.
+const minCapSteps = 200
 
 // CappedSlice is one job's slice of a node's CPUs (CPUSlice) under the
 // job's own cap fraction (1: none).

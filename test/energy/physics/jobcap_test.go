@@ -7,12 +7,19 @@ import (
 	"time"
 )
 
-// costlyModel is the embedded model with a GPU class that capping slows so
-// much that every cap costs energy: at the floor, 2.25 × 350 W = 787.5 J
-// per second of work against 700 J uncapped.
+// costlyModel is the embedded model with a clock table on which runtime
+// goes as clock^-3 and power as clock^1, and a gpu-compute class bound by
+// its clock alone: every cap that binds costs energy (at 60%, 420 W for
+// (630/350)^3 = 5.83 times as long, against 700 W).
 func costlyModel(t *testing.T) *Model {
 	t.Helper()
-	f, err := Parse(append(append([]byte(nil), embedded...), "  costly:\n    classes:\n      gpu-compute: {stretchAtTableCap: 2.0}\n"...), "costly.yaml")
+	f, err := Parse(append(append([]byte(nil), embedded...), `  costly:
+    clock:
+      idleWatts: 0
+      points: [{ghz: 1, watts: 10, seconds: 64}, {ghz: 2, watts: 20, seconds: 8}, {ghz: 4, watts: 40, seconds: 1}]
+    classes:
+      gpu-compute: {clockSensitivity: 1}
+`...), "costly.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,21 +85,21 @@ func TestMinEnergyCapPerClass(t *testing.T) {
 		b    Boundness
 		want float64
 	}{
-		// 1.25 × 350 W at the floor against 700 W uncapped (one GPU; the
+		// 1.3024 × 350 W at the floor against 700 W uncapped (one GPU; the
 		// host slice is 0 here).
 		{"gpu-compute saves at the floor", def, GPUCompute, 0.5},
-		// 1.15 × 350 W against 511 W.
+		// 1.2575 × 350 W against 511 W.
 		{"gpu-mixed saves at the floor", def, GPUMixed, 0.5},
 		// Not slowed, but its 259 W stay under any cap: nothing to save.
 		{"gpu-low is never capped", def, GPULow, 1},
-		// 1.3125 × 408.5 W against 817 W, per node's worth of CPUs.
-		{"cpu-compute saves at the floor", def, CPUCompute, 0.5},
-		// 1.0625 × 408.5 W against 654.2 W.
+		// Clock-bound: the stretch grows faster than the draw falls below
+		// a cap of 0.642015, where the node draws 524.5 W for 1.5185
+		// times as long, 796.45 J per second of work against 817.
+		{"cpu-compute saves least at an inner cap", def, CPUCompute, 0.642015},
+		// 1.1218 × 408.5 W against 654.2 W.
 		{"cpu-memory saves at the floor", def, CPUMemory, 0.5},
 		// 333.5 W stay under the floor's 408.5 W.
 		{"cpu-low is never capped", def, CPULow, 1},
-		// Each cap costs energy: 2.25 × 350 W at the floor, 1.8 × 420 W
-		// at 60%, against 700 W.
 		{"a class whose stretch makes capping cost energy", costly, GPUCompute, 1},
 	} {
 		frac := 1.0 // a CPU job on the whole node
@@ -100,7 +107,7 @@ func TestMinEnergyCapPerClass(t *testing.T) {
 			frac = 0 // one GPU alone, as in the comments
 		}
 		pace, others := jobShares(tc.m, tc.b, 1, frac)
-		if got := tc.m.MinEnergyCap(tc.b, pace, others...); got != tc.want {
+		if got := tc.m.MinEnergyCap(tc.b, pace, others...); math.Abs(got-tc.want) > 1e-5 {
 			t.Errorf("%s: MinEnergyCap = %v, want %v", tc.name, got, tc.want)
 		}
 	}
