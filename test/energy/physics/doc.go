@@ -6,7 +6,7 @@
 // The numbers live in physics.yaml, embedded as the default ([Default]),
 // with the source of each; [Load] reads another file of the same shape, and
 // a file's variants ([Sensitivity], [File.Variant]) overlay some of its
-// numbers. Nothing here reads the clock; the functions are pure.
+// numbers. Nothing here reads the wall clock; the functions are pure.
 //
 // # Power
 //
@@ -19,31 +19,53 @@
 // write it (packagePowerCapPctOfMax, capPctOfMax). A GPU's maximum is its
 // idle plus dynamic draw; a CPU node's is its curve at full load, and its
 // package cap is modelled as a limit on the whole node's draw: the packages
-// make nearly all of a CPU node's dynamic power, and a 60% cap then removes
-// 47% of the dynamic range above idle, the "about half" behind the CPU
-// stretch figures. Under a cap a device draws min(natural, f × maximum).
+// make nearly all of a CPU node's dynamic power, so a 60% cap on a
+// saturated node removes 47% of its dynamic range above idle. Under a cap
+// a device draws min(natural, f × maximum).
 // Caps below the file's minCapFraction are treated as that floor (the
 // effective cap, [Model.EffectiveCap]); no measurement supports the model
 // lower down.
 //
 // # Stretch
 //
-// Each job belongs to a [Boundness] class. Under a cap f a job of class b
-// progresses at 1/stretch of its full speed, where stretch is linear in f:
-// 1 at f = 1, the class's measured stretchAtTableCap at f =
-// tableCapFraction (60%), and on along the same line below it down to the
-// floor. Like the Zeus measurements it comes from, stretch depends on the
-// cap as a fraction of the device's maximum, not on how far the cap cuts
-// into the job's own draw: the medians already average over phases the
-// limit clips and phases it does not. So a mixed job under a cap that its
-// average draw stays below still runs longer at the same power; that costs
-// capping energy, the conservative side for a benchmark of capping.
+// A cap slows a job only when it binds. Dynamic power, the draw above
+// idle, is taken to go as clock^k. A device ([Device]) whose natural draw
+// at full clock is N, idle I, under a limit L below N, runs at the clock
+// fraction r = ((L − I)/(N − I))^(1/k), and no lower than MinClock; when N
+// is within L, r = 1 ([Model.Clock]). A job bound by its clock alone runs
+// r^−a times as long; a job of class b, of clock sensitivity β, runs
+// 1 + β(r^−a − 1) times as long ([Model.StretchAtClock], [Model.Stretch]).
+// A cap that the device's draw stays under therefore slows nothing.
+//
+// k, a and MinClock are fitted when the file is loaded to its clock:
+// table, one job timed at fixed clocks: NAS EP class C on a Grid'5000
+// taurus node (2 × Xeon E5-2630, idle 95 W), from the Batsim simulator's
+// repository. k is the least-squares slope of ln(W − idle) on ln(GHz)
+// (1.384), a that of ln(seconds) on −ln(GHz) (1.046), MinClock the lowest
+// clock over the highest (1.2/2.3). Using a 2012 CPU's exponents for
+// today's CPUs and GPUs is an assumption.
+//
+// β is per class. The GPU classes keep the Zeus NSDI'23 runtimes at a 60%
+// limit, and β is derived so that one H100 at the class's utilization
+// under the table cap stretches by exactly that figure (gpu-compute 0.357,
+// gpu-mixed 0.629); gpu-low's 259 W stay under 420 W, so the cap cannot
+// slow it and β = 0. The CPU classes give β: cpu-compute 1 (NAS EP is
+// compute-bound, and the table is its measurement), cpu-memory 0.2
+// (assumption: memory-bound work waits on DRAM, whose clock a package cap
+// does not lower), cpu-low 0.3 (assumption: it computes about its
+// utilization's share of the time).
+//
+// Which device's draw the cap binds on is the caller's choice, and the
+// simulator's physics: a CPU node's package cap binds on the node's whole
+// package draw ([NodeCPU] at the node's load), so a job on a lightly
+// loaded node runs at full speed under a cap that would slow it on a busy
+// one; a GPU cap binds on that GPU's draw ([Model.GPUDevice] of 1).
 //
 // # Energy
 //
 // Power and stretch are tied by one rule: a job of work W (its runtime at
-// full speed) under cap f holds its share of the device for stretch(f) × W,
-// and during all that time the share draws min(natural, f × maximum). Its
+// full speed) under cap f holds its device for stretch × W, and during all
+// that time the device draws min(natural, f × maximum) ([Model.Draw]). Its
 // energy is the integral of that power over the stretched runtime,
 // [Model.Run] in closed form. A simulator that advances time in steps,
 // credits each running job dt/stretch of work per step and adds node power
@@ -51,12 +73,23 @@
 //
 // # Caps per job
 //
-// The benchmark's oracle bound caps jobs, not nodes. A job holds [Share]s
-// of devices: whole GPUs ([Model.GPUShare]), and a slice of a node's CPUs
-// that draws as the whole node would at the job's utilization, scaled to
-// the slice ([CPUShare]). [Model.MinEnergyCap] is the cap at which a job's
-// energy over its shares is least, found among the model's breakpoints;
-// [Model.SliceSaving] is what the jobs' own caps take off a node's draw,
-// shared out so that a node filled with copies of one job under cap f
-// draws exactly the node-level cap f.
+// The benchmark's oracle bound caps jobs, not nodes. A job holds devices:
+// whole GPUs ([Model.GPUDevice]), and a slice of a node's CPUs that draws
+// as the whole node would at the job's utilization, scaled to the slice
+// ([CPUSlice]). [Model.MinEnergyCap] is the cap at which a job's energy
+// over its devices is least, its speed set by one of them (the pace). The
+// energy has kinks where a cap starts to bind and where the clock reaches
+// MinClock, and between them falling draw trades against rising stretch,
+// so the search tries the kinks and a fine grid and refines the best by
+// golden section. [Model.SliceSaving] is what the jobs' own caps take off
+// a node's draw, shared out so that a node filled with copies of one job
+// under cap f draws exactly the node-level cap f.
+//
+// # Power states
+//
+// [Model.Power] holds what a node draws switched off and what switching
+// costs, measured on the same taurus nodes (9.75 W off with the BMC
+// alive; 151.52 s and 18,966 J to boot; 6.1 s and 616 J to shut down). A
+// GPU node boots for as long plus a GPU driver start (60 s, assumption) at
+// the boot's average power, and draws the same off power.
 package physics

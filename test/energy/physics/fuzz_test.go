@@ -53,15 +53,28 @@ func checkModel(t *testing.T, m *Model) {
 			}
 		}
 	}
+	for _, gpu := range []bool{false, true} {
+		p := m.Power
+		if e := p.BootJoules(gpu); !(e > 0) || math.IsInf(e, 0) || !(p.OffWatts < m.CPUNode.Idle()) {
+			t.Fatalf("%s: boot %v J, off %v W, idle %v W", m.Name, e, p.OffWatts, m.CPUNode.Idle())
+		}
+	}
+	if f := m.ClockFit; !(f.K > 0 && f.A > 0 && f.MinClock > 0 && f.MinClock < 1) {
+		t.Fatalf("%s: clock fit %+v", m.Name, f)
+	}
 	for _, b := range Boundnesses() {
+		if beta := m.Class(b).ClockSensitivity; !(beta >= 0 && beta <= 1) {
+			t.Fatalf("%s: %s clock sensitivity %v", m.Name, b, beta)
+		}
 		prev := 1.0
 		for i := len(caps) - 1; i >= 0; i-- {
-			s := m.Stretch(b, caps[i])
+			d := m.ClassDevice(b)
+			s := m.Stretch(b, d, caps[i])
 			if !(s >= prev) || math.IsInf(s, 0) {
 				t.Fatalf("%s: %s stretch %v at cap %v after %v", m.Name, b, s, caps[i], prev)
 			}
 			prev = s
-			_, e := m.Run(b, time.Hour, m.GPUNode.GPUWatts(m.Class(b).Utilization), m.GPUNode.GPUMaxWatts(), caps[i])
+			_, e := m.Run(b, time.Hour, d, caps[i])
 			if !(e >= 0) || math.IsInf(e, 0) {
 				t.Fatalf("%s: %s energy %v J at cap %v", m.Name, b, e, caps[i])
 			}

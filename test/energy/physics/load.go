@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -26,7 +27,9 @@ type doc struct {
 	CPUNode     curveDoc   `yaml:"cpuNode"`
 	GPUNode     gpuNodeDoc `yaml:"gpuNode"`
 	Capping     cappingDoc `yaml:"capping"`
+	Clock       clockDoc   `yaml:"clock"`
 	Classes     classesDoc `yaml:"classes"`
+	PowerStates powerDoc   `yaml:"powerStates"`
 }
 
 // classesDoc has one key per Boundness, so that a class the model does
@@ -68,11 +71,40 @@ type cappingDoc struct {
 	MinCapFraction   float64 `yaml:"minCapFraction"`
 }
 
-type classDoc struct {
-	Source            string  `yaml:"source,omitempty"`
-	Utilization       float64 `yaml:"utilization"`
-	StretchAtTableCap float64 `yaml:"stretchAtTableCap"`
+// clockDoc is a measured table of one job at fixed clocks.
+type clockDoc struct {
+	Source    string          `yaml:"source,omitempty"`
+	IdleWatts float64         `yaml:"idleWatts"`
+	Points    []clockPointDoc `yaml:"points"`
 }
+
+type clockPointDoc struct {
+	GHz     float64 `yaml:"ghz"`
+	Watts   float64 `yaml:"watts"`
+	Seconds float64 `yaml:"seconds"`
+}
+
+// classDoc gives exactly one of StretchAtTableCap and ClockSensitivity;
+// both are optional to the checker, and build insists on one.
+type classDoc struct {
+	Source            string   `yaml:"source,omitempty"`
+	Utilization       float64  `yaml:"utilization"`
+	StretchAtTableCap *float64 `yaml:"stretchAtTableCap,omitempty"`
+	ClockSensitivity  *float64 `yaml:"clockSensitivity,omitempty"`
+}
+
+type powerDoc struct {
+	Source                string  `yaml:"source,omitempty"`
+	OffWatts              float64 `yaml:"offWatts"`
+	BootSeconds           float64 `yaml:"bootSeconds"`
+	BootJoules            float64 `yaml:"bootJoules"`
+	ShutdownSeconds       float64 `yaml:"shutdownSeconds"`
+	ShutdownJoules        float64 `yaml:"shutdownJoules"`
+	GPUDriverStartSeconds float64 `yaml:"gpuDriverStartSeconds"`
+}
+
+// stretchKeys are a class's two ways to say how a cap slows it.
+var stretchKeys = [...]string{"stretchAtTableCap", "clockSensitivity"}
 
 // variantsKey is the top-level key holding the named overlays.
 const variantsKey = "variants"
@@ -157,7 +189,7 @@ func Parse(data []byte, name string) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if err == io.EOF {
-			return nil, fmt.Errorf("%s: the file is empty; it must hold the keys cpuNode, gpuNode, capping and classes", name)
+			return nil, fmt.Errorf("%s: the file is empty; it must hold the keys cpuNode, gpuNode, capping, clock, classes and powerStates", name)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -166,7 +198,7 @@ func Parse(data []byte, name string) (*File, error) {
 		return nil, fmt.Errorf("%s:%d:%d: the file holds more than one YAML document; keep one", name, second.Line, second.Column)
 	}
 	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: the file is empty; it must hold the keys cpuNode, gpuNode, capping and classes", name)
+		return nil, fmt.Errorf("%s: the file is empty; it must hold the keys cpuNode, gpuNode, capping, clock, classes and powerStates", name)
 	}
 	top := root.Content[0]
 	if top.Kind != yaml.MappingNode {
@@ -230,6 +262,15 @@ func parseVariants(f *File, vs, rest *yaml.Node, name string, base *checker) []e
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
+		// A class that the variant gives a stretch key drops the base's:
+		// the variant chooses its one way anew.
+		for i, cd := range d.Classes.byBoundness() {
+			for _, k := range stretchKeys {
+				if c.at["classes."+string(boundnesses[i])+"."+k] != nil {
+					cd.StretchAtTableCap, cd.ClockSensitivity = nil, nil
+				}
+			}
+		}
 		if err := v.Decode(&d); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %s: %w", name, path, err))
 			continue
@@ -288,12 +329,25 @@ func build(d *doc, modelName, file string, c, fallback *checker) (*Model, []erro
 	v.check(mc > 0 && mc <= 1, "capping.minCapFraction", "%v must lie in (0,1]", mc)
 	v.check(!(mc > tc), "capping.minCapFraction", "%v is above tableCapFraction %v: the table's own cap would be out of reach", mc, tc)
 
+	m.ClockFit = v.clock(d.Clock)
+	given := make([]*float64, len(boundnesses)) // a class's stretchAtTableCap, if it gives one
 	for i, cd := range d.Classes.byBoundness() {
 		p := "classes." + string(boundnesses[i])
 		v.check(cd.Utilization >= 0 && cd.Utilization <= 1, p+".utilization", "%v must lie in [0,1]", cd.Utilization)
-		v.check(finite(cd.StretchAtTableCap) && cd.StretchAtTableCap >= 1, p+".stretchAtTableCap",
-			"%v must be 1 or more: a cap never makes work faster", cd.StretchAtTableCap)
-		m.classes[i] = Class{Utilization: cd.Utilization, StretchAtTableCap: cd.StretchAtTableCap}
+		m.classes[i].Utilization = cd.Utilization
+		switch s, beta := cd.StretchAtTableCap, cd.ClockSensitivity; {
+		case (s == nil) == (beta == nil):
+			v.check(false, p, "give exactly one of stretchAtTableCap (measured) and clockSensitivity (β); it gives %s",
+				map[bool]string{true: "neither", false: "both"}[s == nil])
+		case s != nil:
+			if v.check(finite(*s) && *s >= 1, p+".stretchAtTableCap", "%v must be 1 or more: a cap never makes work faster", *s) {
+				given[i] = s
+			}
+		default:
+			v.check(*beta >= 0 && *beta <= 1, p+".clockSensitivity",
+				"%v must lie in [0,1]: the share of the job's runtime that scales with the clock", *beta)
+			m.classes[i].ClockSensitivity = *beta
+		}
 	}
 	if len(v.errs) > 0 {
 		return nil, v.errs
@@ -308,10 +362,124 @@ func build(d *doc, modelName, file string, c, fallback *checker) (*Model, []erro
 	floorErr("cpuNode", m.CPUNode.Idle(), m.CPUNode.Max())
 	floorErr("gpuNode.host", g.Host.Idle(), g.Host.Max())
 	floorErr("a GPU", g.GPUIdleWatts, g.GPUMaxWatts())
+	m.Power = v.power(d.PowerStates, min(m.CPUNode.Idle(), g.Host.Idle()))
+	if len(v.errs) > 0 {
+		return nil, v.errs
+	}
+
+	// β from a measured stretch: the β at which one class device under
+	// the table cap stretches by the measured figure.
+	for i, b := range boundnesses {
+		s := given[i]
+		if s == nil {
+			m.classes[i].StretchAtTableCap = m.Stretch(b, m.ClassDevice(b), tc)
+			continue
+		}
+		m.classes[i].StretchAtTableCap = *s
+		p := "classes." + string(b) + ".stretchAtTableCap"
+		d := m.ClassDevice(b)
+		r := m.Clock(d, tc)
+		if r == 1 {
+			v.check(*s == 1, p, "%v, but the class's device (natural %.4g W) stays under the table cap (%v × %.4g W): "+
+				"a cap that does not bind cannot slow it; give 1, or a higher utilization", *s, d.Natural, tc, d.Max)
+			continue
+		}
+		beta := (*s - 1) / (math.Pow(r, -m.ClockFit.A) - 1)
+		if v.check(beta <= 1, p, "%v would make the class %.3g times as clock-sensitive as a clock-bound job: "+
+			"at clock %.3f under the table cap a clock-bound job runs only %.4g times as long", *s, beta, r, math.Pow(r, -m.ClockFit.A)) {
+			m.classes[i].ClockSensitivity = beta
+		}
+	}
 	if len(v.errs) > 0 {
 		return nil, v.errs
 	}
 	return m, nil
+}
+
+// clock validates the clock table and fits it: K by least squares of
+// ln(watts − idle) on ln(GHz), A of ln(seconds) on −ln(GHz), MinClock the
+// lowest clock over the highest.
+func (v *validator) clock(cd clockDoc) ClockFit {
+	ok := v.check(finite(cd.IdleWatts) && cd.IdleWatts >= 0, "clock.idleWatts", "%v must be a number of watts, 0 or more", cd.IdleWatts)
+	pts := cd.Points
+	if !v.check(len(pts) >= 3, "clock.points", "has %d points; give at least 3 clocks to fit two exponents", len(pts)) || !ok {
+		return ClockFit{}
+	}
+	for i, p := range pts {
+		at := fmt.Sprintf("clock.points[%d]", i)
+		ok = v.check(finite(p.GHz) && p.GHz > 0, at+".ghz", "%v must be a clock above 0", p.GHz) && ok
+		ok = v.check(finite(p.Watts) && p.Watts > cd.IdleWatts, at+".watts", "%v must be a number of watts above idleWatts %v", p.Watts, cd.IdleWatts) && ok
+		ok = v.check(finite(p.Seconds) && p.Seconds > 0, at+".seconds", "%v must be a number of seconds above 0", p.Seconds) && ok
+		if i > 0 {
+			ok = v.check(!(p.GHz <= pts[i-1].GHz), at+".ghz", "%v does not rise above the previous point's %v: clocks must increase", p.GHz, pts[i-1].GHz) && ok
+		}
+	}
+	if !ok {
+		return ClockFit{}
+	}
+	var lnGHz, lnDyn, lnTime []float64
+	for _, p := range pts {
+		lnGHz = append(lnGHz, math.Log(p.GHz))
+		lnDyn = append(lnDyn, math.Log(p.Watts-cd.IdleWatts))
+		lnTime = append(lnTime, math.Log(p.Seconds))
+	}
+	f := ClockFit{
+		K:        leastSquaresSlope(lnGHz, lnDyn),
+		A:        -leastSquaresSlope(lnGHz, lnTime),
+		MinClock: pts[0].GHz / pts[len(pts)-1].GHz,
+	}
+	v.check(finite(f.K) && f.K > 0, "clock.points", "the fitted power exponent k = %.4g is not above 0: dynamic power must rise with the clock", f.K)
+	v.check(finite(f.A) && f.A > 0, "clock.points", "the fitted time exponent a = %.4g is not above 0: the job must run faster at a higher clock", f.A)
+	return f
+}
+
+// leastSquaresSlope is the slope of the least-squares line of ys on xs.
+func leastSquaresSlope(xs, ys []float64) float64 {
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(len(xs))
+	my /= float64(len(ys))
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	return sxy / sxx
+}
+
+// power validates the power states; idle is the lowest idle draw of the
+// model's nodes, which off must stay below.
+func (v *validator) power(pd powerDoc, idle float64) PowerStates {
+	seconds := func(key string, s float64, zeroOK bool) time.Duration {
+		okS := finite(s) && (s > 0 || zeroOK && s == 0) && s < 1e9
+		what := "above 0"
+		if zeroOK {
+			what = "0 or more"
+		}
+		if !v.check(okS, "powerStates."+key, "%v must be a number of seconds %s (and below 10⁹)", s, what) {
+			return 0
+		}
+		return time.Duration(math.Round(s * float64(time.Second)))
+	}
+	p := PowerStates{
+		OffWatts:       pd.OffWatts,
+		Boot:           seconds("bootSeconds", pd.BootSeconds, false),
+		Shutdown:       seconds("shutdownSeconds", pd.ShutdownSeconds, false),
+		GPUDriverStart: seconds("gpuDriverStartSeconds", pd.GPUDriverStartSeconds, true),
+	}
+	if v.check(finite(pd.OffWatts) && pd.OffWatts > 0, "powerStates.offWatts", "%v must be a number of watts above 0", pd.OffWatts) {
+		v.check(pd.OffWatts < idle, "powerStates.offWatts", "%v W is not below the lowest idle draw of the nodes, %v W: off must draw less than idle", pd.OffWatts, idle)
+	}
+	if v.check(finite(pd.BootJoules) && pd.BootJoules > 0, "powerStates.bootJoules", "%v must be a number of joules above 0", pd.BootJoules) && p.Boot > 0 {
+		p.BootWatts = pd.BootJoules / pd.BootSeconds
+	}
+	if v.check(finite(pd.ShutdownJoules) && pd.ShutdownJoules > 0, "powerStates.shutdownJoules", "%v must be a number of joules above 0", pd.ShutdownJoules) && p.Shutdown > 0 {
+		p.ShutdownWatts = pd.ShutdownJoules / pd.ShutdownSeconds
+	}
+	return p
 }
 
 // curve validates a curve's points: from load 0 to load 1, loads rising,
@@ -434,6 +602,8 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string, partial bool) 
 			// complete even in a variant.
 			c.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), false)
 		}
+	case reflect.Pointer:
+		c.walk(n, t.Elem(), path, partial)
 	case reflect.Float64:
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
 			c.fail(n, path, "want a number, got %s", describe(n))

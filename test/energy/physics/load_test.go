@@ -22,9 +22,14 @@ func TestEmbeddedFileHoldsTheIssueFigures(t *testing.T) {
 	if g := m.GPUNode; g.GPUIdleWatts != 70 || g.GPUDynamicWatts != 630 {
 		t.Errorf("GPU %v W idle + %v W dynamic, want 70 + 630", g.GPUIdleWatts, g.GPUDynamicWatts)
 	}
-	for b, s := range map[Boundness]float64{GPUCompute: 1.20, GPUMixed: 1.12, GPULow: 1, CPUCompute: 1.25, CPUMemory: 1.05, CPULow: 1} {
+	for b, s := range map[Boundness]float64{GPUCompute: 1.20, GPUMixed: 1.12, GPULow: 1} {
 		if got := m.Class(b).StretchAtTableCap; got != s {
 			t.Errorf("%s: stretch %v at the table cap, want %v", b, got, s)
+		}
+	}
+	for b, beta := range map[Boundness]float64{GPULow: 0, CPUCompute: 1, CPUMemory: 0.2, CPULow: 0.3} {
+		if got := m.Class(b).ClockSensitivity; got != beta {
+			t.Errorf("%s: clock sensitivity %v, want %v", b, got, beta)
 		}
 	}
 	if m.Name != "default" || m.Source != EmbeddedName || Sensitivity().Name != "sensitivity" {
@@ -37,7 +42,7 @@ func TestEmbeddedFileHoldsTheIssueFigures(t *testing.T) {
 // comment above them.
 func TestEmbeddedFileNamesASourceForEveryBlock(t *testing.T) {
 	text := string(embedded)
-	for _, key := range []string{"cpuNode:", "gpuNode:", "host:", "capping:", "gpu-compute:", "gpu-mixed:", "gpu-low:", "cpu-compute:", "cpu-memory:", "cpu-low:"} {
+	for _, key := range []string{"cpuNode:", "gpuNode:", "host:", "capping:", "clock:", "powerStates:", "gpu-compute:", "gpu-mixed:", "gpu-low:", "cpu-compute:", "cpu-memory:", "cpu-low:"} {
 		i := strings.Index(text, "\n"+key)
 		if i < 0 {
 			i = strings.Index(text, " "+key)
@@ -47,7 +52,7 @@ func TestEmbeddedFileNamesASourceForEveryBlock(t *testing.T) {
 			continue
 		}
 		rest := text[i+len(key)+1:]
-		if src := strings.Index(rest, "source:"); src < 0 || strings.Contains(rest[:src], "watts:") || strings.Contains(rest[:src], "Fraction:") {
+		if src := strings.Index(rest, "source:"); src < 0 || strings.Contains(rest[:src], "watts:") || strings.Contains(rest[:src], "Fraction:") || strings.Contains(rest[:src], "Watts:") {
 			t.Errorf("block %s has numbers before its source", key)
 		}
 	}
@@ -103,11 +108,15 @@ capping:
   minCapFraction: 0.5
 classes:
   gpu-compute: {utilization: 1, stretchAtTableCap: 1.4}
-  gpu-mixed: {utilization: 0.5, stretchAtTableCap: 1.2}
+  gpu-mixed: {utilization: 0.8, stretchAtTableCap: 1.2}
   gpu-low: {utilization: 0.1, stretchAtTableCap: 1}
-  cpu-compute: {utilization: 1, stretchAtTableCap: 1.3}
-  cpu-memory: {utilization: 0.5, stretchAtTableCap: 1.1}
-  cpu-low: {utilization: 0.2, stretchAtTableCap: 1}
+  cpu-compute: {utilization: 1, clockSensitivity: 1}
+  cpu-memory: {utilization: 0.5, clockSensitivity: 0.2}
+  cpu-low: {utilization: 0.2, clockSensitivity: 0.3}
+clock:
+  idleWatts: 0
+  points: [{ghz: 1, watts: 10, seconds: 8}, {ghz: 2, watts: 20, seconds: 4}, {ghz: 4, watts: 40, seconds: 2}]
+powerStates: {offWatts: 10, bootSeconds: 100, bootJoules: 10000, shutdownSeconds: 10, shutdownJoules: 1000, gpuDriverStartSeconds: 60}
 `
 
 func TestOverrideFileReplacesEveryNumber(t *testing.T) {
@@ -129,7 +138,7 @@ func TestOverrideFileReplacesEveryNumber(t *testing.T) {
 	if got := m.CPUNodeWatts(0.5, 1); got != 300 {
 		t.Errorf("base CPU node at half load: %v W, want 300", got)
 	}
-	if got := m.Stretch(GPUCompute, 0.6); !near(got, 1.4) {
+	if got := m.Stretch(GPUCompute, m.GPUDevice(1, 1), 0.6); !near(got, 1.4) {
 		t.Errorf("base stretch %v, want 1.4", got)
 	}
 	hot, err := f.Variant("hot")
@@ -142,11 +151,41 @@ func TestOverrideFileReplacesEveryNumber(t *testing.T) {
 	if hot.GPUNode.GPUIdleWatts != 80 || hot.GPUNode.GPUDynamicWatts != 350 {
 		t.Errorf("variant GPU %+v, want idle 80 and the base's dynamic 350", hot.GPUNode)
 	}
-	if c := hot.Class(GPUMixed); c.StretchAtTableCap != 1.3 || c.Utilization != 0.5 {
-		t.Errorf("variant gpu-mixed %+v, want stretch 1.3 and the base's utilization 0.5", c)
+	if c := hot.Class(GPUMixed); c.StretchAtTableCap != 1.3 || c.Utilization != 0.8 {
+		t.Errorf("variant gpu-mixed %+v, want stretch 1.3 and the base's utilization 0.8", c)
 	}
 	if m.GPUNode.GPUIdleWatts != 50 || m.Class(GPUMixed).StretchAtTableCap != 1.2 {
 		t.Error("the variant changed the base model")
+	}
+}
+
+// A variant that gives a class the other stretch key replaces the base's
+// way for that class, rather than giving it both.
+func TestVariantSwitchesAClassBetweenStretchAndSensitivity(t *testing.T) {
+	f, err := Parse([]byte(minimal+`variants:
+  switched:
+    classes:
+      gpu-compute: {clockSensitivity: 0.5}
+      cpu-low: {stretchAtTableCap: 1}
+`), "site.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.Variant("switched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One 400 W GPU capped at 240 W: clock 190/350 on the table's k = 1.
+	r := 190.0 / 350
+	if c := m.Class(GPUCompute); c.ClockSensitivity != 0.5 || !near(c.StretchAtTableCap, 1+0.5*(1/r-1)) {
+		t.Errorf("gpu-compute %+v, want beta 0.5 and stretch %v", c, 1+0.5*(1/r-1))
+	}
+	// A node at load 0.2 draws 180 W, under 300 W: beta 0.
+	if c := m.Class(CPULow); c.ClockSensitivity != 0 || c.StretchAtTableCap != 1 {
+		t.Errorf("cpu-low %+v, want beta 0 and stretch 1", c)
+	}
+	if c := f.Base().Class(GPUCompute); c.StretchAtTableCap != 1.4 {
+		t.Errorf("the variant changed the base: %+v", c)
 	}
 }
 
@@ -184,8 +223,8 @@ func TestBadFilesAreRefusedWithFileLineAndKey(t *testing.T) {
 			[]string{"bad.yaml:10:17: gpuNode.gpuIdleWatts: -5 must be a number of watts, 0 or more"}},
 		{"utilization above 1", "gpu-low: {utilization: 0.1", "gpu-low: {utilization: 1.5",
 			[]string{"bad.yaml:18:26: classes.gpu-low.utilization: 1.5 must lie in [0,1]"}},
-		{"stretch below 1", "stretchAtTableCap: 1.3}", "stretchAtTableCap: 0.9}",
-			[]string{"classes.cpu-compute.stretchAtTableCap: 0.9 must be 1 or more"}},
+		{"stretch below 1", "stretchAtTableCap: 1.4}", "stretchAtTableCap: 0.9}",
+			[]string{"classes.gpu-compute.stretchAtTableCap: 0.9 must be 1 or more"}},
 		{"table cap at 1", "tableCapFraction: 0.6", "tableCapFraction: 1",
 			[]string{"capping.tableCapFraction: 1 must lie in (0,1)"}},
 		{"floor above the table cap", "minCapFraction: 0.5", "minCapFraction: 0.7",
@@ -205,9 +244,9 @@ func TestBadFilesAreRefusedWithFileLineAndKey(t *testing.T) {
 		{"list instead of block", "capping:\n  tableCapFraction: 0.6\n  minCapFraction: 0.5\n", "capping: [0.6, 0.5]\n",
 			[]string{"bad.yaml:12:10: capping: want a block of keys, got a list"}},
 		{"variant with an unknown key", "", "variants:\n  hot:\n    cpuNode: {pointz: []}\n",
-			[]string{"bad.yaml:24:15: variants.hot.cpuNode.pointz: unknown key"}},
+			[]string{"bad.yaml:28:15: variants.hot.cpuNode.pointz: unknown key"}},
 		{"variant with a bad value", "", "variants:\n  hot:\n    gpuNode:\n      gpuIdleWatts: -1\n",
-			[]string{"bad.yaml:25:21: variants.hot.gpuNode.gpuIdleWatts: -1 must be a number of watts"}},
+			[]string{"bad.yaml:29:21: variants.hot.gpuNode.gpuIdleWatts: -1 must be a number of watts"}},
 		{"variant breaking a kept value", "", "variants:\n  hot:\n    capping: {minCapFraction: 0.8}\n",
 			[]string{"variants.hot.capping.minCapFraction: 0.8 is above tableCapFraction 0.6"}},
 		{"variant whose curve breaks the base's floor", "", "variants:\n  hot:\n    cpuNode:\n      points: [{load: 0, watts: 100}, {load: 1, watts: 150}]\n",
@@ -215,19 +254,56 @@ func TestBadFilesAreRefusedWithFileLineAndKey(t *testing.T) {
 		{"variant changing a block around a kept value", "", "variants:\n  hot:\n    capping: {tableCapFraction: 0.4}\n",
 			[]string{"bad.yaml:14:19: capping.minCapFraction (kept by variants.hot from the base): 0.5 is above tableCapFraction 0.4"}},
 		{"variant named default", "", "variants:\n  default: {}\n",
-			[]string{"bad.yaml:23:3: variants.default: a variant needs a name other than \"default\""}},
+			[]string{"bad.yaml:27:3: variants.default: a variant needs a name other than \"default\""}},
 		{"duplicate variant after a bad one", "", "variants:\n  hot: {gpuNode: {gpuIdleWatts: -1}}\n  hot: {}\n",
-			[]string{"variants.hot.gpuNode.gpuIdleWatts: -1 must be", "bad.yaml:24:3: variants.hot: duplicate variant"}},
+			[]string{"variants.hot.gpuNode.gpuIdleWatts: -1 must be", "bad.yaml:28:3: variants.hot: duplicate variant"}},
 		{"two variants blocks", "", "variants: {}\nvariants: {}\n",
-			[]string{"bad.yaml:23:1: variants: duplicate key"}},
+			[]string{"bad.yaml:27:1: variants: duplicate key"}},
 		{"variants not a block", "", "variants: [hot]\n",
-			[]string{"bad.yaml:22:11: variants: want a block of named variants"}},
+			[]string{"bad.yaml:26:11: variants: want a block of named variants"}},
 		{"aliases refused", "", "variants:\n  a: &a {}\n  b: *a\n",
 			[]string{"variants.b: anchors and aliases are not supported"}},
 		{"second document", "", "---\nextra: doc\n",
-			[]string{"bad.yaml:22:1: the file holds more than one YAML document"}},
+			[]string{"bad.yaml:26:1: the file holds more than one YAML document"}},
 		{"syntax error", "capping:", "capping: : :",
 			[]string{"bad.yaml: yaml: line 12"}},
+		{"clock with two points", ", {ghz: 4, watts: 40, seconds: 2}]", "]",
+			[]string{"bad.yaml:24:11: clock.points: has 2 points; give at least 3"}},
+		{"clocks not rising", "{ghz: 2,", "{ghz: 0.5,",
+			[]string{"bad.yaml:24:51: clock.points[1].ghz: 0.5 does not rise above the previous point's 1"}},
+		{"clock watts at idle", "watts: 20,", "watts: 0,",
+			[]string{"bad.yaml:24:61: clock.points[1].watts: 0 must be a number of watts above idleWatts 0"}},
+		{"clock seconds negative", "seconds: 4}", "seconds: -4}",
+			[]string{"bad.yaml:24:74: clock.points[1].seconds: -4 must be a number of seconds above 0"}},
+		{"clock idle NaN", "idleWatts: 0", "idleWatts: .nan",
+			[]string{"bad.yaml:23:14: clock.idleWatts: NaN must be a number of watts"}},
+		{"runtime rising with the clock", "seconds: 8}, {ghz: 2, watts: 20, seconds: 4}, {ghz: 4, watts: 40, seconds: 2}",
+			"seconds: 2}, {ghz: 2, watts: 20, seconds: 4}, {ghz: 4, watts: 40, seconds: 8}",
+			[]string{"bad.yaml:24:11: clock.points: the fitted time exponent a = -1 is not above 0"}},
+		{"clock point with an unknown key", "seconds: 4}", "secs: 4}",
+			[]string{"clock.points[1].secs: unknown key; the keys here are ghz, watts, seconds", "clock.points[1].seconds: missing key"}},
+		{"no clock block", "clock:\n  idleWatts: 0\n  points: [{ghz: 1, watts: 10, seconds: 8}, {ghz: 2, watts: 20, seconds: 4}, {ghz: 4, watts: 40, seconds: 2}]\n", "",
+			[]string{"bad.yaml:1:1: clock: missing key"}},
+		{"class with both stretch keys", "stretchAtTableCap: 1}", "stretchAtTableCap: 1, clockSensitivity: 0}",
+			[]string{"bad.yaml:18:12: classes.gpu-low: give exactly one of stretchAtTableCap (measured) and clockSensitivity (β); it gives both"}},
+		{"class with neither stretch key", "{utilization: 0.2, clockSensitivity: 0.3}", "{utilization: 0.2}",
+			[]string{"bad.yaml:21:12: classes.cpu-low: give exactly one of stretchAtTableCap (measured) and clockSensitivity (β); it gives neither"}},
+		{"clock sensitivity above 1", "clockSensitivity: 0.2}", "clockSensitivity: 1.5}",
+			[]string{"bad.yaml:20:52: classes.cpu-memory.clockSensitivity: 1.5 must lie in [0,1]"}},
+		{"a stretch where the table cap does not bind", "stretchAtTableCap: 1}", "stretchAtTableCap: 1.05}",
+			[]string{"bad.yaml:18:50: classes.gpu-low.stretchAtTableCap: 1.05, but the class's device (natural 85 W) stays under the table cap (0.6 × 400 W)"}},
+		{"a stretch beyond a clock-bound job's", "stretchAtTableCap: 1.4}", "stretchAtTableCap: 3}",
+			[]string{"classes.gpu-compute.stretchAtTableCap: 3 would make the class 2.37 times as clock-sensitive as a clock-bound job"}},
+		{"off above idle", "offWatts: 10", "offWatts: 150",
+			[]string{"bad.yaml:25:25: powerStates.offWatts: 150 W is not below the lowest idle draw of the nodes, 100 W"}},
+		{"boot of no time", "bootSeconds: 100", "bootSeconds: 0",
+			[]string{"bad.yaml:25:42: powerStates.bootSeconds: 0 must be a number of seconds above 0"}},
+		{"boot energy NaN", "bootJoules: 10000", "bootJoules: .nan",
+			[]string{"bad.yaml:25:59: powerStates.bootJoules: NaN must be a number of joules above 0"}},
+		{"power states missing a key", ", gpuDriverStartSeconds: 60}", "}",
+			[]string{"powerStates.gpuDriverStartSeconds: missing key"}},
+		{"variant with a one-point clock", "", "variants:\n  hot:\n    clock: {points: [{ghz: 1, watts: 10, seconds: 1}]}\n",
+			[]string{"bad.yaml:28:21: variants.hot.clock.points: has 1 points; give at least 3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := minimal + tc.new_

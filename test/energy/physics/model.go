@@ -108,8 +108,26 @@ type Class struct {
 	// at full speed: of its requested CPUs, or of each of its GPUs.
 	Utilization float64
 	// StretchAtTableCap is its runtime under a cap of the model's
-	// TableCapFraction, relative to its uncapped runtime.
+	// TableCapFraction, relative to its uncapped runtime, on its class
+	// device (ClassDevice): as the file gives it, or, for a class the file
+	// gives a clock sensitivity, what that sensitivity makes of it.
 	StretchAtTableCap float64
+	// ClockSensitivity is β: the share of the class's runtime that scales
+	// with the clock, 1 for a job bound by its clock alone, 0 for one the
+	// clock does not slow. Given in the file, or derived from
+	// StretchAtTableCap.
+	ClockSensitivity float64
+}
+
+// ClockFit is the clock model fitted to the file's clock table.
+type ClockFit struct {
+	// K is the exponent of dynamic power (draw above idle) in the clock.
+	K float64
+	// A is the exponent of a clock-bound job's runtime in 1/clock.
+	A float64
+	// MinClock is the lowest clock fraction a cap can push a device to:
+	// the table's lowest clock over its highest.
+	MinClock float64
 }
 
 // Model is one complete physics model. Default, Sensitivity and a File's
@@ -128,6 +146,11 @@ type Model struct {
 	TableCapFraction float64
 	// MinCapFraction is the floor: lower caps are treated as this one.
 	MinCapFraction float64
+	// ClockFit is how a binding cap lowers the clock and the clock slows
+	// a job.
+	ClockFit ClockFit
+	// Power is what a node draws and takes to switch off and on.
+	Power PowerStates
 
 	classes [len(boundnesses)]Class
 }
@@ -178,29 +201,65 @@ func (m *Model) GPUNodeWatts(hostLoad, hostCap float64, gpuUtil []float64, gpuCa
 	return w
 }
 
-// Stretch is how many times longer a job of class b runs under a cap of
-// fraction capFrac than at full speed: linear in the effective cap, from 1
-// at no cap through the class's StretchAtTableCap at TableCapFraction, and
-// on along that line down to MinCapFraction.
-func (m *Model) Stretch(b Boundness, capFrac float64) float64 {
-	f := m.EffectiveCap(capFrac)
-	s := m.Class(b).StretchAtTableCap
-	return 1 + (s-1)*(1-f)/(1-m.TableCapFraction)
+// Clock is the clock fraction at which device d runs under a cap of
+// fraction capFrac: 1 when its natural draw is within the limit L =
+// EffectiveCap(capFrac) × d.Max; else the clock r at which its dynamic
+// power, proportional to r^K, fits: r = ((L − idle)/(natural − idle))^(1/K),
+// but not below MinClock, where a device whose limit is at or below its
+// idle draw ends up.
+func (m *Model) Clock(d Device, capFrac float64) float64 {
+	limit := m.EffectiveCap(capFrac) * d.Max
+	if !(d.Natural > limit) {
+		return 1
+	}
+	if !(limit > d.Idle) || !(d.Natural > d.Idle) {
+		return m.ClockFit.MinClock
+	}
+	return max(m.ClockFit.MinClock, math.Pow((limit-d.Idle)/(d.Natural-d.Idle), 1/m.ClockFit.K))
 }
 
-// Run is the closed form of a job's share of a device over its whole run:
-// a job of class b with work (its runtime at full speed) on a share whose
-// natural draw is naturalWatts and whose capped maximum is maxWatts ×
-// capFrac runs for work × Stretch and draws Capped(naturalWatts,
-// EffectiveCap(capFrac) × maxWatts) all that time. It returns the
-// stretched runtime and the energy in joules. For a job on n H100s,
-// naturalWatts and maxWatts are n × GPUWatts(utilization) and
-// n × GPUMaxWatts().
-func (m *Model) Run(b Boundness, work time.Duration, naturalWatts, maxWatts, capFrac float64) (time.Duration, float64) {
-	s := m.Stretch(b, capFrac)
-	p := Capped(naturalWatts, m.EffectiveCap(capFrac)*maxWatts)
+// StretchAtClock is how many times longer a job of class b runs at clock
+// fraction r (0..1) than at full clock: 1 + β(r^−A − 1), β the class's
+// ClockSensitivity. A clock-bound job (β = 1) runs r^−A times as long; a
+// job of β = 0 is not slowed.
+func (m *Model) StretchAtClock(b Boundness, r float64) float64 {
+	if math.IsNaN(r) || !(r > 0) {
+		panic(fmt.Sprintf("physics: clock fraction %v is not above 0", r))
+	}
+	if r >= 1 {
+		return 1
+	}
+	return 1 + m.Class(b).ClockSensitivity*(math.Pow(r, -m.ClockFit.A)-1)
+}
+
+// Stretch is how many times longer a job of class b runs on device d under
+// a cap of fraction capFrac than at full speed: StretchAtClock at the clock
+// the cap leaves d. A cap that d's natural draw stays within leaves the
+// job at full speed, exactly 1.
+func (m *Model) Stretch(b Boundness, d Device, capFrac float64) float64 {
+	return m.StretchAtClock(b, m.Clock(d, capFrac))
+}
+
+// ClassDevice is the device on which a class's StretchAtTableCap holds:
+// one GPU at the class's utilization for a GPU class, a whole CPU node at
+// the class's utilization (a node full of copies of the job) for a CPU
+// class.
+func (m *Model) ClassDevice(b Boundness) Device {
+	u := m.Class(b).Utilization
+	if b.GPU() {
+		return m.GPUDevice(1, u)
+	}
+	return NodeCPU(m.CPUNode, u)
+}
+
+// Run is the closed form of a job's hold on device d over its whole run:
+// a job of class b with work (its runtime at full speed) runs for work ×
+// Stretch(b, d, capFrac) and d draws Draw(d, capFrac) all that time. It
+// returns the stretched runtime and the energy in joules.
+func (m *Model) Run(b Boundness, work time.Duration, d Device, capFrac float64) (time.Duration, float64) {
+	s := m.Stretch(b, d, capFrac)
 	runtime := time.Duration(math.Round(float64(work) * s))
-	return runtime, p * work.Seconds() * s
+	return runtime, m.Draw(d, capFrac) * work.Seconds() * s
 }
 
 // unit clamps v into 0..1 and panics on NaN, which would otherwise pass

@@ -79,48 +79,78 @@ func TestGPUNodeIsHostPlusEachGPU(t *testing.T) {
 	}
 }
 
-func TestStretchIsLinearFromNoCapToTheTablePointAndStopsAtTheFloor(t *testing.T) {
+// Stretch on each class's own device (one GPU, or a node full of copies
+// of the job) at several caps. The expected values were computed apart
+// from this package, from the table's fit k = 1.38421, a = 1.04642 and
+// the betas it derives (gpu-compute 0.357478, gpu-mixed 0.628584).
+func TestStretchOnTheClassDevice(t *testing.T) {
 	m := Default()
 	for _, tc := range []struct {
-		b    Boundness
-		cap  float64
-		want float64
+		b         Boundness
+		cap       float64
+		clock     float64
+		want      float64
+		tolerance float64
 	}{
-		{GPUCompute, 1, 1},
-		{GPUCompute, 0.8, 1.10}, // halfway to the table point: half of +20%
-		{GPUCompute, 0.6, 1.20},
-		{GPUCompute, 0.5, 1.25}, // extrapolated: a further quarter of 0.4 below 0.6
-		{GPUCompute, 0.3, 1.25}, // below the 50% floor: the floor
-		{GPUCompute, 1.4, 1},    // above the maximum: no cap
-		{GPUMixed, 0.6, 1.12},
-		{GPUMixed, 0.8, 1.06},
-		{GPULow, 0.6, 1},
-		{GPULow, 0.5, 1},
-		{CPUCompute, 0.6, 1.25},
-		{CPUCompute, 0.5, 1.3125},
-		{CPUMemory, 0.6, 1.05},
-		{CPUMemory, 0.9, 1.0125},
-		{CPULow, 0.6, 1},
+		{GPUCompute, 1, 1, 1, 0},
+		{GPUCompute, 0.8, 0.833970, 1.074796, 1e-6},
+		{GPUCompute, 0.6, 0.654008, 1.20, 1e-9}, // the Zeus figure, by construction
+		{GPUCompute, 0.5, 0.556637, 1.302438, 1e-6},
+		{GPUCompute, 0.3, 0.556637, 1.302438, 1e-6}, // below the 50% floor: the floor
+		{GPUCompute, 1.4, 1, 1, 0},                  // above the maximum: no cap
+		{GPUMixed, 0.6, 0.846231, 1.12, 1e-9},
+		{GPUMixed, 0.8, 1, 1, 0}, // 511 W under 560 W: not binding
+		{GPULow, 0.5, 1, 1, 0},   // 259 W under 350 W
+		{CPUCompute, 0.6, 0.628414, 1.626000, 1e-6},
+		{CPUCompute, 0.5, 0.522450, 1.972628, 1e-6},
+		{CPUMemory, 0.6, 0.763519, 1.065247, 1e-6},
+		{CPUMemory, 0.9, 1, 1, 0}, // 654.2 W under 735.3 W
+		{CPULow, 0.6, 1, 1, 0},
 	} {
-		if got := m.Stretch(tc.b, tc.cap); !near(got, tc.want) {
+		d := m.ClassDevice(tc.b)
+		if got := m.Clock(d, tc.cap); math.Abs(got-tc.clock) > 1e-6 {
+			t.Errorf("Clock(%s device %+v, %v) = %v, want %v", tc.b, d, tc.cap, got, tc.clock)
+		}
+		if got := m.Stretch(tc.b, d, tc.cap); math.Abs(got-tc.want) > tc.tolerance {
 			t.Errorf("Stretch(%s, %v) = %v, want %v", tc.b, tc.cap, got, tc.want)
+		}
+	}
+}
+
+// The stretch never falls as the clock does, for every class: 1 at full
+// clock, and at the lowest clock r^-a scaled by beta.
+func TestStretchAtClock(t *testing.T) {
+	m := Default()
+	a, low := m.ClockFit.A, m.ClockFit.MinClock
+	for _, b := range Boundnesses() {
+		beta := m.Class(b).ClockSensitivity
+		if got := m.StretchAtClock(b, 1); got != 1 {
+			t.Errorf("%s at full clock: %v", b, got)
+		}
+		if got, want := m.StretchAtClock(b, low), 1+beta*(math.Pow(low, -a)-1); !near(got, want) {
+			t.Errorf("%s at the lowest clock: %v, want %v", b, got, want)
+		}
+		prev := 1.0
+		for r := 1.0; r >= low; r -= 0.01 {
+			s := m.StretchAtClock(b, r)
+			if s < prev {
+				t.Fatalf("%s: stretch %v at clock %v below %v at a higher clock", b, s, r, prev)
+			}
+			prev = s
 		}
 	}
 }
 
 func TestRunMatchesAStepwiseSimulation(t *testing.T) {
 	m := Default()
-	g := m.GPUNode
 	for _, tc := range []struct {
-		name     string
-		b        Boundness
-		gpus     float64
-		cap      float64
-		runtime  time.Duration
-		energyJ  float64
-		naturalW float64
-		maxW     float64
-		work     time.Duration
+		name    string
+		b       Boundness
+		gpus    int
+		cap     float64
+		runtime time.Duration
+		energyJ float64
+		work    time.Duration
 	}{
 		// One H100 at a 60% cap: 420 W for 1.2 h instead of 700 W for 1 h.
 		{name: "compute-bound GPU job capped", b: GPUCompute, gpus: 1, cap: 0.6,
@@ -135,16 +165,15 @@ func TestRunMatchesAStepwiseSimulation(t *testing.T) {
 			work: time.Hour, runtime: time.Hour, energyJ: 259 * 3600},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			natural := tc.gpus * g.GPUWatts(m.Class(tc.b).Utilization)
-			maxW := tc.gpus * g.GPUMaxWatts()
-			runtime, energy := m.Run(tc.b, tc.work, natural, maxW, tc.cap)
+			d := m.GPUDevice(tc.gpus, m.Class(tc.b).Utilization)
+			runtime, energy := m.Run(tc.b, tc.work, d, tc.cap)
 			if runtime != tc.runtime || !near(energy, tc.energyJ) {
 				t.Fatalf("Run = %v, %v J; want %v, %v J", runtime, energy, tc.runtime, tc.energyJ)
 			}
 			// The way a simulator advances: each second the job gains
 			// 1/stretch s of work and its share adds its capped draw.
-			stretch := m.Stretch(tc.b, tc.cap)
-			power := Capped(natural, m.EffectiveCap(tc.cap)*maxW)
+			stretch := m.Stretch(tc.b, d, tc.cap)
+			power := m.Draw(d, tc.cap)
 			var done, joules float64
 			steps := 0
 			for done < tc.work.Seconds()-1e-9 {
@@ -200,9 +229,21 @@ func TestSensitivityRaisesIdleAndKeepsMaxima(t *testing.T) {
 		t.Errorf("sensitivity GPU: idle %v W, max %v W; want 145 W and the default's %v W",
 			sen.GPUNode.GPUIdleWatts, sen.GPUNode.GPUMaxWatts(), def.GPUNode.GPUMaxWatts())
 	}
-	// What the variant does not give, it keeps.
-	if sen.Class(GPUCompute) != def.Class(GPUCompute) || sen.TableCapFraction != def.TableCapFraction {
-		t.Errorf("sensitivity changed the stretch table: %+v, %v", sen.Class(GPUCompute), sen.TableCapFraction)
+	// What the variant does not give, it keeps; a GPU class's beta is
+	// derived anew from its figure at the variant's higher GPU idle.
+	for _, b := range Boundnesses() {
+		d, s := def.Class(b), sen.Class(b)
+		if s.Utilization != d.Utilization || (b.GPU() && s.StretchAtTableCap != d.StretchAtTableCap) {
+			t.Errorf("sensitivity changed %s: %+v, default %+v", b, s, d)
+		}
+	}
+	if sen.TableCapFraction != def.TableCapFraction || sen.ClockFit != def.ClockFit {
+		t.Errorf("sensitivity changed the table cap or the clock fit: %v, %+v", sen.TableCapFraction, sen.ClockFit)
+	}
+	// At 145 W idle, 420 W clocks a 700 W H100 to 0.602 (0.654 at 70 W),
+	// so +20% needs a smaller beta.
+	if b := sen.Class(GPUCompute).ClockSensitivity; math.Abs(b-0.285567) > 1e-6 {
+		t.Errorf("sensitivity gpu-compute beta %v, want 0.285567", b)
 	}
 }
 
