@@ -284,10 +284,21 @@ func ReadNodes(path string, cat *catalog.Catalog) ([]Node, []string, error) {
 
 // ParseNodes reads a node list in the schema of cluster-trace-gpu-v2023:
 // sn is the node's name, cpu_milli and memory_mib its capacity, gpu its
-// GPU count and model its GPU model. The model is resolved in cat
-// (catalog.Default() when nil); a model the catalog does not know (the
-// trace's codes such as G2, V100M32, T4) takes the catalog's generic entry
-// and yields a warning naming the model and how many nodes carry it.
+// GPU count and model its GPU model. Each node keeps its own CPU count,
+// memory, GPU count and GPU model; the model is resolved in cat
+// (catalog.Default() when nil) for GPU and GPUMaxWatts.
+//
+// Where the catalog lacks a figure the node takes the standard node's,
+// with one warning per model naming it and how many nodes carry it:
+//   - a GPU model the catalog does not know (the trace's codes such as
+//     G2, V100M32, T4) takes the catalog's generic entry as GPU and the
+//     standard H100 SXM's board power as GPUMaxWatts; a model of a known
+//     family that the catalog does not list takes the family's nearest
+//     member, figures included;
+//   - the schema names no CPU model, so CPUTDPWatts is the standard
+//     node's: 2 × EPYC 9654 on a node without GPUs, 2 × Xeon 8480+ on a
+//     GPU node.
+//
 // Errors name the file, line, column and field.
 func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []string, error) {
 	if cat == nil {
@@ -297,6 +308,7 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 	if err != nil {
 		return nil, nil, err
 	}
+	std := standardFigures(cat)
 	type unresolved struct {
 		ex    catalog.Exactness
 		entry catalog.GPU
@@ -306,6 +318,7 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 	var order []string
 	models := map[string]*unresolved{}
 	seen := map[string]int{}
+	var cpuNodes, gpuNodes int // nodes that took a standard CPU figure
 	for rec := range t.rows() {
 		line, _ := t.r.FieldPos(0)
 		n := Node{Name: t.text(rec, "sn"), GPUModel: t.text(rec, "model")}
@@ -324,8 +337,14 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 			t.fail(rec, "cpu_milli", "0: a node without CPUs can run nothing")
 		}
 		if n.GPUs > 0 {
+			n.CPUTDPWatts = std.hostCPUWatts
+			gpuNodes++
 			var ex catalog.Exactness
 			n.GPU, ex = cat.ResolveGPU(n.GPUModel)
+			n.GPUMaxWatts = n.GPU.TDPWatts
+			if ex == catalog.ExactnessGeneric || n.GPUMaxWatts <= 0 {
+				n.GPUMaxWatts = std.gpuWatts
+			}
 			if ex != catalog.ExactnessExact {
 				u := models[n.GPUModel]
 				if u == nil {
@@ -335,6 +354,9 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 				}
 				u.nodes++
 			}
+		} else {
+			n.CPUTDPWatts = std.cpuWatts
+			cpuNodes++
 		}
 		nodes = append(nodes, n)
 	}
@@ -348,14 +370,39 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 		if m == "" {
 			what = "no GPU model"
 		}
-		how := "is not in the hardware catalog; they take its generic entry"
 		if u.ex == catalog.ExactnessProxy {
-			how = "is not in the hardware catalog; they take the nearest model of its family,"
+			warnings = append(warnings, fmt.Sprintf("%s: %s on %s is not in the hardware catalog; they take the nearest model of its family, %s (%s, %g W)",
+				name, what, plural(u.nodes, "node"), u.entry.ID, u.entry.Name, u.entry.TDPWatts))
+			continue
 		}
-		warnings = append(warnings, fmt.Sprintf("%s: %s on %s %s %s (%s, %g W)",
-			name, what, plural(u.nodes, "node"), how, u.entry.ID, u.entry.Name, u.entry.TDPWatts))
+		warnings = append(warnings, fmt.Sprintf("%s: %s on %s is not in the hardware catalog; they keep the model's name and their GPU count, take the catalog's %s entry and the standard %s's power, %g W a GPU",
+			name, what, plural(u.nodes, "node"), u.entry.ID, std.gpuName, std.gpuWatts))
+	}
+	if cpuNodes > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s: no CPU model on %s without GPUs (the node list has no CPU model column); they keep their CPU count and take the standard CPU node's package power, %d × %s, %g W",
+			name, plural(cpuNodes, "node"), standardSockets, std.cpuName, std.cpuWatts))
+	}
+	if gpuNodes > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s: no CPU model on %s with GPUs (the node list has no CPU model column); they keep their CPU count and take the standard GPU node's package power, %d × %s, %g W",
+			name, plural(gpuNodes, "node"), standardSockets, std.hostCPUName, std.hostCPUWatts))
 	}
 	return nodes, warnings, nil
+}
+
+// figures are the standard nodes' power figures, from a catalog.
+type figures struct {
+	cpuWatts, hostCPUWatts, gpuWatts float64
+	cpuName, hostCPUName, gpuName    string
+}
+
+func standardFigures(cat *catalog.Catalog) figures {
+	epyc, _ := cat.ResolveCPU(standardCPUModel)
+	xeon, _ := cat.ResolveCPU(standardHostCPUModel)
+	h100, _ := cat.ResolveGPU(standardGPUModel)
+	return figures{
+		cpuWatts: standardSockets * epyc.TDPWatts, hostCPUWatts: standardSockets * xeon.TDPWatts, gpuWatts: h100.TDPWatts,
+		cpuName: epyc.Name, hostCPUName: xeon.Name, gpuName: h100.Name,
+	}
 }
 
 // table reads a CSV file whose first line names its columns, and collects
