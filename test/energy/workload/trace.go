@@ -37,11 +37,13 @@ type TraceOptions struct {
 	// GPUMix and CPUMix are the boundness mixes of pods with and without
 	// GPUs; nil takes DefaultGPUMix and DefaultCPUMix.
 	GPUMix, CPUMix Mix
-	// End is the end of the trace, in the trace's clock (seconds from its
-	// start, as a Duration). 0 takes the latest time in the pod list.
-	// Pods created after End are not replayed; pods running past it are
-	// cut at it.
-	End time.Duration
+	// Start and End choose a part of the trace, in the trace's clock
+	// (seconds from its start, as a Duration): only pods created in
+	// [Start, End) are replayed, and pods running past End are cut at it.
+	// End 0 is no end: the latest time in the pod list ends the trace.
+	// Arrivals count from the first replayed pod's creation, which
+	// arrives at 0.
+	Start, End time.Duration
 }
 
 // PodStats says what a pod list held and what became of each pod.
@@ -50,16 +52,19 @@ type PodStats struct {
 	// Rows is the number of pods in the file; Jobs the number replayed.
 	Rows, Jobs int
 	// NeverScheduled pods have no scheduled_time; ZeroWork pods ran for
-	// 0 s; AfterEnd pods were created after End. None is replayed.
-	NeverScheduled, ZeroWork, AfterEnd int
+	// 0 s; BeforeStart pods were created before TraceOptions.Start,
+	// AfterEnd pods at or after End. None is replayed.
+	NeverScheduled, ZeroWork, BeforeStart, AfterEnd int
 	// Truncated jobs were still running at their end: pod_phase Running,
 	// no deletion_time, or deleted after End.
 	Truncated int
 	// SharedGPU jobs asked for part of a GPU and were given whole ones.
 	SharedGPU int
 	// Origin is the creation time of the first replayed pod, in the
-	// trace's clock; arrivals count from it. End is the trace's end.
-	Origin, End time.Duration
+	// trace's clock; arrivals count from it. Start is TraceOptions.Start
+	// and End the trace's end: TraceOptions.End, or the latest time in
+	// the file.
+	Origin, Start, End time.Duration
 }
 
 // Warnings says, in sentences for a report, what the replay changed or
@@ -78,8 +83,11 @@ func (s PodStats) Warnings() []string {
 	if s.ZeroWork > 0 {
 		w = append(w, fmt.Sprintf("%s: %s that ran for 0 s, not replayed", s.File, plural(s.ZeroWork, "pod")))
 	}
+	if s.BeforeStart > 0 {
+		w = append(w, fmt.Sprintf("%s: %s created before the chosen start (%v), not replayed; those still running then are missing from the replay's first hours", s.File, plural(s.BeforeStart, "pod"), s.Start))
+	}
 	if s.AfterEnd > 0 {
-		w = append(w, fmt.Sprintf("%s: %s created after the end of the trace (%v), not replayed", s.File, plural(s.AfterEnd, "pod"), s.End))
+		w = append(w, fmt.Sprintf("%s: %s created at or after the end of the trace (%v), not replayed", s.File, plural(s.AfterEnd, "pod"), s.End))
 	}
 	return w
 }
@@ -119,7 +127,7 @@ type podRow struct {
 //     until the trace's end (deletion_time, if given, is then taken as the
 //     moment the trace last saw it) and is marked Truncated;
 //   - its arrival is its creation_time, counted from the earliest creation
-//     among the replayed pods;
+//     among the replayed pods: those created in [opts.Start, opts.End);
 //   - num_gpu whole GPUs; a pod asking for part of a GPU (gpu_milli from 1
 //     to 999) gets a whole one, and counts in SharedGPU;
 //   - gpu_spec, '|'-separated, becomes GPUModels;
@@ -137,6 +145,14 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 	}
 	if opts.CPUMix != nil {
 		checkMix(fail, "TraceOptions.CPUMix", opts.CPUMix, false)
+	}
+	switch {
+	case opts.Start < 0:
+		fail("TraceOptions.Start %v is negative", opts.Start)
+	case opts.End < 0:
+		fail("TraceOptions.End %v is negative", opts.End)
+	case opts.End > 0 && opts.End <= opts.Start:
+		fail("TraceOptions.End %v is not after Start %v", opts.End, opts.Start)
 	}
 	if len(mixErrs) > 0 {
 		return nil, stats, errors.Join(mixErrs...)
@@ -205,6 +221,8 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 			end = max(end, p.created, p.sched, p.deleted)
 		}
 	}
+	start := int64(opts.Start / time.Second)
+	stats.Start = time.Duration(start) * time.Second
 	stats.End = time.Duration(end) * time.Second
 	gpuMix, cpuMix := opts.GPUMix, opts.CPUMix
 	if gpuMix == nil {
@@ -220,7 +238,10 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 		case !p.hasSched:
 			stats.NeverScheduled++
 			continue
-		case p.created > end:
+		case p.created < start:
+			stats.BeforeStart++
+			continue
+		case opts.End > 0 && p.created >= end:
 			stats.AfterEnd++
 			continue
 		}

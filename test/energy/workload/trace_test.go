@@ -95,8 +95,53 @@ func TestReadPodsCutsAtAGivenEnd(t *testing.T) {
 	if stats.AfterEnd != 1 || stats.Truncated != 2 || stats.End != 5000*time.Second {
 		t.Errorf("stats %+v: want 1 pod after the end, 2 truncated, end 5000 s", stats)
 	}
-	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, "1 pod created after the end of the trace (1h23m20s), not replayed") {
+	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, "1 pod created at or after the end of the trace (1h23m20s), not replayed") {
 		t.Errorf("warnings lack the pod after the end:\n%s", w)
+	}
+}
+
+func TestReadPodsKeepsThePodsCreatedBetweenStartAndEnd(t *testing.T) {
+	jobs, stats, err := ReadPods(podsFile, TraceOptions{Start: 1100 * time.Second, End: 1800 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type job struct {
+		arrival, work time.Duration
+		truncated     bool
+	}
+	got := map[string]job{}
+	for _, j := range jobs {
+		got[j.ID] = job{j.Arrival, j.Work, j.Truncated}
+	}
+	// pod-0001 (created at 1000 s) is before the start; pod-0007 (1800 s)
+	// and pod-0009 at or after the end. The first kept pod, pod-0006,
+	// arrives at 0; pods running past 1800 s are cut there.
+	want := map[string]job{
+		"openb-pod-0006": {0, 650 * time.Second, true},
+		"openb-pod-0002": {100 * time.Second, 540 * time.Second, true},
+		"openb-pod-0003": {400 * time.Second, 270 * time.Second, true},
+		"openb-pod-0004": {500 * time.Second, 95 * time.Second, false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("jobs %v, want %v", got, want)
+	}
+	if stats.BeforeStart != 1 || stats.AfterEnd != 2 || stats.NeverScheduled != 2 || stats.Origin != 1100*time.Second || stats.Start != 1100*time.Second {
+		t.Errorf("stats %+v: want 1 pod before the start, 2 after the end, 2 never scheduled, origin and start 1100 s", stats)
+	}
+	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, podsFile+": 1 pod created before the chosen start (18m20s), not replayed") {
+		t.Errorf("warnings lack the pod before the start:\n%s", w)
+	}
+	for _, tc := range []struct {
+		opts TraceOptions
+		want string
+	}{
+		{TraceOptions{Start: -time.Second}, "TraceOptions.Start -1s is negative"},
+		{TraceOptions{End: -time.Second}, "TraceOptions.End -1s is negative"},
+		{TraceOptions{Start: time.Hour, End: time.Hour}, "TraceOptions.End 1h0m0s is not after Start 1h0m0s"},
+	} {
+		if _, _, err := ReadPods(podsFile, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.opts, err, tc.want)
+		}
 	}
 }
 
