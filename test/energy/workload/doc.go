@@ -3,9 +3,11 @@
 // from one of two sources:
 //
 //   - [Generate], a seeded generator shaped on published statistics of a
-//     GPU cluster's pods (GPU count per pod, lifetime quantiles, daily
-//     cycle, bursts), at the arrival rate that offers a chosen load to a
-//     given cluster ([Config.Load]);
+//     GPU cluster's pods (GPU count per pod, lifetime quantiles, bursts)
+//     and on the openb trace's hourly arrivals, at the arrival rate that
+//     offers a chosen load to a given cluster ([Config.Load]), or that
+//     allocates a chosen share of it inside the measured window
+//     ([LoadLevel], [ExpectedAllocation]);
 //   - [ReadPods] and [ReadNodes], a reader for traces in the schema of
 //     Alibaba's cluster-trace-gpu-v2023 (openb) pod and node lists, so an
 //     operator can replay an export of their own cluster.

@@ -58,11 +58,21 @@ type Config struct {
 	// Lifetime is the distribution of a job's work.
 	Lifetime Lifetime
 
+	// Window is the steady-state accounting window: the simulator counts
+	// energy and allocation between Window.Start and Window.End, after
+	// the cluster has filled up (see WarmUp). LoadLevel and
+	// ExpectedAllocation average over it.
+	Window Window
+
+	// Diurnal is the daily shape of the arrival rate: DiurnalOpenB (the
+	// default) or DiurnalSinusoid.
+	Diurnal Diurnal
 	// DayNightRatio is the arrival rate at the daily peak over the rate
-	// at the trough, ≥ 1; the rate follows a sinusoid over 24 h.
+	// at the trough, ≥ 1, with DiurnalSinusoid; the rate follows a
+	// sinusoid over 24 h. Other shapes ignore it.
 	DayNightRatio float64
 	// PeakHour is the hour of the day (0 ≤ h < 24, from the start of the
-	// list) at which arrivals peak.
+	// list) at which arrivals peak, with DiurnalSinusoid.
 	PeakHour float64
 	Bursts   Bursts
 
@@ -98,14 +108,30 @@ func DefaultCPUMix() Mix {
 	return Mix{physics.CPUCompute: 0.40, physics.CPUMemory: 0.35, physics.CPULow: 0.25}
 }
 
+// Window is a span of simulated time from the start of a job list.
+type Window struct {
+	Start, End time.Duration
+}
+
+// DefaultLoadLevel is the load level DefaultConfig applies (LoadLevel).
+const DefaultLoadLevel = 0.4
+
 // DefaultConfig is the benchmark's workload on the standard 2,000 + 500
-// node cluster, stopping after one day of arrivals.
+// node cluster: 72 h of arrivals on the openb daily curve, measured in the
+// window from 24 h to 72 h, at load level 0.4 (LoadLevel: 40% of the CPUs
+// and of the GPUs allocated on average inside the window).
+//
+// The list before the openb curve, window and load levels is this Config
+// with Diurnal DiurnalSinusoid, Horizon 24 h, TargetGPUUtilization 0.6
+// and TargetCPUUtilization 0.5: the same seed gives the same jobs.
 func DefaultConfig() Config {
-	return Config{
+	return LoadLevel(Config{
 		Nodes:                StandardCluster(2000, 500),
 		TargetGPUUtilization: 0.6,
 		TargetCPUUtilization: 0.5,
-		Horizon:              24 * time.Hour,
+		Horizon:              72 * time.Hour,
+		Window:               Window{Start: 24 * time.Hour, End: 72 * time.Hour},
+		Diurnal:              DiurnalOpenB,
 		PerformanceShare:     0.25,
 		Lifetime: Lifetime{
 			P50: 9 * time.Minute,
@@ -131,7 +157,7 @@ func DefaultConfig() Config {
 		MemoryPerGPUGiB: []SizeShare{{32, 0.30}, {64, 0.40}, {128, 0.30}},
 		GPUMix:          DefaultGPUMix(),
 		CPUMix:          DefaultCPUMix(),
-	}
+	}, DefaultLoadLevel)
 }
 
 // Load is the offered load a Config asks for, worked out from its
@@ -223,11 +249,20 @@ func (c Config) Validate() error {
 	if !(0 < l.P50 && l.P50 < l.P90 && l.P90 < l.P99 && l.P99 <= l.Max) {
 		fail("Lifetime %v/%v/%v, max %v: want 0 < P50 < P90 < P99 ≤ Max", l.P50, l.P90, l.P99, l.Max)
 	}
-	if !(c.DayNightRatio >= 1) || math.IsInf(c.DayNightRatio, 0) {
-		fail("DayNightRatio %v: want a finite ratio of 1 or more (1: no daily cycle)", c.DayNightRatio)
+	if !(0 <= c.Window.Start && c.Window.Start < c.Window.End) {
+		fail("Window %v to %v: want 0 ≤ Start < End", c.Window.Start, c.Window.End)
 	}
-	if !(c.PeakHour >= 0 && c.PeakHour < 24) {
-		fail("PeakHour %v is not in [0,24)", c.PeakHour)
+	switch c.Diurnal {
+	case DiurnalOpenB:
+	case DiurnalSinusoid:
+		if !(c.DayNightRatio >= 1) || math.IsInf(c.DayNightRatio, 0) {
+			fail("DayNightRatio %v: want a finite ratio of 1 or more (1: no daily cycle)", c.DayNightRatio)
+		}
+		if !(c.PeakHour >= 0 && c.PeakHour < 24) {
+			fail("PeakHour %v is not in [0,24)", c.PeakHour)
+		}
+	default:
+		fail("Diurnal %q: want %q or %q", c.Diurnal, DiurnalOpenB, DiurnalSinusoid)
 	}
 	b := c.Bursts
 	if !(b.Share >= 0 && b.Share < 1) || !(b.MeanSize >= 1) || math.IsInf(b.MeanSize, 0) || b.Spread < 0 {
@@ -330,13 +365,14 @@ func largest(sizes []SizeShare) int {
 // not pass Validate; a program that takes a Config from its user calls
 // Validate first and reports the error.
 //
-// Arrivals are a Poisson process whose rate follows a sinusoid over 24 h
-// with the given day/night ratio. A share of the jobs (Bursts.Share)
-// arrives in bursts instead: the bursts' starts follow the same daily
-// shape, each holds a geometric number of jobs with mean Bursts.MeanSize
-// spread over Bursts.Spread, and the jobs of a burst share their requests,
-// class and boundness (one sweep, many runs), with lifetimes drawn each on
-// its own. Each job is performance class with probability
+// Arrivals are a Poisson process whose rate follows the daily curve
+// Diurnal names (the openb trace's hourly counts, or a sinusoid with the
+// given day/night ratio), scaled to the streams' mean rates. A share of
+// the jobs (Bursts.Share) arrives in bursts instead: the bursts' starts
+// follow the same daily shape, each holds a geometric number of jobs with
+// mean Bursts.MeanSize spread over Bursts.Spread, and the jobs of a burst
+// share their requests, class and boundness (one sweep, many runs), with
+// lifetimes drawn each on its own. Each job is performance class with probability
 // PerformanceShare, and takes its boundness from GPUMix or CPUMix. Jobs
 // are numbered in arrival order.
 func Generate(seed int64, cfg Config) []Job {
@@ -387,17 +423,16 @@ func (g *generator) run() []Job {
 	// probability proportional to its rate. The shape is drawn by
 	// thinning: candidates at the peak rate, each kept with probability
 	// shape(t) / peak.
-	amp := (c.DayNightRatio - 1) / (c.DayNightRatio + 1)
-	peak := c.PeakHour * 3600
+	shape, peak := c.dayShape()
 	horizon := c.Horizon.Seconds()
 	spread := c.Bursts.Spread.Seconds()
 	stopAt := math.Inf(1)
 	for t := 0.0; ; {
-		t += g.rng.ExpFloat64() / (total * (1 + amp))
+		t += g.rng.ExpFloat64() / (total * peak)
 		if c.Horizon > 0 && t > horizon || t > stopAt {
 			break
 		}
-		if g.rng.Float64()*(1+amp) > 1+amp*math.Cos(2*math.Pi*(t-peak)/86400) {
+		if g.rng.Float64()*peak > shape(t) {
 			continue
 		}
 		kind, u := 0, g.rng.Float64()*total
@@ -406,12 +441,12 @@ func (g *generator) run() []Job {
 			kind++
 		}
 		gpuStream := kind == gpuSingle || kind == gpuBurst
-		shape := g.shape(gpuStream)
+		job := g.shape(gpuStream)
 		if kind == gpuSingle || kind == cpuSingle {
-			g.add(shape, t)
+			g.add(job, t)
 		} else {
 			for n := g.burstSize(); n > 0; n-- {
-				g.add(shape, t+g.rng.Float64()*spread)
+				g.add(job, t+g.rng.Float64()*spread)
 			}
 		}
 		// Once there are enough jobs, later events can only add jobs

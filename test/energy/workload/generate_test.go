@@ -20,6 +20,8 @@ func smallConfig() Config {
 	c.Nodes = StandardCluster(20, 5)
 	c.Horizon = 0
 	c.Jobs = 5000
+	// Steady-state targets, as the tests of the offered load read them.
+	c.TargetGPUUtilization, c.TargetCPUUtilization = 0.6, 0.5
 	return c
 }
 
@@ -225,6 +227,7 @@ func TestArrivalsFollowTheDayNightRatio(t *testing.T) {
 	c := smallConfig()
 	c.Jobs = sample
 	c.Bursts.Share = 0
+	c.Diurnal = DiurnalSinusoid
 	// Hours 13-14 and 1-2 straddle the 14:00 peak and 02:00 trough; over
 	// an hour either side the sinusoid averages to sin(π/24)/(π/24) of
 	// its swing, so the ratio of the two hours is a little under 4.
@@ -307,6 +310,7 @@ func TestOfferedLoadMeetsTheTargets(t *testing.T) {
 
 func TestLoadSolvesForTheTwoStreams(t *testing.T) {
 	c := DefaultConfig()
+	c.TargetGPUUtilization, c.TargetCPUUtilization = 0.6, 0.5
 	l := c.Load()
 	w := l.MeanWork.Seconds()
 	// The GPU stream: 0.898 GPUs and 0.13 × 19.02 + 0.898 × 9.6 CPUs per
@@ -353,8 +357,11 @@ func TestValidateNamesTheFaultyField(t *testing.T) {
 		{"no stop", func(c *Config) { c.Horizon, c.Jobs = 0, 0 }, "give a positive number of jobs, a positive horizon, or both"},
 		{"quantiles out of order", func(c *Config) { c.Lifetime.P90 = time.Minute }, "want 0 < P50 < P90 < P99 ≤ Max"},
 		{"max below p99", func(c *Config) { c.Lifetime.Max = time.Hour }, "want 0 < P50 < P90 < P99 ≤ Max"},
-		{"ratio below 1", func(c *Config) { c.DayNightRatio = 0.5 }, "DayNightRatio 0.5"},
-		{"peak hour 24", func(c *Config) { c.PeakHour = 24 }, "PeakHour 24 is not in [0,24)"},
+		{"ratio below 1", func(c *Config) { c.Diurnal, c.DayNightRatio = DiurnalSinusoid, 0.5 }, "DayNightRatio 0.5"},
+		{"peak hour 24", func(c *Config) { c.Diurnal, c.PeakHour = DiurnalSinusoid, 24 }, "PeakHour 24 is not in [0,24)"},
+		{"unknown daily curve", func(c *Config) { c.Diurnal = "flat" }, `Diurnal "flat": want "openb" or "sinusoid"`},
+		{"empty window", func(c *Config) { c.Window = Window{} }, "Window 0s to 0s: want 0 ≤ Start < End"},
+		{"window ending before it starts", func(c *Config) { c.Window = Window{48 * time.Hour, 24 * time.Hour} }, "Window 48h0m0s to 24h0m0s"},
 		{"burst share 1", func(c *Config) { c.Bursts.Share = 1 }, "want 0 ≤ Share < 1"},
 		{"shares not adding up", func(c *Config) { c.GPUSizes[1].Share = 0.5 }, "GPUSizes: the shares add up to 0.64, not 1"},
 		{"zero-CPU job", func(c *Config) { c.CPUJobCores[0].Size = 0 }, "CPUJobCores: size 0 with share 0.15"},

@@ -73,6 +73,14 @@ type Node struct {
 	// entry it resolves to (zero when GPUs is 0).
 	GPUModel string
 	GPU      catalog.GPU
+	// CPUTDPWatts is the sum over the node's CPU packages of the
+	// catalog's TDP for CPUModel; GPUMaxWatts the catalog's maximum board
+	// power of one of its GPUs. The simulator scales its power curves by
+	// them against the standard nodes'. 0 means unknown: take the
+	// standard node's figure. ReadNodes fills both, with the standard
+	// figures and a warning where the catalog does not know the model.
+	CPUTDPWatts float64
+	GPUMaxWatts float64
 }
 
 // The standard cluster's node shapes: the hardware the default physics
@@ -83,6 +91,7 @@ const (
 	standardHostCPUModel = "Intel Xeon Platinum 8480+"
 	standardGPUModel     = "NVIDIA H100 80GB HBM3"
 	standardGPUsPerNode  = 8
+	standardSockets      = 2
 	// 24 × 64 GiB DIMMs on a CPU node, 32 × 64 GiB on an HGX host.
 	standardCPUNodeMemoryMiB = 1536 * 1024
 	standardGPUNodeMemoryMiB = 2048 * 1024
@@ -100,21 +109,24 @@ func StandardCluster(cpuNodes, gpuNodes int) []Node {
 	nodes := make([]Node, 0, cpuNodes+gpuNodes)
 	for i := range cpuNodes {
 		nodes = append(nodes, Node{
-			Name:      fmt.Sprintf("cpu-%04d", i),
-			CPUMilli:  2 * int64(epyc.Threads) * 1000,
-			MemoryMiB: standardCPUNodeMemoryMiB,
-			CPUModel:  standardCPUModel,
+			Name:        fmt.Sprintf("cpu-%04d", i),
+			CPUMilli:    standardSockets * int64(epyc.Threads) * 1000,
+			MemoryMiB:   standardCPUNodeMemoryMiB,
+			CPUModel:    standardCPUModel,
+			CPUTDPWatts: standardSockets * epyc.TDPWatts,
 		})
 	}
 	for i := range gpuNodes {
 		nodes = append(nodes, Node{
-			Name:      fmt.Sprintf("gpu-%04d", i),
-			CPUMilli:  2 * int64(xeon.Threads) * 1000,
-			MemoryMiB: standardGPUNodeMemoryMiB,
-			CPUModel:  standardHostCPUModel,
-			GPUs:      standardGPUsPerNode,
-			GPUModel:  standardGPUModel,
-			GPU:       h100,
+			Name:        fmt.Sprintf("gpu-%04d", i),
+			CPUMilli:    standardSockets * int64(xeon.Threads) * 1000,
+			MemoryMiB:   standardGPUNodeMemoryMiB,
+			CPUModel:    standardHostCPUModel,
+			CPUTDPWatts: standardSockets * xeon.TDPWatts,
+			GPUs:        standardGPUsPerNode,
+			GPUModel:    standardGPUModel,
+			GPU:         h100,
+			GPUMaxWatts: h100.TDPWatts,
 		})
 	}
 	return nodes

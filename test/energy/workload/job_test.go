@@ -85,4 +85,8 @@ func TestStandardClusterHasTheBenchmarkShapes(t *testing.T) {
 	if gpu.CPUMilli != 224000 || gpu.GPUs != 8 || gpu.GPU.ID != "nvidia-h100-sxm" || gpu.Name != "gpu-0000" || gpu.MemoryMiB != 2048*1024 {
 		t.Errorf("GPU node %+v", gpu)
 	}
+	// The catalog's TDPs: 2 × 360 W, 2 × 350 W, and 700 W an H100 SXM.
+	if cpu.CPUTDPWatts != 720 || cpu.GPUMaxWatts != 0 || gpu.CPUTDPWatts != 700 || gpu.GPUMaxWatts != 700 {
+		t.Errorf("power figures: CPU node %v W of CPUs, %v W a GPU; GPU node %v W, %v W", cpu.CPUTDPWatts, cpu.GPUMaxWatts, gpu.CPUTDPWatts, gpu.GPUMaxWatts)
+	}
 }

@@ -37,11 +37,13 @@ type TraceOptions struct {
 	// GPUMix and CPUMix are the boundness mixes of pods with and without
 	// GPUs; nil takes DefaultGPUMix and DefaultCPUMix.
 	GPUMix, CPUMix Mix
-	// End is the end of the trace, in the trace's clock (seconds from its
-	// start, as a Duration). 0 takes the latest time in the pod list.
-	// Pods created after End are not replayed; pods running past it are
-	// cut at it.
-	End time.Duration
+	// Start and End choose a part of the trace, in the trace's clock
+	// (seconds from its start, as a Duration): only pods created in
+	// [Start, End) are replayed, and pods running past End are cut at it.
+	// End 0 is no end: the latest time in the pod list ends the trace.
+	// Arrivals count from the first replayed pod's creation, which
+	// arrives at 0.
+	Start, End time.Duration
 }
 
 // PodStats says what a pod list held and what became of each pod.
@@ -50,16 +52,19 @@ type PodStats struct {
 	// Rows is the number of pods in the file; Jobs the number replayed.
 	Rows, Jobs int
 	// NeverScheduled pods have no scheduled_time; ZeroWork pods ran for
-	// 0 s; AfterEnd pods were created after End. None is replayed.
-	NeverScheduled, ZeroWork, AfterEnd int
+	// 0 s; BeforeStart pods were created before TraceOptions.Start,
+	// AfterEnd pods at or after End. None is replayed.
+	NeverScheduled, ZeroWork, BeforeStart, AfterEnd int
 	// Truncated jobs were still running at their end: pod_phase Running,
 	// no deletion_time, or deleted after End.
 	Truncated int
 	// SharedGPU jobs asked for part of a GPU and were given whole ones.
 	SharedGPU int
 	// Origin is the creation time of the first replayed pod, in the
-	// trace's clock; arrivals count from it. End is the trace's end.
-	Origin, End time.Duration
+	// trace's clock; arrivals count from it. Start is TraceOptions.Start
+	// and End the trace's end: TraceOptions.End, or the latest time in
+	// the file.
+	Origin, Start, End time.Duration
 }
 
 // Warnings says, in sentences for a report, what the replay changed or
@@ -78,8 +83,11 @@ func (s PodStats) Warnings() []string {
 	if s.ZeroWork > 0 {
 		w = append(w, fmt.Sprintf("%s: %s that ran for 0 s, not replayed", s.File, plural(s.ZeroWork, "pod")))
 	}
+	if s.BeforeStart > 0 {
+		w = append(w, fmt.Sprintf("%s: %s created before the chosen start (%v), not replayed; those still running then are missing from the replay's first hours", s.File, plural(s.BeforeStart, "pod"), s.Start))
+	}
 	if s.AfterEnd > 0 {
-		w = append(w, fmt.Sprintf("%s: %s created after the end of the trace (%v), not replayed", s.File, plural(s.AfterEnd, "pod"), s.End))
+		w = append(w, fmt.Sprintf("%s: %s created at or after the end of the trace (%v), not replayed", s.File, plural(s.AfterEnd, "pod"), s.End))
 	}
 	return w
 }
@@ -119,7 +127,7 @@ type podRow struct {
 //     until the trace's end (deletion_time, if given, is then taken as the
 //     moment the trace last saw it) and is marked Truncated;
 //   - its arrival is its creation_time, counted from the earliest creation
-//     among the replayed pods;
+//     among the replayed pods: those created in [opts.Start, opts.End);
 //   - num_gpu whole GPUs; a pod asking for part of a GPU (gpu_milli from 1
 //     to 999) gets a whole one, and counts in SharedGPU;
 //   - gpu_spec, '|'-separated, becomes GPUModels;
@@ -137,6 +145,14 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 	}
 	if opts.CPUMix != nil {
 		checkMix(fail, "TraceOptions.CPUMix", opts.CPUMix, false)
+	}
+	switch {
+	case opts.Start < 0:
+		fail("TraceOptions.Start %v is negative", opts.Start)
+	case opts.End < 0:
+		fail("TraceOptions.End %v is negative", opts.End)
+	case opts.End > 0 && opts.End <= opts.Start:
+		fail("TraceOptions.End %v is not after Start %v", opts.End, opts.Start)
 	}
 	if len(mixErrs) > 0 {
 		return nil, stats, errors.Join(mixErrs...)
@@ -205,6 +221,8 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 			end = max(end, p.created, p.sched, p.deleted)
 		}
 	}
+	start := int64(opts.Start / time.Second)
+	stats.Start = time.Duration(start) * time.Second
 	stats.End = time.Duration(end) * time.Second
 	gpuMix, cpuMix := opts.GPUMix, opts.CPUMix
 	if gpuMix == nil {
@@ -220,7 +238,10 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 		case !p.hasSched:
 			stats.NeverScheduled++
 			continue
-		case p.created > end:
+		case p.created < start:
+			stats.BeforeStart++
+			continue
+		case opts.End > 0 && p.created >= end:
 			stats.AfterEnd++
 			continue
 		}
@@ -284,10 +305,21 @@ func ReadNodes(path string, cat *catalog.Catalog) ([]Node, []string, error) {
 
 // ParseNodes reads a node list in the schema of cluster-trace-gpu-v2023:
 // sn is the node's name, cpu_milli and memory_mib its capacity, gpu its
-// GPU count and model its GPU model. The model is resolved in cat
-// (catalog.Default() when nil); a model the catalog does not know (the
-// trace's codes such as G2, V100M32, T4) takes the catalog's generic entry
-// and yields a warning naming the model and how many nodes carry it.
+// GPU count and model its GPU model. Each node keeps its own CPU count,
+// memory, GPU count and GPU model; the model is resolved in cat
+// (catalog.Default() when nil) for GPU and GPUMaxWatts.
+//
+// Where the catalog lacks a figure the node takes the standard node's,
+// with one warning per model naming it and how many nodes carry it:
+//   - a GPU model the catalog does not know (the trace's codes such as
+//     G2, V100M32, T4) takes the catalog's generic entry as GPU and the
+//     standard H100 SXM's board power as GPUMaxWatts; a model of a known
+//     family that the catalog does not list takes the family's nearest
+//     member, figures included;
+//   - the schema names no CPU model, so CPUTDPWatts is the standard
+//     node's: 2 × EPYC 9654 on a node without GPUs, 2 × Xeon 8480+ on a
+//     GPU node.
+//
 // Errors name the file, line, column and field.
 func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []string, error) {
 	if cat == nil {
@@ -297,6 +329,7 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 	if err != nil {
 		return nil, nil, err
 	}
+	std := standardFigures(cat)
 	type unresolved struct {
 		ex    catalog.Exactness
 		entry catalog.GPU
@@ -306,6 +339,7 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 	var order []string
 	models := map[string]*unresolved{}
 	seen := map[string]int{}
+	var cpuNodes, gpuNodes int // nodes that took a standard CPU figure
 	for rec := range t.rows() {
 		line, _ := t.r.FieldPos(0)
 		n := Node{Name: t.text(rec, "sn"), GPUModel: t.text(rec, "model")}
@@ -324,8 +358,14 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 			t.fail(rec, "cpu_milli", "0: a node without CPUs can run nothing")
 		}
 		if n.GPUs > 0 {
+			n.CPUTDPWatts = std.hostCPUWatts
+			gpuNodes++
 			var ex catalog.Exactness
 			n.GPU, ex = cat.ResolveGPU(n.GPUModel)
+			n.GPUMaxWatts = n.GPU.TDPWatts
+			if ex == catalog.ExactnessGeneric || n.GPUMaxWatts <= 0 {
+				n.GPUMaxWatts = std.gpuWatts
+			}
 			if ex != catalog.ExactnessExact {
 				u := models[n.GPUModel]
 				if u == nil {
@@ -335,6 +375,9 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 				}
 				u.nodes++
 			}
+		} else {
+			n.CPUTDPWatts = std.cpuWatts
+			cpuNodes++
 		}
 		nodes = append(nodes, n)
 	}
@@ -348,14 +391,39 @@ func ParseNodes(r io.Reader, name string, cat *catalog.Catalog) ([]Node, []strin
 		if m == "" {
 			what = "no GPU model"
 		}
-		how := "is not in the hardware catalog; they take its generic entry"
 		if u.ex == catalog.ExactnessProxy {
-			how = "is not in the hardware catalog; they take the nearest model of its family,"
+			warnings = append(warnings, fmt.Sprintf("%s: %s on %s is not in the hardware catalog; they take the nearest model of its family, %s (%s, %g W)",
+				name, what, plural(u.nodes, "node"), u.entry.ID, u.entry.Name, u.entry.TDPWatts))
+			continue
 		}
-		warnings = append(warnings, fmt.Sprintf("%s: %s on %s %s %s (%s, %g W)",
-			name, what, plural(u.nodes, "node"), how, u.entry.ID, u.entry.Name, u.entry.TDPWatts))
+		warnings = append(warnings, fmt.Sprintf("%s: %s on %s is not in the hardware catalog; they keep the model's name and their GPU count, take the catalog's %s entry and the standard %s's power, %g W a GPU",
+			name, what, plural(u.nodes, "node"), u.entry.ID, std.gpuName, std.gpuWatts))
+	}
+	if cpuNodes > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s: no CPU model on %s without GPUs (the node list has no CPU model column); they keep their CPU count and take the standard CPU node's package power, %d × %s, %g W",
+			name, plural(cpuNodes, "node"), standardSockets, std.cpuName, std.cpuWatts))
+	}
+	if gpuNodes > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s: no CPU model on %s with GPUs (the node list has no CPU model column); they keep their CPU count and take the standard GPU node's package power, %d × %s, %g W",
+			name, plural(gpuNodes, "node"), standardSockets, std.hostCPUName, std.hostCPUWatts))
 	}
 	return nodes, warnings, nil
+}
+
+// figures are the standard nodes' power figures, from a catalog.
+type figures struct {
+	cpuWatts, hostCPUWatts, gpuWatts float64
+	cpuName, hostCPUName, gpuName    string
+}
+
+func standardFigures(cat *catalog.Catalog) figures {
+	epyc, _ := cat.ResolveCPU(standardCPUModel)
+	xeon, _ := cat.ResolveCPU(standardHostCPUModel)
+	h100, _ := cat.ResolveGPU(standardGPUModel)
+	return figures{
+		cpuWatts: standardSockets * epyc.TDPWatts, hostCPUWatts: standardSockets * xeon.TDPWatts, gpuWatts: h100.TDPWatts,
+		cpuName: epyc.Name, hostCPUName: xeon.Name, gpuName: h100.Name,
+	}
 }
 
 // table reads a CSV file whose first line names its columns, and collects

@@ -95,8 +95,53 @@ func TestReadPodsCutsAtAGivenEnd(t *testing.T) {
 	if stats.AfterEnd != 1 || stats.Truncated != 2 || stats.End != 5000*time.Second {
 		t.Errorf("stats %+v: want 1 pod after the end, 2 truncated, end 5000 s", stats)
 	}
-	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, "1 pod created after the end of the trace (1h23m20s), not replayed") {
+	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, "1 pod created at or after the end of the trace (1h23m20s), not replayed") {
 		t.Errorf("warnings lack the pod after the end:\n%s", w)
+	}
+}
+
+func TestReadPodsKeepsThePodsCreatedBetweenStartAndEnd(t *testing.T) {
+	jobs, stats, err := ReadPods(podsFile, TraceOptions{Start: 1100 * time.Second, End: 1800 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type job struct {
+		arrival, work time.Duration
+		truncated     bool
+	}
+	got := map[string]job{}
+	for _, j := range jobs {
+		got[j.ID] = job{j.Arrival, j.Work, j.Truncated}
+	}
+	// pod-0001 (created at 1000 s) is before the start; pod-0007 (1800 s)
+	// and pod-0009 at or after the end. The first kept pod, pod-0006,
+	// arrives at 0; pods running past 1800 s are cut there.
+	want := map[string]job{
+		"openb-pod-0006": {0, 650 * time.Second, true},
+		"openb-pod-0002": {100 * time.Second, 540 * time.Second, true},
+		"openb-pod-0003": {400 * time.Second, 270 * time.Second, true},
+		"openb-pod-0004": {500 * time.Second, 95 * time.Second, false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("jobs %v, want %v", got, want)
+	}
+	if stats.BeforeStart != 1 || stats.AfterEnd != 2 || stats.NeverScheduled != 2 || stats.Origin != 1100*time.Second || stats.Start != 1100*time.Second {
+		t.Errorf("stats %+v: want 1 pod before the start, 2 after the end, 2 never scheduled, origin and start 1100 s", stats)
+	}
+	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, podsFile+": 1 pod created before the chosen start (18m20s), not replayed") {
+		t.Errorf("warnings lack the pod before the start:\n%s", w)
+	}
+	for _, tc := range []struct {
+		opts TraceOptions
+		want string
+	}{
+		{TraceOptions{Start: -time.Second}, "TraceOptions.Start -1s is negative"},
+		{TraceOptions{End: -time.Second}, "TraceOptions.End -1s is negative"},
+		{TraceOptions{Start: time.Hour, End: time.Hour}, "TraceOptions.End 1h0m0s is not after Start 1h0m0s"},
+	} {
+		if _, _, err := ReadPods(podsFile, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.opts, err, tc.want)
+		}
 	}
 }
 
@@ -157,30 +202,38 @@ func TestReadNodesResolvesModelsAndWarnsAboutUnknownOnes(t *testing.T) {
 		milli, mib int64
 		gpus       int
 		model, id  string
+		cpuW, gpuW float64
 	}
 	var got []node
 	for _, n := range nodes {
-		got = append(got, node{n.Name, n.CPUMilli, n.MemoryMiB, n.GPUs, n.GPUModel, n.GPU.ID})
+		got = append(got, node{n.Name, n.CPUMilli, n.MemoryMiB, n.GPUs, n.GPUModel, n.GPU.ID, n.CPUTDPWatts, n.GPUMaxWatts})
 	}
+	// Each node keeps its CPU count and GPU model. The trace names no CPU
+	// model: CPU packages take the standard nodes' 2 × 360 W (EPYC 9654)
+	// and 2 × 350 W (Xeon 8480+). GPUs the catalog does not know take the
+	// H100 SXM's 700 W; known ones and a family's nearest their own.
 	want := []node{
-		{"openb-node-0001", 96000, 786432, 8, "V100M32", "generic-gpu"},
-		{"openb-node-0002", 32000, 131072, 4, "V100M16", "generic-gpu"},
-		{"openb-node-0003", 96000, 524288, 0, "", ""},
-		{"openb-node-0004", 128000, 1048576, 1, "A10", "generic-gpu"},
-		{"openb-node-0005", 96000, 393216, 8, "G2", "generic-gpu"},
-		{"openb-node-0006", 96000, 786432, 8, "V100M32", "generic-gpu"},
-		{"openb-node-0007", 64000, 262144, 2, "NVIDIA A100-SXM4-80GB", "nvidia-a100-sxm4-80gb"},
-		{"openb-node-0008", 64000, 262144, 2, "NVIDIA H100 94GB", "nvidia-h100-nvl"},
+		{"openb-node-0001", 96000, 786432, 8, "V100M32", "generic-gpu", 700, 700},
+		{"openb-node-0002", 32000, 131072, 4, "V100M16", "generic-gpu", 700, 700},
+		{"openb-node-0003", 96000, 524288, 0, "", "", 720, 0},
+		{"openb-node-0004", 128000, 1048576, 1, "A10", "generic-gpu", 700, 700},
+		{"openb-node-0005", 96000, 393216, 8, "G2", "generic-gpu", 700, 700},
+		{"openb-node-0006", 96000, 786432, 8, "V100M32", "generic-gpu", 700, 700},
+		{"openb-node-0007", 64000, 262144, 2, "NVIDIA A100-SXM4-80GB", "nvidia-a100-sxm4-80gb", 700, 400},
+		{"openb-node-0008", 64000, 262144, 2, "NVIDIA H100 94GB", "nvidia-h100-nvl", 700, 400},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("nodes\n%v\nwant\n%v", got, want)
 	}
+	unknown := "is not in the hardware catalog; they keep the model's name and their GPU count, take the catalog's generic-gpu entry and the standard NVIDIA H100 SXM's power, 700 W a GPU"
 	wantWarnings := []string{
-		nodesFile + `: GPU model "V100M32" on 2 nodes is not in the hardware catalog; they take its generic entry generic-gpu (Generic GPU accelerator, 300 W)`,
-		nodesFile + `: GPU model "V100M16" on 1 node is not in the hardware catalog; they take its generic entry generic-gpu (Generic GPU accelerator, 300 W)`,
-		nodesFile + `: GPU model "A10" on 1 node is not in the hardware catalog; they take its generic entry generic-gpu (Generic GPU accelerator, 300 W)`,
-		nodesFile + `: GPU model "G2" on 1 node is not in the hardware catalog; they take its generic entry generic-gpu (Generic GPU accelerator, 300 W)`,
+		nodesFile + `: GPU model "V100M32" on 2 nodes ` + unknown,
+		nodesFile + `: GPU model "V100M16" on 1 node ` + unknown,
+		nodesFile + `: GPU model "A10" on 1 node ` + unknown,
+		nodesFile + `: GPU model "G2" on 1 node ` + unknown,
 		nodesFile + `: GPU model "NVIDIA H100 94GB" on 1 node is not in the hardware catalog; they take the nearest model of its family, nvidia-h100-nvl (NVIDIA H100 NVL, 400 W)`,
+		nodesFile + `: no CPU model on 1 node without GPUs (the node list has no CPU model column); they keep their CPU count and take the standard CPU node's package power, 2 × AMD EPYC 9654, 720 W`,
+		nodesFile + `: no CPU model on 7 nodes with GPUs (the node list has no CPU model column); they keep their CPU count and take the standard GPU node's package power, 2 × Intel Xeon Platinum 8480+, 700 W`,
 	}
 	if !slices.Equal(warnings, wantWarnings) {
 		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(warnings, "\n"), strings.Join(wantWarnings, "\n"))
