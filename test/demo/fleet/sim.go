@@ -46,6 +46,7 @@ type simNode struct {
 	// Power since the last tick, and the cap fractions it was computed
 	// with, which also set how fast pods progress until the next tick.
 	cpuFrac  float64
+	cpuLoad  float64 // the host's CPU load at the last power()
 	gpuFrac  []float64
 	pkgW     float64 // each package
 	gpuW     []float64
@@ -223,7 +224,7 @@ func (s *sim) step(now time.Time) (finished []string, errs []error) {
 		if ran > dt {
 			ran = dt
 		}
-		p.done += time.Duration(float64(ran) / s.model.Stretch(p.boundness, n.podCap(p)))
+		p.done += time.Duration(float64(ran) / s.model.Stretch(p.boundness, n.podDevice(s.model, p), n.podCap(p)))
 		if p.done >= p.rec.Work {
 			p.rec.Phase, p.rec.Finished = string(corev1.PodSucceeded), now
 			s.release(p)
@@ -263,6 +264,17 @@ func (n *simNode) podCap(p *simPod) float64 {
 	return f
 }
 
+// podDevice is what pod p's cap binds on: one of its GPUs at its class's
+// utilization for a GPU-bound pod holding GPUs, else the host's CPUs at
+// their load (a package cap binds on the whole host's draw).
+func (n *simNode) podDevice(m *physics.Model, p *simPod) physics.Device {
+	if !p.boundness.GPU() || len(p.gpus) == 0 {
+		return physics.NodeCPU(n.fam.Host, n.cpuLoad)
+	}
+	g := n.fam.gpuNode()
+	return physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(m.Class(p.boundness).Utilization), Max: g.GPUMaxWatts()}
+}
+
 // power sets n's draw from its running pods and caps, with the physics'
 // formulas: the host curve at the CPU load under the package cap, plus
 // each GPU at its utilization under its own cap.
@@ -287,7 +299,8 @@ func (s *sim) power(n *simNode) {
 		// much: 100% is the physics' floor.
 		n.cpuFrac = min(n.cpuFrac, 1-n.throttlePct/100*(1-m.MinCapFraction))
 	}
-	host := physics.Capped(f.Host.At(cpuBusy/float64(f.LogicalCPUs())), m.EffectiveCap(n.cpuFrac)*f.Host.Max())
+	n.cpuLoad = cpuBusy / float64(f.LogicalCPUs())
+	host := physics.Capped(f.Host.At(n.cpuLoad), m.EffectiveCap(n.cpuFrac)*f.Host.Max())
 	// The packages draw the host's power in proportion to their share of
 	// its maximum, so a package never draws more than its cap.
 	n.pkgW = host * f.PackageMaxW / f.Host.Max()

@@ -116,7 +116,7 @@ func TestCapThroughHTTPLowersPowerAndStretchesPods(t *testing.T) {
 			}
 		}
 	}
-	stretch := m.Stretch(physics.GPUCompute, 0.6)
+	stretch := m.Stretch(physics.GPUCompute, m.GPUDevice(1, m.Class(physics.GPUCompute).Utilization), 0.6)
 	if got, want := finished["ns/job-capped"].Sub(t0), time.Duration(float64(work)*stretch); got < want || got > want+100*time.Millisecond {
 		t.Errorf("capped job took %s, want %s (stretch %v) within a tick", got, want, stretch)
 	}

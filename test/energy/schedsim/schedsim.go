@@ -408,3 +408,21 @@ func (s *Scheduler) SetNodeLabels(name string, labels map[string]string) error {
 func podKey(pod *v1.Pod) string {
 	return pod.Namespace + "/" + pod.Name
 }
+
+// SetNodeUnschedulable cordons node name (true) or uncordons it, as a
+// node switched off or booting is kept from pods: NodeUnschedulable's
+// filter then passes it over.
+func (s *Scheduler) SetNodeUnschedulable(name string, unschedulable bool) error {
+	old, ok := s.nodes[name]
+	if !ok {
+		return fmt.Errorf("cordon node %q: no such node", name)
+	}
+	if old.Spec.Unschedulable == unschedulable {
+		return nil
+	}
+	n := old.DeepCopy()
+	n.Spec.Unschedulable = unschedulable
+	s.cache.UpdateNode(s.logger, old, n)
+	s.nodes[name] = n
+	return nil
+}

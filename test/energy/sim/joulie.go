@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"maps"
@@ -9,12 +10,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
+	"joulie.io/joulie/pkg/twin"
 	"joulie.io/joulie/pkg/workload"
 )
 
@@ -35,7 +40,7 @@ func (s *simulation) reconcile(ctx context.Context) error {
 		if n.profile != nil {
 			// The controller sees what the agent last published (publish.go),
 			// not the draw of this instant.
-			s.catchUp(n, s.now, n.watts)
+			s.catchUp(n, s.now, n.parts.Total())
 			if n.pub.ok {
 				n.profile.Status.MeasuredPower = &joulie.MeasuredPower{NodePowerWatts: n.pub.watts, Time: metav1.NewTime(epoch.Add(n.pub.at))}
 			}
@@ -49,7 +54,7 @@ func (s *simulation) reconcile(ctx context.Context) error {
 	} else {
 		delete(c.perfPods, "")
 	}
-	res := plan.Compute(plan.Inputs{Now: now, Nodes: c.nodes, Profiles: c.profiles, PerfPods: c.perfPods, Loads: c.loads}, s.settings)
+	res := plan.Compute(plan.Inputs{Now: now, Nodes: c.nodes, Profiles: c.profiles, PerfPods: c.perfPods, Loads: c.loads}, s.plan)
 	relabelled := false
 	var caps []capsChange
 	for i := range res.Nodes {
@@ -84,7 +89,7 @@ func (s *simulation) reconcile(ctx context.Context) error {
 		// One event even when nothing changed, so the clock stops at the
 		// same instants, and the energy sums the same terms, as when every
 		// node had its own.
-		s.pushCaps(s.now+s.opts.AgentDelay, caps)
+		heap.Push(&s.events, event{t: s.now + s.opts.AgentDelay, kind: evCaps, caps: caps})
 	}
 	if relabelled {
 		s.retry(ctx, nil)
@@ -268,4 +273,24 @@ func (s *simulation) hardwareOf(n *nodeState) powerest.Node {
 		hw.GPUMaxWattsPerGPU = n.view.GPUMaxWatts
 	}
 	return hw
+}
+
+// capsChange is the caps a reconcile asks node's agent for.
+type capsChange struct {
+	node           int
+	cpuCap, gpuCap float64
+}
+
+// planSettings are the controller's defaults (controller/internal/config)
+// for the arm's policy.
+func planSettings(spec ArmSpec, opts Options) plan.Settings {
+	sel, _ := labels.Parse(joulie.LabelManaged + "=true")
+	in := intent.Default()
+	if opts.Intent != nil {
+		in = *opts.Intent
+	}
+	return plan.Settings{NodeSelector: sel, Policy: spec.Policy, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
+		Interval: opts.ReconcileInterval, MinEcoDwell: 5 * time.Minute, Intent: in,
+		Cooling: twin.DefaultLinearCoolingModel(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute,
+		Coefficients: powerest.DefaultCoefficients()}
 }

@@ -20,7 +20,8 @@ func TestJobsNotYetArrivedAreNotPending(t *testing.T) {
 		jobs = append(jobs, workload.Job{ID: "perf-" + string(rune('a'+i%26)) + string(rune('a'+i/26)), Arrival: 10 * time.Hour,
 			Class: workload.Performance, Boundness: physics.CPUCompute, CPUMilli: 1000, MemoryMiB: 1024, Work: time.Hour})
 	}
-	s, err := newSimulation(ArmQueueAware, nodes, jobs, Options{Seed: 1, Model: physics.Default(),
+	spec, _ := Spec(ArmQueueAware)
+	s, err := newSimulation(spec, nodes, jobs, Options{Seed: 1, Model: physics.Default(),
 		ReconcileInterval: time.Minute, AgentDelay: 5 * time.Second, MaxPodsPerNode: 110})
 	if err != nil {
 		t.Fatal(err)

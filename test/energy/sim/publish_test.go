@@ -25,7 +25,8 @@ func TestTwinSeesPowerAsTheAgentPublishesIt(t *testing.T) {
 	// On the 384-CPU node: 2 CPUs move the draw by about 5%, 40 CPUs by
 	// far more than 10%.
 	jobs := []workload.Job{job("small", 2000), job("large", 40000), job("small-again", 2000)}
-	s, err := newSimulation(ArmNoCaps, nodes, jobs, Options{Seed: 1, Model: physics.Default(),
+	spec, _ := Spec(ArmNoCaps)
+	s, err := newSimulation(spec, nodes, jobs, Options{Seed: 1, Model: physics.Default(),
 		ReconcileInterval: time.Minute, AgentDelay: 5 * time.Second, MaxPodsPerNode: 110})
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +44,11 @@ func TestTwinSeesPowerAsTheAgentPublishesIt(t *testing.T) {
 	start := func(d time.Duration, idx int) float64 {
 		t.Helper()
 		at(d)
-		before := n.watts
+		before := n.parts.Total()
 		if !s.trySchedule(ctx, idx) {
 			t.Fatalf("job %s did not fit", jobs[idx].ID)
 		}
-		return n.watts / before
+		return n.parts.Total() / before
 	}
 	seen := func(when string, wantW float64, wantAt time.Duration) {
 		t.Helper()
@@ -64,7 +65,7 @@ func TestTwinSeesPowerAsTheAgentPublishesIt(t *testing.T) {
 	}
 
 	reconcile(0) // creates the node's profile: the agent publishes from its next tick
-	idle := n.watts
+	idle := n.parts.Total()
 	if r := start(30*time.Second, 0); r <= 1 || r > 1+powerPublishChange {
 		t.Fatalf("the small job moved the draw by a factor %.3f; the test needs a change of at most 10%%", r)
 	}
@@ -74,7 +75,7 @@ func TestTwinSeesPowerAsTheAgentPublishesIt(t *testing.T) {
 	if r := start(90*time.Second, 1); r <= 1+powerPublishChange {
 		t.Fatalf("the large job moved the draw by a factor %.3f; the test needs more than 10%%", r)
 	}
-	large := n.watts
+	large := n.parts.Total()
 	reconcile(2 * time.Minute)
 	seen("a large change", large, 95*time.Second) // the first tick after the change
 
@@ -82,7 +83,7 @@ func TestTwinSeesPowerAsTheAgentPublishesIt(t *testing.T) {
 		t.Fatalf("the second small job moved the draw by a factor %.3f", r)
 	}
 	reconcile(3 * time.Minute)
-	seen("a small change once the minute is up", n.watts, 155*time.Second) // a minute after 95s
+	seen("a small change once the minute is up", n.parts.Total(), 155*time.Second) // a minute after 95s
 }
 
 // catchUp settles many ticks at once; it must agree, at every read, with

@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"joulie.io/joulie/test/energy/physics"
+	"joulie.io/joulie/test/energy/workload"
+)
+
+// Two CPU nodes, one job on one of them: under the autoscaler's rules the
+// other is switched off IdleOffAfter after the start, through its
+// shutdown, and the busy one once its job has been gone as long.
+func TestPowerOffSwitchesEmptyNodesOff(t *testing.T) {
+	m := physics.Default()
+	nodes := workload.StandardCluster(2, 0)
+	jobs := []workload.Job{cpuJob("one", 0, 8, time.Hour)}
+	r := run(t, ArmPowerOff, nodes, jobs, Options{Seed: 1})
+	if r.Shutdowns != 2 || r.Boots != 0 {
+		t.Errorf("%d shutdowns and %d boots, want 2 and 0", r.Shutdowns, r.Boots)
+	}
+	at := func(t0 time.Duration) Parts {
+		var p Parts
+		for _, s := range r.Power {
+			if s.T <= t0 {
+				p = s.Parts
+			}
+		}
+		return p
+	}
+	if p := at(IdleOffAfter + time.Second); p.Booting != m.Power.ShutdownWatts || p.Off != 0 {
+		t.Errorf("during the idle node's shutdown: %+v", p)
+	}
+	if p := at(IdleOffAfter + m.Power.Shutdown); p.Off != m.Power.OffWatts || p.IdleAwake != m.CPUNode.Idle() {
+		t.Errorf("once it is off: %+v", p)
+	}
+	// The job runs until 1 h (and 1 ns); its node goes off 10 min later.
+	if p := at(time.Hour + IdleOffAfter + m.Power.Shutdown + time.Second); p.Off != 2*m.Power.OffWatts || p.IdleAwake != 0 {
+		t.Errorf("both off: %+v", p)
+	}
+}
+
+// A pod that fits on no awake node wakes an off one and waits for its
+// boot; with foresight the oracle has the node Ready as the pod arrives,
+// and pays the boot before it.
+func TestAPodThatFitsNoAwakeNodeWaitsForABoot(t *testing.T) {
+	m := physics.Default()
+	nodes := workload.StandardCluster(2, 0)
+	jobs := []workload.Job{
+		cpuJob("first", 0, 300, 4*time.Hour),
+		cpuJob("second", 2*time.Hour, 300, time.Hour), // fits only on the node switched off at 10 min
+	}
+	jobs[1].Class = workload.Performance
+	g := run(t, ArmPowerOff, nodes, jobs, Options{Seed: 1})
+	second := g.Jobs[1]
+	if wait := second.Start - second.Arrival; wait != m.Power.Boot || second.BootWait != m.Power.Boot {
+		t.Errorf("waited %s (for a boot %s), want the boot's %s", wait, second.BootWait, m.Power.Boot)
+	}
+	if g.PerfBootWaits != 1 || g.Boots != 1 {
+		t.Errorf("%d performance boot waits and %d boots, want 1 and 1", g.PerfBootWaits, g.Boots)
+	}
+	f := run(t, ArmOraclePhysical, nodes, jobs, Options{Seed: 1, OracleUncapped: true})
+	second = f.Jobs[1]
+	if second.Start != second.Arrival || second.BootWait != 0 || f.PerfBootWaits != 0 {
+		t.Errorf("the oracle's job waited %s (for a boot %s)", second.Start-second.Arrival, second.BootWait)
+	}
+	// The second node: shut down at 0, off, booted to be Ready at 2 h,
+	// and shut down again when its job ends at 3 h (the first node's job
+	// ends the run).
+	var booting time.Duration
+	for i, s := range f.Power {
+		if s.Parts.Booting > 0 && i+1 < len(f.Power) {
+			booting += f.Power[i+1].T - s.T
+		}
+	}
+	if want := 2*m.Power.Shutdown + m.Power.Boot; booting != want {
+		t.Errorf("the oracle spent %s booting or shutting down, want %s", booting, want)
+	}
+	// Over the boot: the first node at its job's load, the second booting.
+	want := (m.CPUNode.At(300.0/384) + m.Power.BootWatts) * m.Power.Boot.Seconds()
+	if e := energyOver(f.Power, 2*time.Hour-m.Power.Boot, 2*time.Hour); math.Abs(e-want) > 1e-6*want {
+		t.Errorf("energy over the boot before the second job %.1f J, want %.1f J", e, want)
+	}
+}
