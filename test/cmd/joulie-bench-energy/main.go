@@ -60,6 +60,8 @@ type options struct {
 	physicsVariant     string
 	tracePods          string
 	traceNodes         string
+	traceStart         time.Duration
+	traceEnd           time.Duration
 	out                string
 	arms               []sim.Arm
 	parallel           int
@@ -80,6 +82,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.physicsVariant, "physics-variant", "default", "model of the physics file: default, or a variant such as sensitivity")
 	fs.StringVar(&o.tracePods, "trace-pods", "", "replay this pod list (openb schema) instead of generating jobs; needs --trace-nodes")
 	fs.StringVar(&o.traceNodes, "trace-nodes", "", "node list (openb schema) of the replayed cluster; needs --trace-pods")
+	fs.DurationVar(&o.traceStart, "trace-start", 0, "replay only the pods created from this long after the trace's start (with --trace-pods)")
+	fs.DurationVar(&o.traceEnd, "trace-end", 0, "replay only the pods created before this long after the trace's start, and cut running pods there (0: the trace's own end)")
 	fs.StringVar(&o.out, "out", "bench/energy", "directory for report.md and the plots (relative to the working directory)")
 	arms := fs.String("arms", joinArms(defaultArms), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once (each uses one core)")
@@ -101,6 +105,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--parallel %d: at least 1", o.parallel)
 	case (o.tracePods == "") != (o.traceNodes == ""):
 		return nil, fmt.Errorf("--trace-pods %q and --trace-nodes %q: give both to replay a trace, or neither to generate jobs", o.tracePods, o.traceNodes)
+	case o.traceStart < 0:
+		return nil, fmt.Errorf("--trace-start %v is negative", o.traceStart)
+	case o.traceEnd < 0:
+		return nil, fmt.Errorf("--trace-end %v is negative; 0 means the trace's own end", o.traceEnd)
+	case o.traceEnd > 0 && o.traceEnd <= o.traceStart:
+		return nil, fmt.Errorf("--trace-end %v is not after --trace-start %v", o.traceEnd, o.traceStart)
+	case o.tracePods == "" && (o.traceStart != 0 || o.traceEnd != 0):
+		return nil, fmt.Errorf("--trace-start %v and --trace-end %v choose a part of a replayed trace: give --trace-pods and --trace-nodes", o.traceStart, o.traceEnd)
 	case o.tracePods == "" && o.cpuNodes+o.gpuNodes < 1:
 		return nil, fmt.Errorf("--nodes-cpu %d and --nodes-gpu %d: the cluster needs at least one node", o.cpuNodes, o.gpuNodes)
 	case o.tracePods == "" && (o.cpuNodes < 0 || o.gpuNodes < 0):
@@ -140,7 +152,7 @@ func joinArms(arms []sim.Arm) string {
 }
 
 // simulator runs one arm on one job list; progress is called with the
-// simulated time reached and the fraction of the run done.
+// simulated time reached and the share of the jobs completed.
 // seedMethod asks for the seed document's second pass as well.
 type simulator func(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, seedMethod bool, progress func(simulated time.Duration, done float64)) (sim.Result, error)
 
@@ -245,7 +257,7 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 				if ctx.Err() != nil {
 					continue
 				}
-				id := prog.start(t.arm, t.s.seed)
+				id := prog.start(t.arm, t.s.seed, list.span)
 				r, err := simulate(ctx, t.arm, t.s.seed, nodes, list.jobs, model, o.seedMethod, func(at time.Duration, done float64) { prog.update(id, at, done) })
 				prog.finish(id)
 				if err != nil {
@@ -350,21 +362,23 @@ func cluster(o *options, stderr io.Writer) ([]workload.Node, error) {
 	return nodes, nil
 }
 
-// jobList is a seed's jobs and what the trace reader had to say of them.
+// jobList is a seed's jobs, what the trace reader had to say of them,
+// and the simulated span a run of them is expected to take (runSpan).
 type jobList struct {
 	jobs     []workload.Job
 	warnings []string
+	span     time.Duration
 }
 
 // makeJobList is seed's job list: generated on the cluster, or the trace
 // with boundness classes drawn from the seed.
 func makeJobList(o *options, seed int64, nodes []workload.Node) (jobList, error) {
 	if o.tracePods != "" {
-		jobs, stats, err := workload.ReadPods(o.tracePods, workload.TraceOptions{Seed: seed})
+		jobs, stats, err := workload.ReadPods(o.tracePods, workload.TraceOptions{Seed: seed, Start: o.traceStart, End: o.traceEnd})
 		if err != nil {
 			return jobList{}, fmt.Errorf("--trace-pods: %w", err)
 		}
-		return jobList{jobs, stats.Warnings()}, nil
+		return jobList{jobs, stats.Warnings(), runSpan(jobs)}, nil
 	}
 	cfg := workload.DefaultConfig()
 	cfg.Nodes = nodes
@@ -373,5 +387,6 @@ func makeJobList(o *options, seed int64, nodes []workload.Node) (jobList, error)
 	if err := cfg.Validate(); err != nil {
 		return jobList{}, fmt.Errorf("workload for --nodes-cpu %d --nodes-gpu %d --horizon %v --jobs %d: %w", o.cpuNodes, o.gpuNodes, o.horizon, o.jobs, err)
 	}
-	return jobList{jobs: workload.Generate(seed, cfg)}, nil
+	jobs := workload.Generate(seed, cfg)
+	return jobList{jobs: jobs, span: runSpan(jobs)}, nil
 }

@@ -200,6 +200,10 @@ func TestFlagsAreChecked(t *testing.T) {
 		{"no nodes", []string{"--nodes-cpu", "0", "--nodes-gpu", "0"}, "at least one node"},
 		{"no horizon nor jobs", []string{"--horizon", "0"}, "positive horizon or number of jobs"},
 		{"an argument", []string{"extra"}, `unexpected argument "extra"`},
+		{"negative trace start", []string{"--trace-start", "-1h"}, "--trace-start -1h0m0s is negative"},
+		{"negative trace end", []string{"--trace-end", "-1h"}, "--trace-end -1h0m0s is negative"},
+		{"trace end before start", []string{"--trace-start", "48h", "--trace-end", "24h"}, "--trace-end 24h0m0s is not after --trace-start 48h0m0s"},
+		{"trace part without a trace", []string{"--trace-start", "24h"}, "give --trace-pods and --trace-nodes"},
 		{"unknown physics variant", []string{"--physics-variant", "cold"}, "--physics-variant cold"},
 		{"missing physics file", []string{"--physics", "/nonexistent/physics.yaml"}, "--physics /nonexistent/physics.yaml"},
 	} {
@@ -239,36 +243,32 @@ func TestBenchReplaysATrace(t *testing.T) {
 	}
 }
 
-func TestProgressLineAndETA(t *testing.T) {
-	var buf bytes.Buffer
-	clock := time.Unix(0, 0)
-	now := func() time.Time { return clock }
-	p := newProgress(&buf, true, 4, now)
-	a := p.start(sim.ArmDefault, 1)
-	clock = clock.Add(10 * time.Second)
-	p.finish(a)
-	b := p.start(sim.ArmBinPack, 1)
-	clock = clock.Add(20 * time.Second)
-	p.update(b, 90*time.Minute, 0.5)
-	// 1.5 of 4 runs in 30 s: 2.5 left take 50 s more.
-	want := "\r[1/4 runs done, ETA 50s] b-binpack seed 1 at 1h30m (50%)\x1b[K"
-	if got := buf.String(); !strings.HasSuffix(got, want) {
-		t.Errorf("terminal progress %q, want it to end with %q", got, want)
+// TestTraceStartAndEndReachTheReader: --trace-start and --trace-end
+// replay the pods created in between, as workload.ReadPods reads them.
+func TestTraceStartAndEndReachTheReader(t *testing.T) {
+	dir := t.TempDir()
+	pods := filepath.Join(dir, "pods.csv")
+	nodes := filepath.Join(dir, "nodes.csv")
+	os.WriteFile(pods, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+		"p1,4000,8192,1,1000,,LS,Succeeded,100,4000,200\n"+
+		"p2,2000,4096,0,0,,BE,Running,300,,300\n"+
+		"p3,8000,4096,0,0,,BE,Succeeded,500,9000,600\n"), 0o644)
+	os.WriteFile(nodes, []byte("sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,8,V100M32\nn2,96000,393216,0,\n"), 0o644)
+	f := &fakeSim{}
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"--trace-pods", pods, "--trace-nodes", nodes, "--trace-start", "200s", "--trace-end", "400s",
+		"--seeds", "1", "--arms", "a-default", "--out", filepath.Join(dir, "out")}, &stderr, f.run)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-
-	buf.Reset()
-	p = newProgress(&buf, false, 2, now)
-	c := p.start(sim.ArmOracle, 3)
-	p.update(c, time.Hour, 0.1) // the first update is shown at once
-	clock = clock.Add(time.Second)
-	p.update(c, 90*time.Minute, 0.15) // within plainEvery of the last line: not shown
-	clock = clock.Add(plainEvery)
-	p.update(c, 2*time.Hour, 0.2)
-	p.finish(c) // 16 s for a tenth of the work: 144 s left
-	p.done()
-	want = "[0/2 runs done, ETA unknown] f-oracle seed 3 at 1h00m (10%)\n" +
-		"[0/2 runs done, ETA 2m24s] f-oracle seed 3 at 2h00m (20%)\ndone: arm f-oracle, seed 3 (1 of 2 runs)\n"
-	if got := buf.String(); got != want {
-		t.Errorf("plain progress %q, want %q", got, want)
+	jobs, _, err := workload.ReadPods(pods, workload.TraceOptions{Seed: 1, Start: 200 * time.Second, End: 400 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != "p2" {
+		t.Fatalf("the reader kept %+v, want p2 alone", jobs)
+	}
+	if got := f.hashes[1][sim.ArmDefault]; got != workload.Hash(jobs) {
+		t.Errorf("the run's job list %s is not the reader's p2 alone %s", got, workload.Hash(jobs))
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"joulie.io/joulie/test/energy/sim"
+	"joulie.io/joulie/test/energy/workload"
 )
 
 // progress shows which runs are under way, how far each has simulated and
@@ -31,8 +33,36 @@ type progress struct {
 type runState struct {
 	arm       sim.Arm
 	seed      int64
+	span      time.Duration
 	simulated time.Duration
-	done      float64
+	jobs      float64 // share of the jobs completed, for display
+}
+
+// share is how far the run is: its simulated time over its expected span,
+// at most 1. The share of jobs completed is no measure of it: a replayed
+// trace's many short pods finish long before its few long ones.
+func (r *runState) share() float64 {
+	if r.span <= 0 {
+		return 0
+	}
+	return min(max(float64(r.simulated)/float64(r.span), 0), 1)
+}
+
+// runSpan is the simulated time a run of jobs is expected to take: the
+// last arrival plus the 95th percentile of the jobs' work. The few longer
+// jobs run on past it; a run there shows 100% until it ends.
+func runSpan(jobs []workload.Job) time.Duration {
+	if len(jobs) == 0 {
+		return 0
+	}
+	var last time.Duration
+	work := make([]time.Duration, len(jobs))
+	for i, j := range jobs {
+		last = max(last, j.Arrival)
+		work[i] = j.Work
+	}
+	slices.Sort(work)
+	return last + work[(len(work)-1)*95/100]
 }
 
 // Plain lines are at most this frequent, terminal redraws at most this.
@@ -55,22 +85,27 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func (p *progress) start(arm sim.Arm, seed int64) int {
+// start registers a run whose simulated span is expected to be span
+// (runSpan).
+func (p *progress) start(arm sim.Arm, seed int64, span time.Duration) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	p.running[p.next] = &runState{arm: arm, seed: seed}
+	p.running[p.next] = &runState{arm: arm, seed: seed, span: span}
 	return p.next
 }
 
-func (p *progress) update(id int, simulated time.Duration, done float64) {
+// update takes the simulator's report: the simulated time reached, and
+// the share of the jobs completed, which is shown but not used for the
+// ETA.
+func (p *progress) update(id int, simulated time.Duration, jobsDone float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.running[id]
 	if r == nil {
 		return
 	}
-	r.simulated, r.done = simulated, min(max(done, 0), 1)
+	r.simulated, r.jobs = simulated, min(max(jobsDone, 0), 1)
 	p.show(false)
 }
 
@@ -119,17 +154,18 @@ func (p *progress) show(force bool) {
 	}
 }
 
-// line is, for each run under way, its arm, seed and simulated time, then
-// the runs finished and the estimated time left: the wall time so far
-// scaled by the share of the work left, counting each run under way by
-// its own fraction done.
+// line is, for each run under way, its arm, seed, simulated time out of
+// its expected span and share of jobs completed, then the runs finished
+// and the estimated time left: the wall time so far scaled by the share
+// of the work left, counting each run under way by its simulated time
+// over its span.
 func (p *progress) line(now time.Time) string {
 	var parts []string
 	frac := float64(p.finished)
 	for id := 1; id <= p.next; id++ {
 		if r := p.running[id]; r != nil {
-			parts = append(parts, fmt.Sprintf("%s seed %d at %s (%.0f%%)", r.arm, r.seed, simTime(r.simulated), 100*r.done))
-			frac += r.done
+			parts = append(parts, fmt.Sprintf("%s seed %d at %s of ~%s (%.0f%%, %.0f%% of jobs done)", r.arm, r.seed, simTime(r.simulated), simTime(r.span), 100*r.share(), 100*r.jobs))
+			frac += r.share()
 		}
 	}
 	frac /= float64(p.total)
