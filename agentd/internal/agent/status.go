@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/powerpub"
 )
 
 // newTime is t as the API stores it: UTC, whole seconds.
@@ -20,14 +21,6 @@ func transition(prev, cur joulie.ControlStatus, now time.Time) metav1.Time {
 	}
 	return newTime(now)
 }
-
-// PowerPublishInterval and PowerPublishChange bound how often measured
-// power reaches the API: at most once a minute, or sooner on a change of
-// more than 10% (SPEC.md), never every tick.
-const (
-	PowerPublishInterval = time.Minute
-	PowerPublishChange   = 0.10
-)
 
 // MeasuredPower turns a snapshot's reading into the API's form; nil when
 // nothing was measured.
@@ -49,19 +42,16 @@ func (s Snapshot) MeasuredPower() *joulie.MeasuredPower {
 }
 
 // ShouldPublishPower decides whether a new reading replaces the published
-// one.
+// one, by the rule of pkg/powerpub: at most once a minute, or sooner on a
+// change of more than 10% (SPEC.md), never every tick.
 func ShouldPublishPower(published, cur *joulie.MeasuredPower) bool {
 	switch {
 	case cur == nil:
 		return false
 	case published == nil:
 		return true
-	case cur.Time.Sub(published.Time.Time) >= PowerPublishInterval:
-		return true
-	case published.NodePowerWatts == 0:
-		return cur.NodePowerWatts != 0
 	}
-	return math.Abs(cur.NodePowerWatts-published.NodePowerWatts)/published.NodePowerWatts > PowerPublishChange
+	return powerpub.Due(published.Time.Time, cur.Time.Time, published.NodePowerWatts, cur.NodePowerWatts)
 }
 
 // ProfileStatus is the NodePowerProfile status to report: the snapshot's

@@ -24,10 +24,7 @@ import (
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/plan"
-	"joulie.io/joulie/pkg/policy"
-	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/settings"
-	"joulie.io/joulie/pkg/twin"
 )
 
 // ErrUsage marks configuration errors (exit code 2).
@@ -68,21 +65,15 @@ type Config struct {
 	KeplerNodeLabel string
 }
 
-// Default is the configuration with nothing set.
+// Default is the configuration with nothing set. Its planning settings,
+// node selector and twin refresh are pkg/plan's defaults.
 func Default() Config {
 	host, _ := os.Hostname()
 	return Config{
 		MetricsAddr: ":8080", QPS: 20, Burst: 40,
-		NodeSelector: "joulie.io/managed=true",
-		Settings: plan.Settings{
-			Policy: plan.PolicyQueueAware, StaticHPFrac: 0.5,
-			Queue:    policy.QueueAware{BaseFrac: 0.6, Min: 1, Max: 0, PerfPerHPNode: 10},
-			Interval: time.Minute, MinEcoDwell: 5 * time.Minute,
-			Intent: intent.Default(), Cooling: twin.DefaultLinearCoolingModel(),
-			RackCapacityW: twin.DefaultReferenceRackCapacityW, MeasurementMaxAge: 3 * time.Minute,
-			Coefficients: powerest.DefaultCoefficients(),
-		},
-		TwinRefresh: 2 * time.Minute, TrendWindow: 5 * time.Minute, Debounce: 500 * time.Millisecond,
+		// pkg/plan's, which the energy simulator plans with too.
+		NodeSelector: plan.DefaultNodeSelector, Settings: plan.DefaultSettings(), TwinRefresh: plan.DefaultTwinRefresh,
+		TrendWindow: 5 * time.Minute, Debounce: 500 * time.Millisecond,
 		LeaderElect: true, LeaseNamespace: "joulie-system", LeaseName: "joulie-controller", Identity: host,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		LogLevel:    "info",

@@ -15,6 +15,7 @@ import (
 
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/powerest"
 )
 
@@ -215,5 +216,37 @@ func TestEmptyVariablesMeanWhatTheyMeantBefore(t *testing.T) {
 	}
 	if want := Default().Facility.Interval; cfg.Facility.Interval != want {
 		t.Errorf("FACILITY_POLL_INTERVAL= gave %v, want the default %v", cfg.Facility.Interval, want)
+	}
+}
+
+// TestKeyTableDefaultsArePkgDefaults: the key table's defaults are the
+// planning defaults of pkg/plan (DefaultSettings, DefaultNodeSelector,
+// DefaultTwinRefresh), which the energy simulator also runs with; a value
+// restated here that drifts from them fails, key by key.
+func TestKeyTableDefaultsArePkgDefaults(t *testing.T) {
+	fromPkg := Default()
+	fromPkg.NodeSelector = plan.DefaultNodeSelector
+	fromPkg.Settings = plan.DefaultSettings()
+	fromPkg.TwinRefresh = plan.DefaultTwinRefresh
+	want := map[string]string{}
+	table.Each(fromPkg, func(path, v string) { want[path] = v })
+	got := map[string]string{}
+	table.Each(Default(), func(path, v string) { got[path] = v })
+	for _, k := range keys {
+		if got[k.Path] != want[k.Path] {
+			t.Errorf("%s: the key table's default is %q, pkg/plan's %q", k.Path, got[k.Path], want[k.Path])
+		}
+	}
+	// Settings without a key (the cooling model) count too, and so does
+	// what loading makes of the defaults (the parsed node selector).
+	if d := Default().Settings; !reflect.DeepEqual(d, plan.DefaultSettings()) {
+		t.Errorf("Default().Settings = %+v, want plan.DefaultSettings() %+v", d, plan.DefaultSettings())
+	}
+	c, err := load(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Settings, plan.DefaultSettings()) {
+		t.Errorf("loaded defaults %+v, want plan.DefaultSettings() %+v", c.Settings, plan.DefaultSettings())
 	}
 }

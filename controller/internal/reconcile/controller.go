@@ -52,8 +52,9 @@ const clusterKey = "cluster"
 type Options struct {
 	Settings plan.Settings
 	// TwinRefresh rewrites an unchanged NodeTwin's lastUpdated this often
-	// (2m), below the extender's 5-minute staleness threshold, so a live
-	// controller never looks stale while a steady tick writes nothing.
+	// (plan.DefaultTwinRefresh when 0), below the extender's staleness
+	// threshold (5m by default), so a live controller never looks stale
+	// while a steady tick writes nothing.
 	TwinRefresh time.Duration
 	// Debounce delays a reconcile after a change so a burst is one pass.
 	Debounce time.Duration
@@ -90,7 +91,7 @@ type Controller struct {
 // after New so the handlers are registered first.
 func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedInformerFactory, jf externalversions.SharedInformerFactory, o Options) (*Controller, error) {
 	if o.TwinRefresh <= 0 {
-		o.TwinRefresh = 2 * time.Minute
+		o.TwinRefresh = plan.DefaultTwinRefresh
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -124,12 +124,15 @@ var table = settings.New(settings.Table[Config]{
 	Check:     check,
 })
 
-// Default is the configuration with nothing set.
+// Default is the configuration with nothing set. Its scoring settings are
+// pkg/scoring's defaults, which the energy simulator scores with too.
 func Default() Config {
+	p := scoring.DefaultParams()
 	return Config{
 		Addr:               ":9876",
-		StalenessThreshold: 5 * time.Minute,
-		Coefficients:       powerest.DefaultCoefficients(),
+		StalenessThreshold: p.StalenessThreshold,
+		Coefficients:       p.Coefficients,
+		FacilityMetrics:    p.FacilityMetrics,
 		MaxRequestBytes:    64 << 20,
 		MaxInFlightBytes:   160 << 20,
 		ReadHeaderTimeout:  10 * time.Second,

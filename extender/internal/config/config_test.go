@@ -14,6 +14,7 @@ import (
 
 	"joulie.io/joulie/extender/internal/fixture"
 	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 )
 
 // load runs a cli app with the flags and env given and returns what
@@ -202,5 +203,30 @@ func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestKeyTableDefaultsArePkgDefaults: the key table's scoring defaults are
+// pkg/scoring's DefaultParams, which the energy simulator also scores
+// with; a value restated here that drifts from them fails, key by key.
+func TestKeyTableDefaultsArePkgDefaults(t *testing.T) {
+	p := scoring.DefaultParams()
+	fromPkg := Default()
+	fromPkg.StalenessThreshold, fromPkg.Coefficients, fromPkg.FacilityMetrics = p.StalenessThreshold, p.Coefficients, p.FacilityMetrics
+	want := map[string]string{}
+	table.Each(fromPkg, func(path, v string) { want[path] = v })
+	got := map[string]string{}
+	table.Each(Default(), func(path, v string) { got[path] = v })
+	for _, k := range table.Keys {
+		if got[k.Path] != want[k.Path] {
+			t.Errorf("%s: the key table's default is %q, pkg/scoring's %q", k.Path, got[k.Path], want[k.Path])
+		}
+	}
+	cfg, err := load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Params() != p {
+		t.Errorf("loaded defaults give Params %+v, want scoring.DefaultParams() %+v", cfg.Params(), p)
 	}
 }

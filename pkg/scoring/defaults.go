@@ -1,0 +1,29 @@
+package scoring
+
+import (
+	"time"
+
+	"joulie.io/joulie/pkg/powerest"
+)
+
+// DefaultParams are joulie-extender's scoring settings with nothing
+// configured: the marginal-power coefficients of pkg/powerest, PUE
+// weighting off, and twins older than five minutes scoring neutral (the
+// controller refreshes an unchanged twin well within that). The
+// extender's key table takes its defaults from here, and so does the
+// energy simulator's extender.
+func DefaultParams() Params {
+	return Params{
+		Coefficients:       powerest.DefaultCoefficients(),
+		FacilityMetrics:    false,
+		StalenessThreshold: 5 * time.Minute,
+	}
+}
+
+// ChartWeight is the weight the Helm chart (packaging/helm/joulie, value
+// extender.scheduler.weight) gives the extender in kube-scheduler's
+// configuration: kube-scheduler multiplies the extender's scores, 0..10,
+// by it before adding them to its own plugins' scores. It is a Go
+// constant for the energy simulator, which schedules as the chart's
+// scheduler does; a test keeps it equal to the chart's value.
+const ChartWeight = 1
