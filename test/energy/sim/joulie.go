@@ -10,16 +10,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/plan"
-	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
-	"joulie.io/joulie/pkg/twin"
 	"joulie.io/joulie/pkg/workload"
 )
 
@@ -195,12 +191,11 @@ type extender struct {
 }
 
 func newExtender(s *simulation) *extender {
-	// The extender's defaults: MARGINAL_* coefficients, a 5m
-	// TWIN_STALENESS_THRESHOLD, facility metrics off.
-	return &extender{s: s, params: scoring.Params{Coefficients: powerest.DefaultCoefficients(), StalenessThreshold: 5 * time.Minute}}
+	// The extender's defaults, which its key table takes its own from.
+	return &extender{s: s, params: scoring.DefaultParams()}
 }
 
-func (e *extender) Weight() int64 { return 1 } // the chart's weight
+func (e *extender) Weight() int64 { return scoring.ChartWeight }
 
 func (e *extender) twinOf(name string) (scoring.Twin, bool) {
 	n := e.s.nodes[e.s.byName[name]]
@@ -281,16 +276,15 @@ type capsChange struct {
 	cpuCap, gpuCap float64
 }
 
-// planSettings are the controller's defaults (controller/internal/config)
-// for the arm's policy.
+// planSettings are the controller's defaults (plan.DefaultSettings, which
+// its key table takes its own from) with the arm's policy and the run's
+// reconcile interval and intent.
 func planSettings(spec ArmSpec, opts Options) plan.Settings {
-	sel, _ := labels.Parse(joulie.LabelManaged + "=true")
-	in := intent.Default()
+	ps := plan.DefaultSettings()
+	ps.Policy = spec.Policy
+	ps.Interval = opts.ReconcileInterval
 	if opts.Intent != nil {
-		in = *opts.Intent
+		ps.Intent = *opts.Intent
 	}
-	return plan.Settings{NodeSelector: sel, Policy: spec.Policy, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
-		Interval: opts.ReconcileInterval, MinEcoDwell: 5 * time.Minute, Intent: in,
-		Cooling: twin.DefaultLinearCoolingModel(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute,
-		Coefficients: powerest.DefaultCoefficients()}
+	return ps
 }

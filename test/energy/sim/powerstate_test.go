@@ -11,14 +11,15 @@ import (
 
 // Two CPU nodes, one job on one of them: under the autoscaler's rules the
 // other is switched off IdleOffAfter after the start, through its
-// shutdown, and the busy one once its job has been gone as long.
+// shutdown, and the busy one once its job has been gone as long; a job
+// arriving later wakes one of them.
 func TestPowerOffSwitchesEmptyNodesOff(t *testing.T) {
 	m := physics.Default()
 	nodes := workload.StandardCluster(2, 0)
-	jobs := []workload.Job{cpuJob("one", 0, 8, time.Hour)}
+	jobs := []workload.Job{cpuJob("one", 0, 8, time.Hour), cpuJob("late", 3*time.Hour, 8, time.Minute)}
 	r := run(t, ArmPowerOff, nodes, jobs, Options{Seed: 1})
-	if r.Shutdowns != 2 || r.Boots != 0 {
-		t.Errorf("%d shutdowns and %d boots, want 2 and 0", r.Shutdowns, r.Boots)
+	if r.Shutdowns != 2 || r.Boots != 1 {
+		t.Errorf("%d shutdowns and %d boots, want 2 and 1", r.Shutdowns, r.Boots)
 	}
 	at := func(t0 time.Duration) Parts {
 		var p Parts
@@ -35,9 +36,16 @@ func TestPowerOffSwitchesEmptyNodesOff(t *testing.T) {
 	if p := at(IdleOffAfter + m.Power.Shutdown); p.Off != m.Power.OffWatts || p.IdleAwake != m.CPUNode.Idle() {
 		t.Errorf("once it is off: %+v", p)
 	}
-	// The job runs until 1 h (and 1 ns); its node goes off 10 min later.
+	// The first job runs until 1 h (and 1 ns); its node goes off 10 min
+	// later.
 	if p := at(time.Hour + IdleOffAfter + m.Power.Shutdown + time.Second); p.Off != 2*m.Power.OffWatts || p.IdleAwake != 0 {
 		t.Errorf("both off: %+v", p)
+	}
+	if p := at(3*time.Hour + time.Second); p.Booting != m.Power.BootWatts || p.Off != m.Power.OffWatts {
+		t.Errorf("booting for the late job: %+v", p)
+	}
+	if late := r.Jobs[1]; late.Start != late.Arrival+m.Power.Boot {
+		t.Errorf("the late job started %s after it arrived, want the boot's %s", late.Start-late.Arrival, m.Power.Boot)
 	}
 }
 

@@ -3,19 +3,17 @@ package sim
 import (
 	"math"
 	"time"
+
+	"joulie.io/joulie/pkg/powerpub"
 )
 
-// How joulie-agentd publishes measured power (agentd/internal/agent,
-// status.go, PowerPublishInterval and PowerPublishChange; internal to the
-// agent, so restated here): at each of its ticks it compares its reading
-// with the one last published, and publishes the new one when a minute has
-// passed since, or sooner when the reading moved by more than 10%. The
-// tick is the agent's reconcile interval (agentd's reconcileInterval, 5s;
-// kubesync publishes on it), which the simulator takes as AgentDelay.
-const (
-	powerPublishInterval = time.Minute
-	powerPublishChange   = 0.10
-)
+// How joulie-agentd publishes measured power (pkg/powerpub, the rule the
+// agent itself calls): at each of its ticks it compares its reading with
+// the one last published, and publishes the new one when powerpub.Interval
+// (a minute) has passed since, or sooner when the reading moved by more
+// than powerpub.Change (10%). The tick is the agent's reconcile interval
+// (agentd's reconcileInterval, 5s; kubesync publishes on it), which the
+// simulator takes as AgentDelay.
 
 // publication is the measured power node's agent has last written to its
 // NodePowerProfile status, which is all the controller can read.
@@ -58,10 +56,10 @@ func (s *simulation) catchUp(n *nodeState, t time.Duration, w float64) {
 	}
 	w = math.Round(w*10) / 10
 	switch {
-	case !p.ok || powerChanged(p.watts, w):
+	case !p.ok || powerpub.Changed(p.watts, w):
 		p.watts, p.at, p.ok = w, first, true
 	default:
-		due := max(first, ceilTo(p.at+powerPublishInterval, tick))
+		due := max(first, ceilTo(p.at+powerpub.Interval, tick))
 		if due > last {
 			return
 		}
@@ -69,16 +67,8 @@ func (s *simulation) catchUp(n *nodeState, t time.Duration, w float64) {
 	}
 	// The reading stays w, so from here on only the minute publishes: every
 	// minute, rounded up to the tick.
-	step := ceilTo(powerPublishInterval, tick)
+	step := ceilTo(powerpub.Interval, tick)
 	p.at += (last - p.at) / step * step
-}
-
-// powerChanged is the agent's test of a reading against the published one.
-func powerChanged(published, cur float64) bool {
-	if published == 0 {
-		return cur != 0
-	}
-	return math.Abs(cur-published)/published > powerPublishChange
 }
 
 // ceilTo rounds d up to a multiple of step.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"joulie.io/joulie/pkg/powerpub"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -66,20 +67,20 @@ func TestTwinSeesPowerAsTheAgentPublishesIt(t *testing.T) {
 
 	reconcile(0) // creates the node's profile: the agent publishes from its next tick
 	idle := n.parts.Total()
-	if r := start(30*time.Second, 0); r <= 1 || r > 1+powerPublishChange {
+	if r := start(30*time.Second, 0); r <= 1 || r > 1+powerpub.Change {
 		t.Fatalf("the small job moved the draw by a factor %.3f; the test needs a change of at most 10%%", r)
 	}
 	reconcile(time.Minute)
 	seen("a small change within the minute", idle, 5*time.Second)
 
-	if r := start(90*time.Second, 1); r <= 1+powerPublishChange {
+	if r := start(90*time.Second, 1); r <= 1+powerpub.Change {
 		t.Fatalf("the large job moved the draw by a factor %.3f; the test needs more than 10%%", r)
 	}
 	large := n.parts.Total()
 	reconcile(2 * time.Minute)
 	seen("a large change", large, 95*time.Second) // the first tick after the change
 
-	if r := start(125*time.Second, 2); r <= 1 || r > 1+powerPublishChange {
+	if r := start(125*time.Second, 2); r <= 1 || r > 1+powerpub.Change {
 		t.Fatalf("the second small job moved the draw by a factor %.3f", r)
 	}
 	reconcile(3 * time.Minute)
@@ -106,7 +107,7 @@ func TestCatchUpAgreesWithTickByTick(t *testing.T) {
 				}
 			}
 			cur = math.Round(cur*10) / 10
-			if !ok || k-pubAt >= powerPublishInterval || powerChanged(pubW, cur) {
+			if !ok || k-pubAt >= powerpub.Interval || powerpub.Changed(pubW, cur) {
 				pubW, pubAt, ok = cur, k, true
 			}
 		}

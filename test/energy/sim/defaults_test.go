@@ -1,0 +1,37 @@
+package sim
+
+import (
+	"reflect"
+	"testing"
+
+	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/scoring"
+	"joulie.io/joulie/test/energy/physics"
+)
+
+// The simulator's Joulie is the programs' Joulie: with the run's defaults
+// its controller plans with plan.DefaultSettings (the controller's key
+// table's defaults) but for the arm's policy, and its extender scores with
+// scoring.DefaultParams (the extender's). A default restated here instead
+// of taken from pkg/ would drift from the programs' and fail this.
+func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
+	for _, spec := range ArmSpecs {
+		if !spec.Joulie {
+			continue
+		}
+		s, err := newSimulation(spec, nil, nil, Options{Seed: 1, Model: physics.Default(), ReconcileInterval: plan.DefaultSettings().Interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := plan.DefaultSettings()
+		want.Policy = spec.Policy
+		if !reflect.DeepEqual(s.plan, want) {
+			t.Errorf("%s: the simulated controller plans with\n%+v\nthe controller's defaults are\n%+v", spec.Arm, s.plan, want)
+		}
+		if !reflect.DeepEqual(s.ext.params, scoring.DefaultParams()) || s.ext.Weight() != scoring.ChartWeight {
+			t.Errorf("%s: the simulated extender scores with %+v at weight %d, the extender's defaults are %+v at %d",
+				spec.Arm, s.ext.params, s.ext.Weight(), scoring.DefaultParams(), scoring.ChartWeight)
+		}
+		s.sched.Close()
+	}
+}
