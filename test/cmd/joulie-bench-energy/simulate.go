@@ -9,14 +9,19 @@ import (
 	"joulie.io/joulie/test/energy/workload"
 )
 
-// simulate runs one arm on one job list through package sim. The report
-// integrates each result's power over the seed's common window itself.
-// Without seedMethod the seed document's pass is skipped (a negative
-// SeedWindow), so the result has no SeedMethod.
-func simulate(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, seedMethod bool, progress func(time.Duration, float64)) (sim.Result, error) {
+// simulate runs one arm on one job list through package sim and records
+// on the result the load level the list was generated for. Without
+// seedMethod the seed document's pass is skipped (a negative SeedWindow),
+// so the result has no SeedMethod.
+func simulate(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, seedMethod bool, progress func(time.Duration, float64)) (sim.Result, error) {
 	opts := sim.Options{Seed: seed, Model: model, Progress: progress}
 	if !seedMethod {
 		opts.SeedWindow = -1
 	}
-	return sim.Run(ctx, arm, nodes, jobs, opts)
+	r, err := sim.Run(ctx, arm, nodes, jobs, opts)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	r.Level = level
+	return r, nil
 }
