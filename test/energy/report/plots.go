@@ -260,8 +260,11 @@ func powerPlot(st *Stats) (*plot.Plot, error) {
 		span = r.Drain.Window
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Cluster IT power, level %s, seed %d, first %s (each point the mean over 1/%d of it)", levelName(l.Level), seed, dur(span), powerPoints)
+	p.Title.Text = fmt.Sprintf("Cluster IT power, level %s, seed %d, first %s h (each point the mean over 1/%d of it)", levelName(l.Level), seed, strconv.FormatFloat(span.Hours(), 'g', 4, 64), powerPoints)
 	p.X.Label.Text = "hours since the start"
+	if span > 48*time.Hour {
+		p.X.Tick.Marker = dayTicks{}
+	}
 	p.Y.Label.Text = "kW"
 	// From zero, so the gap between arms reads at its true size; the
 	// legend sits in the empty bottom.
@@ -318,6 +321,21 @@ func powerSlices(power []sim.Sample, window time.Duration, n int) (plotter.XYs, 
 		prevE = e
 	}
 	return pts, nil
+}
+
+// dayTicks mark every day, labelled in hours, and every 6 hours between.
+type dayTicks struct{}
+
+func (dayTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for x := math.Ceil(lo/6) * 6; x <= hi; x += 6 {
+		t := plot.Tick{Value: x}
+		if math.Mod(x, 24) == 0 {
+			t.Label = strconv.FormatFloat(x, 'f', 0, 64)
+		}
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 // fineTicks are gonum's default ticks labelled with four significant
