@@ -1,14 +1,16 @@
-// Command joulie-bench-energy runs issue 14's energy benchmark: every arm
-// on every seed's job list through the simulator (package energy/sim), then
-// the statistics, report.md and plots (package energy/report) into --out.
+// Command joulie-bench-energy runs the energy benchmark (issues 14 and
+// 22): every arm on every seed's job list at every load level through the
+// simulator (package energy/sim), then the statistics, report.md and plots
+// (package energy/report) into --out.
 //
-//	cd test && go run ./cmd/joulie-bench-energy --nodes-cpu 200 --nodes-gpu 50 --seeds 10
+//	cd test && go run ./cmd/joulie-bench-energy --nodes-cpu 200 --nodes-gpu 50 --levels 0.2:3,0.4:10,0.6:3
 //
 // See test/energy/README.md, "Report", for the flags and what each number
 // of the report means.
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,29 +46,36 @@ func main() {
 	}
 }
 
-// allArms is every arm, in the report's order.
-var allArms = []sim.Arm{sim.ArmDefault, sim.ArmBinPack, sim.ArmStatic, sim.ArmQueueAware, sim.ArmNoCaps, sim.ArmOracle}
+// defaultLevels is --levels' default: the headline level 0.4 on ten
+// seeds, and a lighter and a heavier load on three each.
+const defaultLevels = "0.2:3,0.4:10,0.6:3"
 
-// defaultArms are the arms run unless --arms says otherwise: all of them.
-var defaultArms = allArms
+// levelRun is a load level and how many seeds run at it.
+type levelRun struct {
+	level float64
+	seeds int
+}
 
 // options is the command line, parsed and checked.
 type options struct {
 	cpuNodes, gpuNodes int
-	seeds              int
-	firstSeed          int64
-	horizon            time.Duration
-	jobs               int
-	physicsFile        string
-	physicsVariant     string
-	tracePods          string
-	traceNodes         string
-	traceStart         time.Duration
-	traceEnd           time.Duration
-	out                string
-	arms               []sim.Arm
-	parallel           int
-	seedMethod         bool
+	// levels are the load levels run, each on seeds firstSeed …
+	// firstSeed + seeds − 1; a replayed trace runs one, level 0.
+	levels         []levelRun
+	headline       float64 // the level the summary leads with; 0 for a trace
+	firstSeed      int64
+	horizon        time.Duration
+	jobs           int
+	physicsFile    string
+	physicsVariant string
+	tracePods      string
+	traceNodes     string
+	traceStart     time.Duration
+	traceEnd       time.Duration
+	out            string
+	arms           []sim.Arm
+	parallel       int
+	seedMethod     bool
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -74,9 +84,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs.IntVar(&o.cpuNodes, "nodes-cpu", 2000, "CPU-only nodes of the standard cluster (2 × EPYC 9654)")
 	fs.IntVar(&o.gpuNodes, "nodes-gpu", 500, "GPU nodes of the standard cluster (8 × H100)")
-	fs.IntVar(&o.seeds, "seeds", 10, "number of seeds, each its own job list, run by every arm")
-	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first seed; the others follow it")
-	fs.DurationVar(&o.horizon, "horizon", 24*time.Hour, "arrivals of the generated workload span this long")
+	levels := fs.String("levels", defaultLevels, "load levels and their seeds, level:seeds,…; a level is the allocated share of the cluster the job list is generated for, in (0, 1)")
+	seeds := fs.Int("seeds", 0, "run one level, --headline-level, on this many seeds (instead of --levels)")
+	fs.Float64Var(&o.headline, "headline-level", report.DefaultHeadline, "the load level the summary leads with; one of --levels")
+	fs.Int64Var(&o.firstSeed, "first-seed", 1, "the first seed of every level; the others follow it")
+	fs.DurationVar(&o.horizon, "horizon", workload.DefaultConfig().Horizon, "arrivals of the generated workload span this long")
 	fs.IntVar(&o.jobs, "jobs", 0, "stop each generated job list after this many jobs (0: no limit, --horizon alone)")
 	fs.StringVar(&o.physicsFile, "physics", "", "physics YAML file (default: the embedded test/energy/physics/physics.yaml)")
 	fs.StringVar(&o.physicsVariant, "physics-variant", "default", "model of the physics file: default, or a variant such as sensitivity")
@@ -85,9 +97,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.traceStart, "trace-start", 0, "replay only the pods created from this long after the trace's start (with --trace-pods)")
 	fs.DurationVar(&o.traceEnd, "trace-end", 0, "replay only the pods created before this long after the trace's start, and cut running pods there (0: the trace's own end)")
 	fs.StringVar(&o.out, "out", "bench/energy", "directory for report.md and the plots (relative to the working directory)")
-	arms := fs.String("arms", joinArms(defaultArms), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
+	arms := fs.String("arms", joinArms(sim.Arms()), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once (each uses one core)")
-	fs.BoolVar(&o.seedMethod, "seed-method", true, "also run every arm the seed document's way (fixed window, drops, jobs counted); false about halves a large run and leaves that section out")
+	fs.BoolVar(&o.seedMethod, "seed-method", true, "also run every arm at the headline level the seed document's way (fixed window, drops, jobs counted); false saves that second pass and leaves the section out")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -98,9 +110,12 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.arms, err = parseArms(*arms); err != nil {
 		return nil, err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := o.setLevels(*levels, *seeds, set); err != nil {
+		return nil, err
+	}
 	switch {
-	case o.seeds < 1:
-		return nil, fmt.Errorf("--seeds %d: at least 1 is needed, 2 for a confidence interval, and issue 14 asks for 10", o.seeds)
 	case o.parallel < 1:
 		return nil, fmt.Errorf("--parallel %d: at least 1", o.parallel)
 	case (o.tracePods == "") != (o.traceNodes == ""):
@@ -130,8 +145,8 @@ func parseArms(s string) ([]sim.Arm, error) {
 		if a == "" {
 			continue
 		}
-		if !slices.Contains(allArms, a) {
-			return nil, fmt.Errorf("--arms: unknown arm %q; the arms are %s", a, joinArms(allArms))
+		if _, err := sim.Spec(a); err != nil {
+			return nil, fmt.Errorf("--arms: %w", err)
 		}
 		if !slices.Contains(arms, a) {
 			arms = append(arms, a)
@@ -143,6 +158,82 @@ func parseArms(s string) ([]sim.Arm, error) {
 	return arms, nil
 }
 
+// setLevels fills o.levels and checks o.headline from --levels, --seeds
+// and --headline-level; set names the flags given on the command line.
+func (o *options) setLevels(levels string, seeds int, set map[string]bool) error {
+	if set["seeds"] && seeds < 1 {
+		return fmt.Errorf("--seeds %d: at least 1 is needed, 2 for a confidence interval", seeds)
+	}
+	if set["seeds"] && set["levels"] {
+		return fmt.Errorf("--seeds %d and --levels %q: give one; --seeds N is --levels <headline level>:N", seeds, levels)
+	}
+	if !(o.headline > 0 && o.headline < 1) {
+		return fmt.Errorf("--headline-level %v: a load level is a share of the cluster, in (0, 1)", o.headline)
+	}
+	if o.tracePods != "" {
+		// A trace's load is its own: one level, 0, on the seeds that draw
+		// its pods' boundness classes.
+		if set["levels"] || set["headline-level"] {
+			return fmt.Errorf("--levels and --headline-level do not apply to a replayed trace (--trace-pods), whose load is its own; give --seeds")
+		}
+		n := seeds
+		if !set["seeds"] {
+			ls, err := parseLevels(levels)
+			if err != nil {
+				return err
+			}
+			n = ls[slices.IndexFunc(ls, func(l levelRun) bool { return l.level == o.headline })].seeds
+		}
+		o.levels, o.headline = []levelRun{{0, n}}, 0
+		return nil
+	}
+	if set["seeds"] {
+		o.levels = []levelRun{{o.headline, seeds}}
+		return nil
+	}
+	var err error
+	if o.levels, err = parseLevels(levels); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(o.levels, func(l levelRun) bool { return l.level == o.headline }) {
+		return fmt.Errorf("--headline-level %v is not among --levels %q", o.headline, levels)
+	}
+	return nil
+}
+
+// parseLevels reads --levels: level:seeds pairs separated by commas, in
+// any order, each level once.
+func parseLevels(s string) ([]levelRun, error) {
+	var out []levelRun
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		ls, ns, ok := strings.Cut(f, ":")
+		if !ok {
+			return nil, fmt.Errorf("--levels %q: %q is not level:seeds (e.g. 0.4:10)", s, f)
+		}
+		level, err := strconv.ParseFloat(strings.TrimSpace(ls), 64)
+		if err != nil || !(level > 0 && level < 1) {
+			return nil, fmt.Errorf("--levels %q: level %q is not a share of the cluster in (0, 1)", s, ls)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(ns))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--levels %q: level %v needs at least 1 seed, not %q", s, level, ns)
+		}
+		if slices.ContainsFunc(out, func(l levelRun) bool { return l.level == level }) {
+			return nil, fmt.Errorf("--levels %q: level %v given twice", s, level)
+		}
+		out = append(out, levelRun{level, n})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--levels %q: no level", s)
+	}
+	slices.SortFunc(out, func(a, b levelRun) int { return cmp.Compare(a.level, b.level) })
+	return out, nil
+}
+
 func joinArms(arms []sim.Arm) string {
 	var s []string
 	for _, a := range arms {
@@ -151,10 +242,11 @@ func joinArms(arms []sim.Arm) string {
 	return strings.Join(s, ",")
 }
 
-// simulator runs one arm on one job list; progress is called with the
-// simulated time reached and the share of the jobs completed.
+// simulator runs one arm on one job list, generated for load level level
+// (0 for a trace), and returns a result whose Level is level; progress is
+// called with the simulated time reached and the fraction of the run done.
 // seedMethod asks for the seed document's second pass as well.
-type simulator func(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, seedMethod bool, progress func(simulated time.Duration, done float64)) (sim.Result, error)
+type simulator func(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, progress func(simulated time.Duration, done float64)) (sim.Result, error)
 
 func run(ctx context.Context, args []string, stderr io.Writer, simulate simulator) error {
 	o, err := parse(args, stderr)
@@ -204,16 +296,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, simulate simulato
 	return nil
 }
 
-// runSeeds runs every arm on every seed, o.parallel at a time, and adds
-// each seed's results to the statistics once all its arms are done. It
-// returns the statistics and the trace reader's warnings on the first
-// seed's job list.
+// runSeeds runs every arm on every seed of every level, o.parallel at a
+// time, and adds each seed's results to the statistics once all its arms
+// are done. It returns the statistics and the trace reader's warnings on
+// the headline level's first job list.
 //
-// Seeds are run in order, all arms of one before the next, so that a
-// seed's job list and results can be let go once its arms are done: at
-// 2,500 nodes each holds hundreds of thousands of jobs.
+// Levels and seeds are run in order, all arms of one seed before the
+// next, so that a seed's job list and results can be let go once its arms
+// are done: at 2,500 nodes each holds hundreds of thousands of jobs.
 func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *physics.Model, simulate simulator, stderr io.Writer) (*report.Accumulator, []string, error) {
 	type seedRun struct {
+		level   float64
 		seed    int64
 		jobs    func() (jobList, error)
 		mu      sync.Mutex
@@ -224,8 +317,11 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 		s   *seedRun
 	}
 	tasks := make(chan task)
-	total := o.seeds * len(o.arms)
-	var acc report.Accumulator
+	total := 0
+	for _, l := range o.levels {
+		total += l.seeds * len(o.arms)
+	}
+	acc := report.NewAccumulator(o.headline)
 	var accMu sync.Mutex
 	var warnings []string
 	prog := newProgress(stderr, isTerminal(stderr), total, time.Now)
@@ -258,11 +354,12 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 					continue
 				}
 				id := prog.start(t.arm, t.s.seed, list.span)
-				r, err := simulate(ctx, t.arm, t.s.seed, nodes, list.jobs, model, o.seedMethod, func(at time.Duration, done float64) { prog.update(id, at, done) })
+				seedMethod := o.seedMethod && t.s.level == o.headline
+				r, err := simulate(ctx, t.arm, t.s.level, t.s.seed, nodes, list.jobs, list.window, model, seedMethod, func(at time.Duration, done float64) { prog.update(id, at, done) })
 				prog.finish(id)
 				if err != nil {
 					if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
-						fail(fmt.Errorf("arm %s, seed %d: %w", t.arm, t.s.seed, err))
+						fail(fmt.Errorf("arm %s, seed %d, level %v: %w", t.arm, t.s.seed, t.s.level, err))
 					}
 					continue
 				}
@@ -275,7 +372,7 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 				}
 				accMu.Lock()
 				err = acc.AddSeed(t.s.results)
-				if t.s.seed == o.firstSeed {
+				if t.s.seed == o.firstSeed && t.s.level == o.headline {
 					warnings = list.warnings
 				}
 				accMu.Unlock()
@@ -287,16 +384,18 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 		}()
 	}
 feed:
-	for i := range o.seeds {
-		s := &seedRun{seed: o.firstSeed + int64(i)}
-		// Generated once, by the first worker to reach the seed.
-		list := sync.OnceValues(func() (jobList, error) { return makeJobList(o, s.seed, nodes) })
-		s.jobs = list
-		for _, a := range o.arms {
-			select {
-			case tasks <- task{a, s}:
-			case <-ctx.Done():
-				break feed
+	for _, l := range o.levels {
+		for i := range l.seeds {
+			s := &seedRun{level: l.level, seed: o.firstSeed + int64(i)}
+			// Generated once, by the first worker to reach the seed.
+			list := sync.OnceValues(func() (jobList, error) { return makeJobList(o, s.level, s.seed, nodes) })
+			s.jobs = list
+			for _, a := range o.arms {
+				select {
+				case tasks <- task{a, s}:
+				case <-ctx.Done():
+					break feed
+				}
 			}
 		}
 	}
@@ -306,7 +405,7 @@ feed:
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}
-	return &acc, warnings, firstErr
+	return acc, warnings, firstErr
 }
 
 func loadPhysics(file, variant string) (*physics.Model, string, error) {
@@ -368,25 +467,39 @@ type jobList struct {
 	jobs     []workload.Job
 	warnings []string
 	span     time.Duration
+	// window is the steady-state accounting window (the zero Window: the
+	// whole run).
+	window sim.Window
 }
 
-// makeJobList is seed's job list: generated on the cluster, or the trace
-// with boundness classes drawn from the seed.
-func makeJobList(o *options, seed int64, nodes []workload.Node) (jobList, error) {
+// makeJobList is seed's job list at a load level: generated on the
+// cluster, or the trace with boundness classes drawn from the seed.
+func makeJobList(o *options, level float64, seed int64, nodes []workload.Node) (jobList, error) {
 	if o.tracePods != "" {
 		jobs, stats, err := workload.ReadPods(o.tracePods, workload.TraceOptions{Seed: seed, Start: o.traceStart, End: o.traceEnd})
 		if err != nil {
 			return jobList{}, fmt.Errorf("--trace-pods: %w", err)
 		}
-		return jobList{jobs, stats.Warnings(), runSpan(jobs)}, nil
+		return jobList{jobs: jobs, warnings: stats.Warnings(), span: runSpan(jobs)}, nil
 	}
 	cfg := workload.DefaultConfig()
 	cfg.Nodes = nodes
 	cfg.Horizon = o.horizon
 	cfg.Jobs = o.jobs
+	w := sim.Window{Start: cfg.Window.Start, End: cfg.Window.End}
+	if cfg.Horizon >= cfg.Window.End && o.jobs == 0 {
+		cfg = workload.LoadLevel(cfg, level)
+	} else {
+		// Arrivals stop before the steady-state window would (a short
+		// test run): the level sets the steady-state targets, and the
+		// whole run is accounted, as the report says.
+		cfg.TargetCPUUtilization, cfg.TargetGPUUtilization = level, level
+		cfg.Window = workload.Window{Start: 0, End: max(cfg.Horizon, time.Nanosecond)}
+		w = sim.Window{}
+	}
 	if err := cfg.Validate(); err != nil {
-		return jobList{}, fmt.Errorf("workload for --nodes-cpu %d --nodes-gpu %d --horizon %v --jobs %d: %w", o.cpuNodes, o.gpuNodes, o.horizon, o.jobs, err)
+		return jobList{}, fmt.Errorf("workload for --nodes-cpu %d --nodes-gpu %d --horizon %v --jobs %d at level %v: %w", o.cpuNodes, o.gpuNodes, o.horizon, o.jobs, level, err)
 	}
 	jobs := workload.Generate(seed, cfg)
-	return jobList{jobs: jobs, span: runSpan(jobs)}, nil
+	return jobList{jobs: jobs, span: runSpan(jobs), window: w}, nil
 }

@@ -19,38 +19,48 @@ import (
 	"joulie.io/joulie/test/energy/workload"
 )
 
-// fakeSim stands in for package sim: every job starts on arrival and runs
-// its work times the arm's slowdown; the cluster draws the arm's watts
-// throughout. It records what it was asked to run.
+// fakeSim stands in for simulate: every job starts on arrival and runs its
+// work times the arm's slowdown; the cluster draws the arm's watts
+// throughout, half of it idle, and does 10 core-hours and 1 GPU-hour
+// inside a one-hour window. It records what it was asked to run.
 type fakeSim struct {
 	mu     sync.Mutex
-	hashes map[int64]map[sim.Arm]string
+	hashes map[float64]map[int64]map[sim.Arm]string
+	jobs   map[float64]int // jobs of the first list at each level
 	nodes  int
 	fail   sim.Arm
-	// seedMethod counts the runs asked for the seed document's pass.
-	seedMethod int
+	// seedMethod counts, per level, the runs asked for the seed
+	// document's pass.
+	seedMethod map[float64]int
 }
 
 var fakeWatts = map[sim.Arm]float64{sim.ArmDefault: 1000, sim.ArmBinPack: 900, sim.ArmQueueAware: 800}
 
-func (f *fakeSim) run(ctx context.Context, arm sim.Arm, seed int64, nodes []workload.Node, jobs []workload.Job, model *physics.Model, seedMethod bool, progress func(time.Duration, float64)) (sim.Result, error) {
+func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, progress func(time.Duration, float64)) (sim.Result, error) {
 	if arm == f.fail {
 		return sim.Result{}, errors.New("the fake simulator fails here")
 	}
 	f.mu.Lock()
 	if f.hashes == nil {
-		f.hashes = map[int64]map[sim.Arm]string{}
+		f.hashes, f.seedMethod, f.jobs = map[float64]map[int64]map[sim.Arm]string{}, map[float64]int{}, map[float64]int{}
 	}
-	if f.hashes[seed] == nil {
-		f.hashes[seed] = map[sim.Arm]string{}
+	if f.hashes[level] == nil {
+		f.hashes[level] = map[int64]map[sim.Arm]string{}
+		f.jobs[level] = len(jobs)
 	}
-	f.hashes[seed][arm] = workload.Hash(jobs)
+	if f.hashes[level][seed] == nil {
+		f.hashes[level][seed] = map[sim.Arm]string{}
+	}
+	f.hashes[level][seed][arm] = workload.Hash(jobs)
 	f.nodes = len(nodes)
 	if seedMethod {
-		f.seedMethod++
+		f.seedMethod[level]++
 	}
 	f.mu.Unlock()
-	r := sim.Result{Arm: arm, Seed: seed, JobsHash: workload.Hash(jobs), Nodes: len(nodes), Power: []sim.Sample{{T: 0, Watts: fakeWatts[arm]}}}
+	e := fakeWatts[arm] * 3600
+	r := sim.Result{Arm: arm, Seed: seed, Level: level, JobsHash: workload.Hash(jobs), Nodes: len(nodes), Power: []sim.Sample{{T: 0, Watts: fakeWatts[arm]}},
+		Window: sim.Window{Start: time.Hour, End: 2 * time.Hour}, EnergyJ: e, EnergyParts: sim.Parts{IdleAwake: e / 2, Dynamic: e / 2},
+		CoreHours: 10, GPUHours: 1, AllocCPU: level, AllocGPU: level}
 	if seedMethod {
 		r.SeedMethod = &sim.SeedMethod{Window: 48 * time.Hour, EnergyJ: fakeWatts[arm] * 3600, Accepted: len(jobs)}
 	}
@@ -72,7 +82,7 @@ func TestBenchWritesTheReport(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "energy")
 	f := &fakeSim{}
 	var stderr bytes.Buffer
-	err := run(context.Background(), []string{"--nodes-cpu", "3", "--nodes-gpu", "1", "--jobs", "40", "--seeds", "2", "--first-seed", "7",
+	err := run(context.Background(), []string{"--nodes-cpu", "3", "--nodes-gpu", "1", "--horizon", "2h", "--levels", "0.4:2,0.2:1", "--first-seed", "7",
 		"--arms", "a-default,b-binpack,d-queue-aware", "--out", out, "--parallel", "2"}, &stderr, f.run)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
@@ -80,14 +90,22 @@ func TestBenchWritesTheReport(t *testing.T) {
 	if f.nodes != 4 {
 		t.Errorf("simulated %d nodes, want 3 + 1", f.nodes)
 	}
-	for _, seed := range []int64{7, 8} {
-		h := f.hashes[seed]
-		if len(h) != 3 || h[sim.ArmDefault] != h[sim.ArmBinPack] || h[sim.ArmDefault] != h[sim.ArmQueueAware] {
-			t.Errorf("seed %d: job-list hashes by arm %v, want three arms on one list", seed, h)
+	if len(f.hashes) != 2 || len(f.hashes[0.4]) != 2 || len(f.hashes[0.2]) != 1 || f.hashes[0.2][7] == nil {
+		t.Fatalf("ran levels and seeds %v, want seeds 7 and 8 at 0.4 and seed 7 at 0.2", f.hashes)
+	}
+	for level, seeds := range f.hashes {
+		for seed, h := range seeds {
+			if len(h) != 3 || h[sim.ArmDefault] != h[sim.ArmBinPack] || h[sim.ArmDefault] != h[sim.ArmQueueAware] {
+				t.Errorf("level %v, seed %d: job-list hashes by arm %v, want three arms on one list", level, seed, h)
+			}
 		}
 	}
-	if f.hashes[7][sim.ArmDefault] == f.hashes[8][sim.ArmDefault] {
+	if f.hashes[0.4][7][sim.ArmDefault] == f.hashes[0.4][8][sim.ArmDefault] {
 		t.Error("seeds 7 and 8 ran the same job list")
+	}
+	// Seed 7's list at level 0.2 is its own, and about half as long.
+	if f.hashes[0.4][7][sim.ArmDefault] == f.hashes[0.2][7][sim.ArmDefault] || f.jobs[0.2] >= f.jobs[0.4] {
+		t.Errorf("seed 7: %d jobs at level 0.2, %d at 0.4; want a shorter list of its own at the lower level", f.jobs[0.2], f.jobs[0.4])
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
@@ -95,19 +113,23 @@ func TestBenchWritesTheReport(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| nodes | 4 (3 CPU-only, 1 GPU) |",
-		"| seeds | 2: 7, 8 |",
-		"| arms | a-default, b-binpack, d-queue-aware |",
-		"`" + f.hashes[7][sim.ArmDefault] + "`",
+		"| headline level | 0.4 |",
+		"| 0.2 | 1: 7 | 1h0m0s … 2h0m0s | 20.0% | 20.0% |",
+		"| 0.4 | 2: 7, 8 | 1h0m0s … 2h0m0s | 40.0% | 40.0% |",
+		"| d-queue-aware | Joulie queue_aware_v1 on the default profile |",
+		"| 0.4 | 8 | ",
+		"`" + f.hashes[0.4][7][sim.ArmDefault] + "`",
+		"`" + f.hashes[0.2][7][sim.ArmDefault] + "`",
 		"sha256 " + physicsHash(physics.Default()),
-		// 900 W and 800 W against 1000 W over the same window, each seed.
-		"| d-queue-aware | IT energy | 2 | -20.0% | -20.0% … -20.0% |",
-		"| b-binpack | IT energy | 2 | -10.0% | -10.0% … -10.0% |",
+		// 800 W against 900 W over the same window and work, each seed.
+		"| d-queue-aware | -11.1% (-11.1% … -11.1%) |",
+		"Issue 23's goal for d-queue-aware at load level 0.4 is not met on the means: energy per core-hour at least 10% below b-binpack: -11.1% (95% CI -11.1% … -11.1%), met by 1.1 points [yes]",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	for _, name := range []string{report.PlotEnergy, report.PlotPower, report.PlotStretch(report.Performance), report.PlotStretch(report.Standard)} {
+	for _, name := range []string{report.PlotEnergy, report.PlotBreakdown, report.PlotPower, report.PlotStretch(report.Performance), report.PlotStretch(report.Standard)} {
 		fh, err := os.Open(filepath.Join(out, name))
 		if err != nil {
 			t.Error(err)
@@ -119,7 +141,7 @@ func TestBenchWritesTheReport(t *testing.T) {
 		fh.Close()
 	}
 	log := stderr.String()
-	for _, want := range []string{"done: arm d-queue-aware, seed 8 (", "of 6 runs)", "wrote " + out + "/report.md", "Against bin-packing"} {
+	for _, want := range []string{"done: arm d-queue-aware, seed 8 (", "of 9 runs)", "wrote " + out + "/report.md", "At the headline load level 0.4"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, log)
 		}
@@ -129,9 +151,9 @@ func TestBenchWritesTheReport(t *testing.T) {
 	}
 }
 
-// TestSeedMethodCanBeLeftOut: --seed-method=false reaches every run and
-// the report says the section was not run rather than printing an empty
-// table; by default every run does the seed document's pass.
+// TestSeedMethodCanBeLeftOut: the seed document's pass runs at the
+// headline level only; --seed-method=false reaches every run and the
+// report says the section was not run rather than printing an empty table.
 func TestSeedMethodCanBeLeftOut(t *testing.T) {
 	for _, tc := range []struct {
 		flag     []string
@@ -139,18 +161,18 @@ func TestSeedMethodCanBeLeftOut(t *testing.T) {
 		inReport string
 	}{
 		{nil, 2, "| a-default | 1 | 48h0m0s |"},
-		{[]string{"--seed-method=false"}, 0, "Not run for this report (`--seed-method=false`"},
+		{[]string{"--seed-method=false"}, 0, "Not run for this report"},
 	} {
 		out := filepath.Join(t.TempDir(), "energy")
 		f := &fakeSim{}
 		var stderr bytes.Buffer
-		args := append([]string{"--nodes-cpu", "2", "--nodes-gpu", "1", "--jobs", "20", "--seeds", "1",
+		args := append([]string{"--nodes-cpu", "2", "--nodes-gpu", "1", "--jobs", "20", "--levels", "0.2:1,0.4:1",
 			"--arms", "a-default,b-binpack", "--out", out, "--parallel", "1"}, tc.flag...)
 		if err := run(context.Background(), args, &stderr, f.run); err != nil {
 			t.Fatalf("%v: run: %v\n%s", tc.flag, err, stderr.String())
 		}
-		if f.seedMethod != tc.runs {
-			t.Errorf("%v: %d runs asked for the seed pass, want %d", tc.flag, f.seedMethod, tc.runs)
+		if f.seedMethod[0.4] != tc.runs || f.seedMethod[0.2] != 0 {
+			t.Errorf("%v: runs asked for the seed pass by level %v, want %d at 0.4 and none at 0.2", tc.flag, f.seedMethod, tc.runs)
 		}
 		md, err := os.ReadFile(filepath.Join(out, "report.md"))
 		if err != nil {
@@ -167,7 +189,7 @@ func TestBenchStopsOnAFailedRun(t *testing.T) {
 	var stderr bytes.Buffer
 	out := filepath.Join(t.TempDir(), "energy")
 	err := run(context.Background(), []string{"--nodes-cpu", "2", "--nodes-gpu", "1", "--jobs", "10", "--seeds", "2", "--arms", "a-default,b-binpack", "--out", out}, &stderr, f.run)
-	if err == nil || !strings.Contains(err.Error(), "the fake simulator fails here") || !strings.Contains(err.Error(), "arm b-binpack, seed ") {
+	if err == nil || !strings.Contains(err.Error(), "the fake simulator fails here") || !strings.Contains(err.Error(), "arm b-binpack, seed ") || !strings.Contains(err.Error(), "level 0.4") {
 		t.Errorf("error %v, want the failed arm and seed", err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.md")); !errors.Is(err, os.ErrNotExist) {
@@ -175,15 +197,54 @@ func TestBenchStopsOnAFailedRun(t *testing.T) {
 	}
 }
 
-// Without --arms every arm runs, the oracle bound included.
-func TestDefaultArmsAreAllSix(t *testing.T) {
+// Without --arms every arm of sim's table runs, the oracles included.
+func TestDefaultArmsAreAllOfSims(t *testing.T) {
 	o, err := parse(nil, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sim.Arm{sim.ArmDefault, sim.ArmBinPack, sim.ArmStatic, sim.ArmQueueAware, sim.ArmNoCaps, sim.ArmOracle}
-	if !slices.Equal(o.arms, want) {
+	if want := sim.Arms(); !slices.Equal(o.arms, want) || len(want) != 9 {
 		t.Errorf("default arms %v, want %v", o.arms, want)
+	}
+}
+
+func TestLevelsAndSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		levels   []levelRun
+		headline float64
+	}{
+		{"default", nil, []levelRun{{0.2, 3}, {0.4, 10}, {0.6, 3}}, 0.4},
+		{"--seeds is one level, the headline", []string{"--seeds", "5"}, []levelRun{{0.4, 5}}, 0.4},
+		{"--seeds at another headline", []string{"--seeds", "2", "--headline-level", "0.6"}, []levelRun{{0.6, 2}}, 0.6},
+		{"levels in any order, spaces", []string{"--levels", " 0.6:2, 0.3:1 ", "--headline-level", "0.3"}, []levelRun{{0.3, 1}, {0.6, 2}}, 0.3},
+		{"a trace runs one level, 0, on the headline's seeds", []string{"--trace-pods", "p.csv", "--trace-nodes", "n.csv"}, []levelRun{{0, 10}}, 0},
+		{"a trace with --seeds", []string{"--trace-pods", "p.csv", "--trace-nodes", "n.csv", "--seeds", "2"}, []levelRun{{0, 2}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parse(tc.args, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(o.levels, tc.levels) || o.headline != tc.headline {
+				t.Errorf("levels %v, headline %v; want %v, %v", o.levels, o.headline, tc.levels, tc.headline)
+			}
+		})
+	}
+}
+
+// TestSimulateRecordsTheLevel runs the real simulator on a tiny list.
+func TestSimulateRecordsTheLevel(t *testing.T) {
+	nodes := workload.StandardCluster(1, 1)
+	cfg := workload.LoadLevel(workload.DefaultConfig(), 0.2)
+	cfg.Nodes, cfg.Jobs = nodes, 5
+	r, err := simulate(context.Background(), sim.ArmDefault, 0.2, 1, nodes, workload.Generate(1, cfg), sim.Window{}, physics.Default(), false, func(time.Duration, float64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Level != 0.2 || len(r.Jobs) != 5 {
+		t.Errorf("result at level %v with %d jobs, want 0.2 and 5", r.Level, len(r.Jobs))
 	}
 }
 
@@ -196,6 +257,18 @@ func TestFlagsAreChecked(t *testing.T) {
 		{"no reference arm", []string{"--arms", "b-binpack,d-queue-aware"}, "include a-default"},
 		{"unknown arm", []string{"--arms", "a-default,z-magic"}, `unknown arm "z-magic"`},
 		{"no seeds", []string{"--seeds", "0"}, "--seeds 0"},
+		{"seeds and levels", []string{"--seeds", "3", "--levels", "0.4:3"}, `--seeds 3 and --levels "0.4:3": give one`},
+		{"a level without seeds", []string{"--levels", "0.2,0.4:3"}, `--levels "0.2,0.4:3": "0.2" is not level:seeds`},
+		{"a level of the whole cluster", []string{"--levels", "1:3"}, `--levels "1:3": level "1" is not a share of the cluster in (0, 1)`},
+		{"a level of nothing", []string{"--levels", "0:3,0.4:2"}, `--levels "0:3,0.4:2": level "0"`},
+		{"a level that is no number", []string{"--levels", "half:3"}, `--levels "half:3": level "half"`},
+		{"no seeds at a level", []string{"--levels", "0.4:0"}, `--levels "0.4:0": level 0.4 needs at least 1 seed, not "0"`},
+		{"seeds that are no number", []string{"--levels", "0.4:x"}, `level 0.4 needs at least 1 seed, not "x"`},
+		{"a level twice", []string{"--levels", "0.4:2,0.4:3"}, `--levels "0.4:2,0.4:3": level 0.4 given twice`},
+		{"no level", []string{"--levels", ","}, `--levels ",": no level`},
+		{"headline not run", []string{"--levels", "0.2:3,0.6:3"}, `--headline-level 0.4 is not among --levels "0.2:3,0.6:3"`},
+		{"headline out of range", []string{"--headline-level", "1.5"}, "--headline-level 1.5: a load level is a share of the cluster, in (0, 1)"},
+		{"levels of a trace", []string{"--trace-pods", "p.csv", "--trace-nodes", "n.csv", "--levels", "0.4:2"}, "--levels and --headline-level do not apply to a replayed trace"},
 		{"half a trace", []string{"--trace-pods", "pods.csv"}, "give both"},
 		{"no nodes", []string{"--nodes-cpu", "0", "--nodes-gpu", "0"}, "at least one node"},
 		{"no horizon nor jobs", []string{"--horizon", "0"}, "positive horizon or number of jobs"},
@@ -236,7 +309,7 @@ func TestBenchReplaysATrace(t *testing.T) {
 		t.Errorf("simulated %d nodes, want the trace's 2", f.nodes)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	for _, want := range []string{"| workload | trace " + pods + " |", "| 1 | 3 | 1 |", "| nodes | 2 (1 CPU-only, 1 GPU) |", "Warning: "} {
+	for _, want := range []string{"| workload | trace " + pods + " |", "| none (trace) | 1 | 3 | 1 |", "| none (trace) | 2: 1, 2 |", "| nodes | 2 (1 CPU-only, 1 GPU) |", "Warning: "} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -268,7 +341,7 @@ func TestTraceStartAndEndReachTheReader(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].ID != "p2" {
 		t.Fatalf("the reader kept %+v, want p2 alone", jobs)
 	}
-	if got := f.hashes[1][sim.ArmDefault]; got != workload.Hash(jobs) {
+	if got := f.hashes[0][1][sim.ArmDefault]; got != workload.Hash(jobs) {
 		t.Errorf("the run's job list %s is not the reader's p2 alone %s", got, workload.Hash(jobs))
 	}
 }

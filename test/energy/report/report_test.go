@@ -1,11 +1,14 @@
 package report
 
 import (
+	"fmt"
 	"image/png"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,154 +105,355 @@ func near(a, b float64) bool {
 	return math.Abs(a-b) < 1e-5
 }
 
-const h = time.Hour
+const (
+	h   = time.Hour
+	kWh = 3.6e6 // joules
+)
 
-// synthetic is two seeds of three arms over two jobs, small enough to work
-// every statistic out by hand:
+// armCase is one arm's hand-built window accounting on one seed.
+type armCase struct {
+	parts       sim.Parts // kWh
+	coreH, gpuH float64
+	alloc       float64 // CPU; GPU is alloc − 0.01
+	watts       float64 // constant power over the whole run
+	bootWaits   int
+}
+
+// The jobs of every seed, by arm: j1 performance (4 CPUs, 1 GPU, 1 h of
+// work), j2 standard (2 CPUs, 2 h), both arriving at 0.
 //
-//	j1 performance, 1 GPU, 4 CPUs, 1 h of work: runs 0-1 h in every arm
-//	j2 standard, 0 GPUs, 2 CPUs, 2 h of work: 0-2 h in a, queued 1 h then
-//	   1-3 h in b, 0-2.4 h in d (capped)
+//	a: j1 0-1 h, j2 0-2 h                 (the stretch's reference)
+//	b: j1 0-1 h, j2 waits 1 h, 1-3 h
+//	g: j1 waits 6 min for a boot, 0.1-1.1 h; j2 1-3 h
+//	d: j1 0-1 h, j2 0-2.4 h (capped)
+//	f-oracle-physical, f-oracle: j1 0-1 h, j2 0-2.5 h
+func handJobs(arm sim.Arm) []sim.JobResult {
+	j1 := sim.JobResult{ID: "j1", Class: Performance, GPUs: 1, CPUMilli: 4000, Work: h, End: h}
+	j2 := sim.JobResult{ID: "j2", Class: Standard, CPUMilli: 2000, Work: 2 * h}
+	switch arm {
+	case sim.ArmDefault:
+		j2.End = 2 * h
+	case sim.ArmBinPack:
+		j2.Start, j2.End = h, 3*h
+	case sim.ArmPowerOff:
+		j1.Start, j1.BootWait, j1.End = 6*time.Minute, 6*time.Minute, h+6*time.Minute
+		j2.Start, j2.End = h, 3*h
+	case sim.ArmQueueAware:
+		j2.End = 2*h + 24*time.Minute
+	default:
+		j2.End = 2*h + 30*time.Minute
+	}
+	return []sim.JobResult{j1, j2}
+}
+
+// headlineCases are level 0.4's two seeds. Energy per core-hour in the
+// window:
 //
-// Work: 4 + 4 = 8 core-hours, 1 GPU-hour. The common window is 3 h. Power
-// is constant: a 1000 W on both seeds, b 1200 W then 1000 W, d 900 W then
-// 800 W, so energy is a 3, 3; b 3.6, 3; d 2.7, 2.4 kWh.
-func synthetic() []sim.Result {
-	jobs := func(j2Start, j2End time.Duration) []sim.JobResult {
-		return []sim.JobResult{
-			{ID: "j1", Class: Performance, GPUs: 1, CPUMilli: 4000, Work: h, Arrival: 0, Start: 0, End: h},
-			{ID: "j2", Class: Standard, CPUMilli: 2000, Work: 2 * h, Arrival: 0, Start: j2Start, End: j2End},
+//	seed 1: a 1.2, b 1.0, g 0.9, d 0.9 (7.2 kWh over 8 core-hours), f-oracle-physical 0.8, f-oracle 0.7
+//	seed 2: a 1.2, b 1.0, g 0.95, d 0.85, f-oracle-physical 0.8, f-oracle 0.75
+var headlineCases = map[int64]map[sim.Arm]armCase{
+	1: {
+		sim.ArmDefault:        {sim.Parts{IdleAwake: 8, Dynamic: 4}, 10, 2, 0.42, 1000, 0},
+		sim.ArmBinPack:        {sim.Parts{IdleAwake: 6, Dynamic: 4}, 10, 2, 0.41, 1000, 0},
+		sim.ArmPowerOff:       {sim.Parts{IdleAwake: 4, Dynamic: 4, Booting: 0.5, Off: 0.5}, 10, 2, 0.41, 800, 1},
+		sim.ArmQueueAware:     {sim.Parts{IdleAwake: 4, Dynamic: 3.2}, 8, 2, 0.40, 900, 0},
+		sim.ArmOraclePhysical: {sim.Parts{IdleAwake: 4, Dynamic: 3, Booting: 0.5, Off: 0.5}, 10, 2, 0.41, 850, 0},
+		sim.ArmOracle:         {sim.Parts{IdleAwake: 4, Dynamic: 2, Booting: 0.5, Off: 0.5}, 10, 2, 0.41, 800, 0},
+	},
+	2: {
+		sim.ArmDefault:        {sim.Parts{IdleAwake: 4, Dynamic: 2}, 5, 1, 0.40, 1000, 0},
+		sim.ArmBinPack:        {sim.Parts{IdleAwake: 3, Dynamic: 2}, 5, 1, 0.39, 1000, 0},
+		sim.ArmPowerOff:       {sim.Parts{IdleAwake: 2, Dynamic: 2, Booting: 0.5, Off: 0.25}, 5, 1, 0.39, 800, 1},
+		sim.ArmQueueAware:     {sim.Parts{IdleAwake: 2, Dynamic: 2.25}, 5, 1, 0.39, 900, 0},
+		sim.ArmOraclePhysical: {sim.Parts{IdleAwake: 2, Dynamic: 1.5, Booting: 0.25, Off: 0.25}, 5, 1, 0.39, 850, 0},
+		sim.ArmOracle:         {sim.Parts{IdleAwake: 2, Dynamic: 1.25, Booting: 0.25, Off: 0.25}, 5, 1, 0.39, 800, 0},
+	},
+}
+
+// lowCases is level 0.2's one seed: d 0.95 kWh per core-hour, b 1.0.
+var lowCases = map[sim.Arm]armCase{
+	sim.ArmDefault:    {sim.Parts{IdleAwake: 3, Dynamic: 1}, 4, 1, 0.22, 700, 0},
+	sim.ArmBinPack:    {sim.Parts{IdleAwake: 2, Dynamic: 2}, 4, 1, 0.21, 700, 0},
+	sim.ArmQueueAware: {sim.Parts{IdleAwake: 2, Dynamic: 1.8}, 4, 1, 0.20, 650, 0},
+}
+
+func handResult(level float64, seed int64, arm sim.Arm, c armCase) sim.Result {
+	joules := sim.Parts{IdleAwake: c.parts.IdleAwake * kWh, Dynamic: c.parts.Dynamic * kWh, Booting: c.parts.Booting * kWh, Off: c.parts.Off * kWh}
+	r := sim.Result{Arm: arm, Seed: seed, Level: level, JobsHash: fmt.Sprintf("hash-%v-%d", level, seed), Nodes: 2, CPUNodes: 1, GPUNodes: 1,
+		Jobs: handJobs(arm), Power: []sim.Sample{{T: 0, Watts: c.watts}}, Window: sim.Window{Start: h, End: 3 * h},
+		EnergyJ: joules.Total(), EnergyParts: joules, CoreHours: c.coreH, GPUHours: c.gpuH, AllocCPU: c.alloc, AllocGPU: c.alloc - 0.01,
+		PerfBootWaits: c.bootWaits, Boots: c.bootWaits, Shutdowns: c.bootWaits}
+	if level == 0.4 && (arm == sim.ArmBinPack || arm == sim.ArmQueueAware) {
+		r.SeedMethod = &sim.SeedMethod{Window: 2 * h, EnergyJ: c.watts * 2 * 3600, Accepted: 2, AcceptedCoreHours: 4}
+	}
+	return r
+}
+
+// handResults is level 0.4's two seeds and level 0.2's one, the arms in
+// the reverse of the report's order.
+func handResults() []sim.Result {
+	var out []sim.Result
+	arms := slices.Clone(sim.Arms())
+	slices.Reverse(arms)
+	for _, seed := range []int64{1, 2} {
+		for _, arm := range arms {
+			if c, ok := headlineCases[seed][arm]; ok {
+				out = append(out, handResult(0.4, seed, arm, c))
+			}
 		}
 	}
-	watts := map[sim.Arm][2]float64{sim.ArmDefault: {1000, 1000}, sim.ArmBinPack: {1200, 1000}, sim.ArmQueueAware: {900, 800}}
-	var out []sim.Result
-	for i, seed := range []int64{1, 2} {
-		for _, arm := range []sim.Arm{sim.ArmQueueAware, sim.ArmBinPack, sim.ArmDefault} {
-			r := sim.Result{Arm: arm, Seed: seed, JobsHash: "hash" + string(rune('0'+seed)), Nodes: 2, CPUNodes: 1, GPUNodes: 1,
-				Power: []sim.Sample{{T: 0, Watts: watts[arm][i]}}}
-			switch arm {
-			case sim.ArmDefault:
-				r.Jobs = jobs(0, 2*h)
-			case sim.ArmBinPack:
-				r.Jobs = jobs(h, 3*h)
-				r.SeedMethod = &sim.SeedMethod{Window: 2 * h, EnergyJ: 2 * 3.6e6, Accepted: 2, AcceptedCoreHours: 4}
-			case sim.ArmQueueAware:
-				r.Jobs = jobs(0, 2*h+24*time.Minute)
-				r.SeedMethod = &sim.SeedMethod{Window: 2 * h, EnergyJ: 1.8 * 3.6e6, Accepted: 1, Dropped: 1, AcceptedCoreHours: 3.6}
-			}
-			out = append(out, r)
+	for _, arm := range arms {
+		if c, ok := lowCases[arm]; ok {
+			out = append(out, handResult(0.2, 1, arm, c))
 		}
 	}
 	return out
 }
 
-func TestComputeBySeedAndArm(t *testing.T) {
-	st, err := Compute(synthetic())
+func handStats(t *testing.T) *Stats {
+	t.Helper()
+	st, err := Compute(0.4, handResults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := joinArms(st.Arms); got != "a-default, b-binpack, d-queue-aware" {
-		t.Errorf("arms %s, want a-default first, in sim's order", got)
+	return st
+}
+
+func TestLevelsAndArmOrder(t *testing.T) {
+	st := handStats(t)
+	if len(st.Levels) != 2 || st.Levels[0].Level != 0.2 || st.Levels[1].Level != 0.4 || st.Headline != st.Levels[1] {
+		t.Fatalf("levels %v, headline %v; want 0.2 and 0.4, headline 0.4", st.Levels, st.Headline)
 	}
-	for _, tc := range []struct {
-		arm                  sim.Arm
-		seed                 int64
-		kWh, perCore, perGPU float64
-		stdStretch           float64
-		stdQueue             float64
-		makespan             time.Duration
-	}{
-		{sim.ArmDefault, 1, 3, 3.0 / 8, 3, 1, 0, 2 * h},
-		{sim.ArmBinPack, 1, 3.6, 3.6 / 8, 3.6, 1.5, 3600, 3 * h},
-		{sim.ArmBinPack, 2, 3, 3.0 / 8, 3, 1.5, 3600, 3 * h},
-		{sim.ArmQueueAware, 1, 2.7, 2.7 / 8, 2.7, 1.2, 0, 2*h + 24*time.Minute},
-		{sim.ArmQueueAware, 2, 2.4, 2.4 / 8, 2.4, 1.2, 0, 2*h + 24*time.Minute},
-	} {
-		r := st.Run(tc.arm, tc.seed)
-		if r == nil {
-			t.Fatalf("no run for %s seed %d", tc.arm, tc.seed)
-		}
-		if r.Window != 3*h || r.CoreHours != 8 || r.GPUHours != 1 {
-			t.Errorf("%s/%d: window %v, %v core-hours, %v GPU-hours; want 3h, 8, 1", tc.arm, tc.seed, r.Window, r.CoreHours, r.GPUHours)
-		}
-		if !near(r.EnergyKWh, tc.kWh) || !near(r.KWhPerCoreHour, tc.perCore) || !near(r.KWhPerGPUHour, tc.perGPU) {
-			t.Errorf("%s/%d: %v kWh, %v per core-hour, %v per GPU-hour; want %v, %v, %v", tc.arm, tc.seed, r.EnergyKWh, r.KWhPerCoreHour, r.KWhPerGPUHour, tc.kWh, tc.perCore, tc.perGPU)
-		}
-		if s := r.Stretch[Standard]; s.N != 1 || !near(s.P95, tc.stdStretch) {
-			t.Errorf("%s/%d: standard stretch %+v, want p95 %v", tc.arm, tc.seed, s, tc.stdStretch)
-		}
-		if s := r.Stretch[Performance]; !near(s.P99, 1) {
-			t.Errorf("%s/%d: performance stretch %+v, want 1", tc.arm, tc.seed, s)
-		}
-		if q := r.Queue[Standard]; !near(q.P50, tc.stdQueue) {
-			t.Errorf("%s/%d: standard queueing p50 %v s, want %v s", tc.arm, tc.seed, q.P50, tc.stdQueue)
-		}
-		if r.Makespan != tc.makespan {
-			t.Errorf("%s/%d: makespan %v, want %v", tc.arm, tc.seed, r.Makespan, tc.makespan)
-		}
+	if got := joinArms(st.Headline.Arms); got != "a-default, b-binpack, g-binpack-poweroff, d-queue-aware, f-oracle-physical, f-oracle" {
+		t.Errorf("arms %s, want sim.Arms' order", got)
+	}
+	if got := st.Level(0.2).Seeds; len(got) != 1 || got[0] != 1 {
+		t.Errorf("level 0.2 seeds %v, want [1]", got)
+	}
+	if _, err := Compute(0.6, handResults()); err == nil || !strings.Contains(err.Error(), "no results at the headline level 0.6") {
+		t.Errorf("headline level not run: %v", err)
 	}
 }
 
-func TestComparisonsArePairedBySeed(t *testing.T) {
-	st, err := Compute(synthetic())
-	if err != nil {
-		t.Fatal(err)
+func TestWindowEnergyPartsAndWork(t *testing.T) {
+	st := handStats(t)
+	for _, tc := range []struct {
+		level              float64
+		arm                sim.Arm
+		seed               int64
+		kWh, dynamic       float64
+		perCore, perGPU    float64
+		drainKWh, drainPer float64
+	}{
+		// 7.2 kWh over 8 core-hours and 2 GPU-hours; drain 900 W × 3 h over 8 completed core-hours.
+		{0.4, sim.ArmQueueAware, 1, 7.2, 3.2, 0.9, 3.6, 2.7, 2.7 / 8},
+		{0.4, sim.ArmPowerOff, 2, 4.75, 2, 0.95, 4.75, 2.4, 2.4 / 8},
+		{0.4, sim.ArmBinPack, 1, 10, 4, 1, 5, 3, 3.0 / 8},
+		{0.2, sim.ArmQueueAware, 1, 3.8, 1.8, 0.95, 3.8, 1.95, 1.95 / 8},
+	} {
+		r := st.Level(tc.level).Run(tc.arm, tc.seed)
+		if r == nil {
+			t.Fatalf("no run for %s seed %d level %v", tc.arm, tc.seed, tc.level)
+		}
+		if !near(r.EnergyKWh, tc.kWh) || !near(r.Parts.Dynamic, tc.dynamic) || !near(r.Parts.IdleAwake+r.Parts.Dynamic+r.Parts.Booting+r.Parts.Off, tc.kWh) {
+			t.Errorf("%s/%d/%v: %v kWh, parts %+v; want %v kWh, %v above idle", tc.arm, tc.seed, tc.level, r.EnergyKWh, r.Parts, tc.kWh, tc.dynamic)
+		}
+		if !near(r.KWhPerCoreHour, tc.perCore) || !near(r.KWhPerGPUHour, tc.perGPU) {
+			t.Errorf("%s/%d/%v: %v per core-hour, %v per GPU-hour; want %v, %v", tc.arm, tc.seed, tc.level, r.KWhPerCoreHour, r.KWhPerGPUHour, tc.perCore, tc.perGPU)
+		}
+		if r.Drain.Window != 3*h || r.Drain.CoreHours != 8 || r.Drain.GPUHours != 1 || !near(r.Drain.EnergyKWh, tc.drainKWh) || !near(r.Drain.KWhPerCoreHour, tc.drainPer) {
+			t.Errorf("%s/%d/%v: drain %+v; want 3h, 8 core-hours, 1 GPU-hour, %v kWh, %v per core-hour", tc.arm, tc.seed, tc.level, r.Drain, tc.drainKWh, tc.drainPer)
+		}
+		if r.Window != (sim.Window{Start: h, End: 3 * h}) {
+			t.Errorf("%s/%d/%v: window %v", tc.arm, tc.seed, tc.level, r.Window)
+		}
 	}
-	// d against b: −25% and −20%, mean −22.5%, s = 3.5355, half width
+	g := st.Headline.Run(sim.ArmPowerOff, 1)
+	if w := g.Wait[Performance]; w.P95 != 360 {
+		t.Errorf("g's performance pod wait p95 %v s, want 360", w.P95)
+	}
+	if b := g.BootWait[Performance]; b.P95 != 360 {
+		t.Errorf("g's performance boot wait p95 %v s, want 360", b.P95)
+	}
+	if s := st.Headline.Run(sim.ArmQueueAware, 2).Stretch[Standard]; !near(s.P95, 1.2) {
+		t.Errorf("d's standard stretch %v, want 1.2", s.P95)
+	}
+	// Measured allocation: b's AllocCPU 0.41 and 0.39 at level 0.4.
+	if cpu, gpu := st.Headline.Allocation(); !near(cpu, 0.40) || !near(gpu, 0.39) {
+		t.Errorf("level 0.4 allocation %v CPU, %v GPU; want 0.40, 0.39", cpu, gpu)
+	}
+	if cpu, _ := st.Level(0.2).Allocation(); !near(cpu, 0.21) {
+		t.Errorf("level 0.2 allocation %v CPU, want 0.21", cpu)
+	}
+}
+
+func TestComparisonsArePairedBySeedWithinALevel(t *testing.T) {
+	st := handStats(t)
+	hl := st.Headline
+	// d against b: −10% and −15%, mean −12.5%, s = 3.5355, half width
 	// 12.706205 × 3.5355/√2 = 31.765513.
+	const half = 31.765513
+	// d against g: 0.9/0.9 and 0.85/0.95: 0 and −10.526316%.
+	dg := (0 + 100*(0.85/0.95-1)) / 2
+	dgHalf := 12.706205 * math.Abs(100*(0.85/0.95-1)) / math.Sqrt2 / math.Sqrt2
 	for _, tc := range []struct {
 		arm, base    sim.Arm
 		metric       string
+		unit         Unit
 		mean, lo, hi float64
 	}{
-		{sim.ArmQueueAware, sim.ArmBinPack, MetricEnergy, -22.5, -22.5 - 31.765513, -22.5 + 31.765513},
-		{sim.ArmQueueAware, sim.ArmBinPack, MetricPerCoreHour, -22.5, -22.5 - 31.765513, -22.5 + 31.765513},
-		{sim.ArmQueueAware, sim.ArmBinPack, MetricPerfP95, 0, 0, 0},
-		{sim.ArmQueueAware, sim.ArmBinPack, MetricStandardP95, -20, -20, -20},
-		// d against a: −10% and −20%.
-		{sim.ArmQueueAware, sim.ArmDefault, MetricEnergy, -15, -15 - 63.531025, -15 + 63.531025},
-		// b against a: +20% and 0%.
-		{sim.ArmBinPack, sim.ArmDefault, MetricEnergy, 10, 10 - 127.06205, 10 + 127.06205},
-		{sim.ArmQueueAware, sim.ArmBinPack, MetricSeedEnergy, -10, -10, -10},
-		{sim.ArmQueueAware, sim.ArmBinPack, MetricSeedCoreHours, -10, -10, -10},
-		{sim.ArmQueueAware, sim.ArmBinPack, MetricSeedPerCoreHour, 0, 0, 0},
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricPerCoreHour, Percent, -12.5, -12.5 - half, -12.5 + half},
+		// per GPU-hour: 3.6 against 5, 4.25 against 5: −28% and −15%.
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricPerGPUHour, Percent, -21.5, -21.5 - 12.706205*6.5, -21.5 + 12.706205*6.5},
+		// above idle: 3.2 against 4, 2.25 against 2: −20% and +12.5%.
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricDynamic, Percent, -3.75, -3.75 - 12.706205*16.25, -3.75 + 12.706205*16.25},
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricPerfP95, Percent, 0, 0, 0},
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricStandardP95, Percent, -20, -20, -20},
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricStandardWaitP95, Seconds, -3600, -3600, -3600},
+		{sim.ArmQueueAware, sim.ArmPowerOff, MetricPerCoreHour, Percent, dg, dg - dgHalf, dg + dgHalf},
+		// 1 h against 1 h 6 min.
+		{sim.ArmQueueAware, sim.ArmPowerOff, MetricPerfP95, Percent, 100 * (1/1.1 - 1), 100 * (1/1.1 - 1), 100 * (1/1.1 - 1)},
+		{sim.ArmQueueAware, sim.ArmPowerOff, MetricPerfWaitP95, Seconds, -360, -360, -360},
+		{sim.ArmQueueAware, sim.ArmPowerOff, MetricPerfBootWaits, Count, -1, -1, -1},
+		{sim.ArmPowerOff, sim.ArmBinPack, MetricPerfBootWaits, Count, 1, 1, 1},
+		// drain: 900 W against 1000 W over the same 3 h.
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricDrainEnergy, Percent, -10, -10, -10},
+		{sim.ArmQueueAware, sim.ArmBinPack, MetricSeedEnergy, Percent, -10, -10, -10},
 	} {
-		c, ok := st.Comparison(tc.arm, tc.base, tc.metric)
+		c, ok := hl.Comparison(tc.arm, tc.base, tc.metric)
 		if !ok {
 			t.Errorf("no comparison of %s against %s on %s", tc.arm, tc.base, tc.metric)
 			continue
 		}
-		if c.N != 2 || !near(c.Mean, tc.mean) || !near(c.Lo, tc.lo) || !near(c.Hi, tc.hi) {
-			t.Errorf("%s against %s, %s: n %d, %v [%v, %v]; want 2, %v [%v, %v]", tc.arm, tc.base, tc.metric, c.N, c.Mean, c.Lo, c.Hi, tc.mean, tc.lo, tc.hi)
+		if c.N != 2 || c.Unit != tc.unit || !near(c.Mean, tc.mean) || !near(c.Lo, tc.lo) || !near(c.Hi, tc.hi) {
+			t.Errorf("%s against %s, %s: n %d, %v %s [%v, %v]; want 2, %v %s [%v, %v]", tc.arm, tc.base, tc.metric, c.N, c.Mean, c.Unit, c.Lo, c.Hi, tc.mean, tc.unit, tc.lo, tc.hi)
 		}
 	}
-	if _, ok := st.Comparison(sim.ArmDefault, sim.ArmBinPack, MetricSeedEnergy); ok {
-		t.Error("a comparison on the seed's method for an arm that did not run it")
+	// Level 0.2 is paired on its own seed only.
+	c, ok := st.Level(0.2).Comparison(sim.ArmQueueAware, sim.ArmBinPack, MetricPerCoreHour)
+	if !ok || c.N != 1 || !near(c.Mean, -5) || !math.IsNaN(c.Lo) {
+		t.Errorf("level 0.2, d against b: %+v, want one seed, −5%%, no interval", c)
+	}
+	if _, ok := st.Level(0.2).Comparison(sim.ArmQueueAware, sim.ArmPowerOff, MetricPerCoreHour); ok {
+		t.Error("level 0.2 compares against g, which it did not run")
+	}
+	if _, ok := hl.Comparison(sim.ArmDefault, sim.ArmPowerOff, MetricSeedEnergy); ok {
+		t.Error("the seed's method compared against g; it is compared against b only")
+	}
+}
+
+func TestOracleShare(t *testing.T) {
+	hl := handStats(t).Headline
+	for _, tc := range []struct {
+		arm, oracle sim.Arm
+		shares      [2]float64
+	}{
+		// (1 − 0.9) / (1 − 0.8) and (1 − 0.85) / (1 − 0.8)
+		{sim.ArmQueueAware, sim.ArmOraclePhysical, [2]float64{50, 75}},
+		// (1 − 0.9) / (1 − 0.7) and (1 − 0.85) / (1 − 0.75)
+		{sim.ArmQueueAware, sim.ArmOracle, [2]float64{100.0 / 3, 60}},
+		{sim.ArmPowerOff, sim.ArmOraclePhysical, [2]float64{50, 25}},
+		// more energy than b: a negative share
+		{sim.ArmDefault, sim.ArmOraclePhysical, [2]float64{-100, -100}},
+		{sim.ArmOraclePhysical, sim.ArmOracle, [2]float64{200.0 / 3, 80}},
+	} {
+		o, ok := hl.OracleShare(tc.arm, tc.oracle)
+		n, mean, lo, hi := MeanCI(tc.shares[:])
+		if !ok || o.N != n || !near(o.Mean, mean) || !near(o.Lo, lo) || !near(o.Hi, hi) {
+			t.Errorf("%s's share of %s: %+v (found %v), want mean %v [%v, %v]", tc.arm, tc.oracle, o, ok, mean, lo, hi)
+		}
+	}
+	if _, ok := hl.OracleShare(sim.ArmBinPack, sim.ArmOracle); ok {
+		t.Error("b's share of the oracle's saving against b")
+	}
+}
+
+func TestGoal(t *testing.T) {
+	st := handStats(t)
+	g := GoalOf(st.Headline, sim.ArmQueueAware)
+	if g.Met() {
+		t.Error("goal met with 62.5% of the physical oracle's saving, want not met")
+	}
+	s := g.Sentence()
+	for _, want := range []string{
+		"Issue 23's goal for d-queue-aware at load level 0.4 is not met on the means",
+		"energy per core-hour at least 10% below b-binpack: -12.5% (95% CI -44.3% … +19.3%), met by 2.5 points [yes]",
+		"performance p95 completion time at most 2% above b-binpack: +0.0% (95% CI +0.0% … +0.0%), met by 2.0 points [yes]",
+		"no performance pod waiting for a boot: 0 over 2 seeds [yes]",
+		"energy per core-hour no more than g-binpack-poweroff's: -5.3%",
+		"met by 5.3 points [yes]",
+		"performance p95 completion time shorter than g-binpack-poweroff's: -9.1% (95% CI -9.1% … -9.1%), met by 9.1 points [yes]",
+		"fewer performance pods waiting for a boot than g-binpack-poweroff (or none in either): 0 against 2 [yes]",
+		"at least 70% of f-oracle-physical's saving against b-binpack: 62.5% (95% CI -96.3% … 221.3%), missed by 7.5 points [no]",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("goal sentence lacks %q:\n%s", want, s)
+		}
+	}
+	low := GoalOf(st.Level(0.2), sim.ArmQueueAware)
+	if low.Met() {
+		t.Error("goal met at level 0.2, which ran neither g nor an oracle")
+	}
+	if s := low.Sentence(); !strings.Contains(s, "missed by 5.0 points [no]") || !strings.Contains(s, "not judged: g-binpack-poweroff not run [?]") || !strings.Contains(s, "not judged: f-oracle-physical not run [?]") {
+		t.Errorf("level 0.2's goal sentence: %s", s)
+	}
+	// All met when the physical oracle saves less: 8.75 kWh on seed 1,
+	// 0.875 per core-hour, so d's shares are 0.1 / 0.125 = 80% and 75%.
+	rs := handResults()
+	for i := range rs {
+		if rs[i].Arm == sim.ArmOraclePhysical && rs[i].Level == 0.4 && rs[i].Seed == 1 {
+			rs[i].EnergyParts.Dynamic += 0.75 * kWh
+			rs[i].EnergyJ = rs[i].EnergyParts.Total()
+		}
+	}
+	st, err := Compute(0.4, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = GoalOf(st.Headline, sim.ArmQueueAware)
+	if s := g.Sentence(); !g.Met() || !strings.Contains(s, "is met on the means") || !strings.Contains(s, "77.5% (95% CI 45.7% … 109.3%), met by 7.5 points [yes]") {
+		t.Errorf("goal with 77.5%% of the oracle's saving: %s", s)
+	}
+}
+
+func TestPartsMustAddUpToTheEnergy(t *testing.T) {
+	rs := handResults()
+	rs[0].EnergyJ += kWh
+	_, err := Compute(0.4, rs)
+	if err == nil || !strings.Contains(err.Error(), "energy parts add up to") {
+		t.Errorf("error %v, want one about the parts", err)
 	}
 }
 
 func TestComputeRefusesResultsThatCannotBeCompared(t *testing.T) {
+	drop := func(arm sim.Arm, seed int64) func([]sim.Result) []sim.Result {
+		return func(rs []sim.Result) []sim.Result {
+			return slices.DeleteFunc(rs, func(r sim.Result) bool { return r.Arm == arm && r.Seed == seed && r.Level == 0.4 })
+		}
+	}
+	at := func(arm sim.Arm, seed int64, change func(*sim.Result)) func([]sim.Result) []sim.Result {
+		return func(rs []sim.Result) []sim.Result {
+			for i := range rs {
+				if rs[i].Arm == arm && rs[i].Seed == seed && rs[i].Level == 0.4 {
+					change(&rs[i])
+				}
+			}
+			return rs
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		change func([]sim.Result) []sim.Result
 		want   string
 	}{
-		{"no reference arm", func(rs []sim.Result) []sim.Result {
-			var out []sim.Result
-			for _, r := range rs {
-				if r.Arm != sim.ArmDefault || r.Seed != 2 {
-					out = append(out, r)
-				}
-			}
-			return out
-		}, "seed 2 has no result for arm a-default"},
-		{"different job lists", func(rs []sim.Result) []sim.Result { rs[0].JobsHash = "other"; return rs }, "must share one job list"},
-		{"a job missing in the reference", func(rs []sim.Result) []sim.Result { rs[0].Jobs[0].ID = "j9"; return rs }, "job j9 is not in arm a-default"},
-		{"an arm missing on one seed", func(rs []sim.Result) []sim.Result { return rs[1:] }, "seed 2 ran arms a-default, b-binpack, d-queue-aware but seed 1 ran a-default, b-binpack: every seed must run the same arms"},
-		{"twice the same arm and seed", func(rs []sim.Result) []sim.Result { return append(rs, rs[0]) }, "two results for arm d-queue-aware, seed 1"},
+		{"no reference arm", drop(sim.ArmDefault, 2), "seed 2 at level 0.4 has no result for arm a-default"},
+		{"different job lists", at(sim.ArmBinPack, 1, func(r *sim.Result) { r.JobsHash = "other" }), "must share one job list"},
+		{"a job missing in the reference", at(sim.ArmBinPack, 1, func(r *sim.Result) { r.Jobs[0].ID = "j9" }), "job j9 is not in arm a-default"},
+		{"an arm missing on one seed", drop(sim.ArmOracle, 2), "seed 2 at level 0.4 ran arms a-default, b-binpack, g-binpack-poweroff, d-queue-aware, f-oracle-physical but seed 1 ran a-default, b-binpack, g-binpack-poweroff, d-queue-aware, f-oracle-physical, f-oracle"},
+		{"twice the same arm and seed", func(rs []sim.Result) []sim.Result { return append(rs, rs[0]) }, "two results for arm f-oracle, seed 1, level 0.4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Compute(tc.change(synthetic()))
+			_, err := Compute(0.4, tc.change(handResults()))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
@@ -257,73 +461,129 @@ func TestComputeRefusesResultsThatCannotBeCompared(t *testing.T) {
 	}
 }
 
-func TestGoalSentence(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		energy, perf Comparison
-		want         string
-	}{
-		{"met with both intervals inside", Comparison{Mean: -15, Lo: -18, Hi: -12}, Comparison{Mean: 1, Lo: 0, Hi: 1.5}, "is met, and the whole of both"},
-		{"met on the means only", Comparison{Mean: -15, Lo: -25, Hi: -5}, Comparison{Mean: 1, Lo: 0, Hi: 1.5}, "is met, on the means"},
-		{"energy short", Comparison{Mean: -6.5, Lo: -7, Hi: -6}, Comparison{Mean: 0, Lo: 0, Hi: 0}, "not met: energy per unit of work is 3.5 points short"},
-		{"performance slowed", Comparison{Mean: -12, Lo: -13, Hi: -11}, Comparison{Mean: 5, Lo: 4, Hi: 6}, "not met: performance p95 completion time is 3.0 points past"},
+func TestMarkdownKeyLines(t *testing.T) {
+	st := handStats(t)
+	cfg := Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h, Physics: "built-in", PhysicsSHA256: "abc123", Command: "joulie-bench-energy --levels 0.2:1,0.4:2"}
+	md := string(Markdown(cfg, st))
+	for _, want := range []string{
+		"At the headline load level 0.4 (measured allocation 40% of CPUs, 39% of GPUs; 2 seeds), energy per core-hour in the steady-state window against b-binpack: a-default +20.0% (95% CI +20.0% … +20.0%; performance p95 +0.0%); g-binpack-poweroff -7.5%",
+		"d-queue-aware -12.5% (95% CI -44.3% … +19.3%; performance p95 +0.0%)",
+		"- Issue 23's goal for d-queue-aware at load level 0.4 is not met on the means",
+		"- Issue 23's goal for d-queue-aware at load level 0.2 is not met on the means",
+		"The Helm chart ships no scheduler profile of its own",
+		"Of Joulie's arms, c-static, d-queue-aware, e-joulie-nocaps run that profile; d-pack needs MostAllocated configured by hand.",
+		"| headline level | 0.4 |",
+		"sha256 abc123",
+		"| 0.2 | 1: 1 | 1h0m0s … 3h0m0s | 21.0% | 20.0% |",
+		"| 0.4 | 2: 1, 2 | 1h0m0s … 3h0m0s | 40.0% | 39.0% |",
+		"| g-binpack-poweroff | bin-packing + idle power-off",
+		"| 0.4 | 2 | 2 | 0 | `hash-0.4-2` |",
+		"## Load level 0.4 (headline)",
+		"## Load level 0.2\n",
+		"### Against g-binpack-poweroff",
+		"| d-queue-aware | -12.5% (-44.3% … +19.3%) | -21.5% (-104.1% … +61.1%) | +0.0% (+0.0% … +0.0%) | -20.0% (-20.0% … -20.0%) | +0 s (+0 s … +0 s) | -3600 s (-3600 s … -3600 s) | +0.0 (+0.0 … +0.0) |",
+		"| g-binpack-poweroff | -7.5% (-39.3% … +24.3%) | -7.5% (-39.3% … +24.3%) | +10.0% (+10.0% … +10.0%) | +0.0% (+0.0% … +0.0%) | +360 s (+360 s … +360 s) | +0 s (+0 s … +0 s) | +1.0 (+1.0 … +1.0) |",
+		"| arm | of f-oracle-physical's saving | of f-oracle's saving |",
+		"| d-queue-aware | 62.5% (-96.3% … 221.3%) | 46.7% (-122.7% … 216.1%) |",
+		"| d-queue-aware | 1 | 7.2 | 3.2 | 8.0 | 2.0 | 0.9000 | 3.600 | 40.0% | 39.0% | 0 | 0 | 0 | 0 |",
+		"| g-binpack-poweroff | 1 | 4.0 | 4.0 | 0.5 | 0.5 | 9.0 |",
+		"| g-binpack-poweroff | 1 | performance | 1 | 1h6m0s / 1h6m0s / 1h6m0s | 6m0s | 6m0s | 1.100 / 1.100 / 1.100 |",
+		"## Drain-to-empty accounting (secondary)",
+		"| d-queue-aware | 1 | 3h0m0s | 2.7 | 8.0 | 1.0 | 0.3375 | 2h24m0s |",
+		"| d-queue-aware | -10.0% (-10.0% … -10.0%) | -10.0% (-10.0% … -10.0%) |",
+		"## The seed document's method (secondary)",
+		"| d-queue-aware | -12.5% (-44.3% … +19.3%) | -10.0% (-10.0% … -10.0%) | +0.0% (+0.0% … +0.0%) | -10.0% (-10.0% … -10.0%) |",
+		"| b-binpack | 2 | 2h0m0s | 2.0 | 2 | 0 | 4.0 | 0.0 |",
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := goalSentence(tc.energy, tc.perf); !strings.Contains(got, tc.want) {
-				t.Errorf("goalSentence = %q, want it to contain %q", got, tc.want)
-			}
-		})
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	// The headline level comes first, the secondary sections last.
+	order := []string{"## Summary", "## Configuration", "## Load level 0.4 (headline)", "## Load level 0.2", "## Plots", "## Drain-to-empty", "## The seed document's method"}
+	last := -1
+	for _, s := range order {
+		i := strings.Index(md, s)
+		if i < last {
+			t.Errorf("%q is out of order", s)
+		}
+		last = i
 	}
 }
 
 func TestWriteReportAndPlots(t *testing.T) {
-	st, err := Compute(synthetic())
-	if err != nil {
-		t.Fatal(err)
+	st := handStats(t)
+	dir := os.Getenv("REPORT_PLOTS_DIR") // to look at the plots
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "energy")
 	}
-	dir := filepath.Join(t.TempDir(), "energy")
-	cfg := Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h, Physics: "built-in", PhysicsSHA256: "abc123"}
-	if err := Write(dir, cfg, st); err != nil {
+	if err := Write(dir, Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h, Physics: "built-in"}, st); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"d-queue-aware) used 22.5% less IT energy per unit of completed work (mean of 2 seeds, 95% CI -54.3% … +9.3%)",
-		"performance class's p95 completion time 0.0% longer",
-		"Issue 14's goal (at least 10% less energy per unit of work, performance p95 at most 2% longer) is met, on the means",
-		"| 1 | 2 | 0 | `hash1` | 3h0m0s |",
-		"sha256 abc123",
-		"| d-queue-aware | -22.5% (-54.3% … +9.3%) | -10.0% (-10.0% … -10.0%) | -10.0% (-10.0% … -10.0%) | +0.0% (+0.0% … +0.0%) |",
-		"| a-default | -8.3% (-114.2% … +97.6%) | not run | not run | not run |",
-		"| b-binpack | 1 | 3.6 | 0.4500 | 3.600 | 3h0m0s | 0 |",
-		"| b-binpack | 1 | standard | 1 | 1.500 / 1.500 / 1.500 | 3h0m0s / 3h0m0s / 3h0m0s | 1h0m0s / 1h0m0s / 1h0m0s |",
-	} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("report.md lacks %q", want)
-		}
-	}
 	links := regexp.MustCompile(`!\[[^]]*\]\(([^)]+)\)`).FindAllStringSubmatch(string(md), -1)
-	if len(links) != 4 {
-		t.Errorf("report.md links %d plots, want 4: energy, two stretch CDFs, power", len(links))
-	}
+	var names []string
 	for _, l := range links {
-		f, err := os.Open(filepath.Join(dir, l[1]))
+		names = append(names, l[1])
+	}
+	want := []string{PlotEnergy, PlotBreakdown, PlotPower, PlotStretch(Performance), PlotStretch(Standard)}
+	if !slices.Equal(names, want) {
+		t.Errorf("report.md links %v, want %v", names, want)
+	}
+	for _, name := range names {
+		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
-			t.Errorf("report.md links %s: %v", l[1], err)
+			t.Errorf("report.md links %s: %v", name, err)
 			continue
 		}
 		img, err := png.Decode(f)
 		f.Close()
 		if err != nil {
-			t.Errorf("%s is not a valid PNG: %v", l[1], err)
+			t.Errorf("%s is not a valid PNG: %v", name, err)
 			continue
 		}
 		if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
-			t.Errorf("%s is %v, want a drawn plot", l[1], b)
+			t.Errorf("%s is %v, want a drawn plot", name, b)
 		}
+	}
+}
+
+func TestPowerPlotShowsTheFirstWeekOfFourArms(t *testing.T) {
+	rs := handResults()
+	for i := range rs {
+		// Ten days of runs; the power steps up at 200 h, after the week.
+		for j := range rs[i].Jobs {
+			rs[i].Jobs[j].End += 240 * h
+		}
+		rs[i].Power = append(rs[i].Power, sim.Sample{T: 200 * h, Watts: 5000})
+	}
+	st, err := Compute(0.4, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Headline.Runs {
+		wantPower := r.Seed == 1 && slices.Contains(PowerArms, r.Arm)
+		if (len(r.power) > 0) != wantPower || len(r.power) > 1 {
+			t.Errorf("%s seed %d keeps %d power samples; want the first week of seed 1's b, g and d arms only", r.Arm, r.Seed, len(r.power))
+		}
+	}
+	for _, r := range st.Level(0.2).Runs {
+		if r.power != nil || r.stretch != nil {
+			t.Errorf("level 0.2 keeps %s's power or stretches: only the headline level is plotted", r.Arm)
+		}
+	}
+	p, err := powerPlot(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := joinArms(powerPlotArms(st.Headline)); got != "b-binpack, g-binpack-poweroff, d-queue-aware" {
+		t.Errorf("power plot of %s, want b, g and d (d-pack not run)", got)
+	}
+	if p.X.Max > 168 || p.X.Max < 167 || p.Y.Max > 1.5 {
+		t.Errorf("power plot spans x to %v h, y to %v kW; want the first 168 h, before the step to 5 kW", p.X.Max, p.Y.Max)
 	}
 }
 
@@ -346,16 +606,19 @@ func TestPowerSlicesKeepEnergy(t *testing.T) {
 }
 
 func TestAccumulatorSeedBySeedInAnyOrder(t *testing.T) {
-	all := synthetic()
-	want, err := Compute(all)
+	all := handResults()
+	want, err := Compute(0.4, all)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var acc Accumulator
-	for _, seed := range []int64{2, 1} { // seed 2 finished first
+	acc := NewAccumulator(0.4)
+	for _, k := range []struct {
+		level float64
+		seed  int64
+	}{{0.4, 2}, {0.2, 1}, {0.4, 1}} {
 		var rs []sim.Result
 		for _, r := range all {
-			if r.Seed == seed {
+			if r.Seed == k.seed && r.Level == k.level {
 				rs = append(rs, r)
 			}
 		}
@@ -370,25 +633,30 @@ func TestAccumulatorSeedBySeedInAnyOrder(t *testing.T) {
 	if string(Markdown(Config{}, got)) != string(Markdown(Config{}, want)) {
 		t.Error("statistics added seed by seed, 2 before 1, differ from Compute's")
 	}
-	for _, r := range got.Runs {
-		if (r.power != nil) != (r.Seed == 1) {
-			t.Errorf("arm %s seed %d keeps power %v; only the lowest seed's is plotted", r.Arm, r.Seed, r.power != nil)
+	var again []sim.Result
+	for _, r := range all {
+		if r.Seed == 1 && r.Level == 0.4 {
+			again = append(again, r)
 		}
 	}
-	if err := acc.AddSeed(all[:3]); err == nil || !strings.Contains(err.Error(), "seed 1 added twice") {
+	if err := acc.AddSeed(again); err == nil || !strings.Contains(err.Error(), "seed 1 added twice at level 0.4") {
 		t.Errorf("adding seed 1 again: %v", err)
+	}
+	mixed := []sim.Result{all[0], all[len(all)-1]}
+	if err := NewAccumulator(0.4).AddSeed(mixed); err == nil || !strings.Contains(err.Error(), "added as one seed") {
+		t.Errorf("adding two levels as one seed: %v", err)
 	}
 }
 
 func TestStretchPlotOverAWideRange(t *testing.T) {
-	rs := synthetic()
+	rs := handResults()
 	for i := range rs {
 		if rs[i].Arm == sim.ArmBinPack {
 			// j2 queued 58 h behind its 2 h of work: stretch 30
 			rs[i].Jobs[1].Start, rs[i].Jobs[1].End = 58*h, 60*h
 		}
 	}
-	st, err := Compute(rs)
+	st, err := Compute(0.4, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,48 +667,38 @@ func TestStretchPlotOverAWideRange(t *testing.T) {
 	if _, ok := p.X.Scale.(plot.LogScale); !ok {
 		t.Errorf("stretch from 1 to 30 on a %T axis, want a log axis", p.X.Scale)
 	}
-	if err := Write(t.TempDir(), Config{}, st); err != nil {
-		t.Fatal(err)
-	}
 }
 
-// withOracle adds arm f to synthetic's seeds: a's placement, j2 stretched
-// to 2.5 h by its cap, 800 W then 700 W: 2.4 and 2.1 kWh over the 3 h
-// window, −20% and −30% against a.
-func withOracle(rs []sim.Result) []sim.Result {
-	for i, seed := range []int64{1, 2} {
-		r := sim.Result{Arm: sim.ArmOracle, Seed: seed, JobsHash: "hash" + string(rune('0'+seed)), Nodes: 2, CPUNodes: 1, GPUNodes: 1,
-			Power: []sim.Sample{{T: 0, Watts: []float64{800, 700}[i]}},
-			Jobs: []sim.JobResult{
-				{ID: "j1", Class: Performance, GPUs: 1, CPUMilli: 4000, Work: h, Arrival: 0, Start: 0, End: h},
-				{ID: "j2", Class: Standard, CPUMilli: 2000, Work: 2 * h, Arrival: 0, Start: 0, End: 2*h + 30*time.Minute},
-			}}
-		rs = append(rs, r)
-	}
-	return rs
-}
-
-func TestReportSetsTheOracleBesideJoulie(t *testing.T) {
-	st, err := Compute(withOracle(synthetic()))
+// TestChartProfile reads the Helm chart for the scheduler profile it
+// ships: ChartProfile says it sets no scoring strategy, so a cluster keeps
+// kube-scheduler's default. A chart that starts shipping one must change
+// the constant (and the report's sentence).
+func TestChartProfile(t *testing.T) {
+	chart := filepath.Join("..", "..", "..", "packaging", "helm", "joulie")
+	var seen int
+	err := filepath.WalkDir(chart, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		seen++
+		for _, word := range []string{"MostAllocated", "scoringStrategy", "RequestedToCapacityRatio", "NodeResourcesFit"} {
+			if strings.Contains(string(data), word) {
+				t.Errorf("%s mentions %s: the chart now ships a scoring profile, and ChartProfile (%q) must say which", path, word, ChartProfile)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := string(Markdown(Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h, Physics: "built-in"}, st))
-	for _, want := range []string{
-		"| arms | a-default, b-binpack, d-queue-aware, f-oracle |",
-		// −20% and −30% against a; d: −10% and −20%.
-		"On the default scheduler's placement (a-default), capping every standard job at the cap that minimises its own energy, the oracle bound, used 25.0% less IT energy per unit of completed work",
-		"against the same arm, Joulie queue_aware_v1 (d-queue-aware) used 15.0% less",
-		// Against b: 2.4 / 3.6 and 2.1 / 3.
-		"Against bin-packing (b-binpack), the oracle bound (f-oracle) used 31.7% less IT energy per unit of completed work",
-		"| f-oracle | 1 | 2.4 | 0.3000 | 2.400 | 2h30m0s | 0 |",
-		"| f-oracle | 1 | standard | 1 | 1.250 / 1.250 / 1.250 |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report.md lacks %q", want)
-		}
+	if seen == 0 {
+		t.Fatalf("no files under %s", chart)
 	}
-	if _, err := writePlots(t.TempDir(), st); err != nil {
-		t.Errorf("plots with arm f: %v", err)
+	if !strings.Contains(ChartProfile, "LeastAllocated") {
+		t.Errorf("ChartProfile %q does not name the profile", ChartProfile)
 	}
 }

@@ -1,5 +1,12 @@
-// Package report turns the simulator's results, one per arm and seed, into
-// the benchmark's statistics, report.md and plots (issue 14, section 3).
+// Package report turns the simulator's results, one per load level, arm
+// and seed, into the benchmark's statistics, report.md and plots (issues
+// 14 and 22).
+//
+// The primary accounting is the steady-state window each result carries
+// (sim.Result.Window): the energy inside it, split into its parts, divided
+// by the work done inside it. The drain-to-empty accounting (a common
+// window from 0 to the last completion of any arm) and the seed
+// document's method are kept beside it for continuity.
 //
 // Everything is computed from sim.Result values alone: no number in the
 // report is typed in by hand. The statistics are pure functions; only
@@ -28,6 +35,9 @@ const (
 // Classes in the order the report shows them.
 var Classes = []string{Performance, Standard}
 
+// DefaultHeadline is the load level the summary leads with.
+const DefaultHeadline = 0.4
+
 // Quantiles are the p50, p95 and p99 of a sample (nearest rank, see
 // Percentile). N is the sample size; with N = 0 the quantiles are NaN.
 type Quantiles struct {
@@ -35,80 +45,186 @@ type Quantiles struct {
 	P50, P95, P99 float64
 }
 
-// Run is the statistics of one arm on one seed.
+// Run is the statistics of one arm on one seed at one load level.
 type Run struct {
 	Arm      sim.Arm
 	Seed     int64
+	Level    float64
 	JobsHash string
 	Jobs     int
 	// Truncated counts jobs whose recorded work was cut (a trace pod still
 	// running at the trace's end, or a generated job cut at 7 days).
 	Truncated int
 
-	// Window is the common energy window of the seed, [0, Window].
-	Window time.Duration
-	// EnergyKWh is the cluster's IT energy over the common window.
+	// Window is the steady-state accounting window of the result.
+	Window sim.Window
+	// EnergyKWh is the IT energy inside Window; Parts splits it (kWh, not
+	// watts): Parts.Dynamic is the energy above the awake nodes' idle.
 	EnergyKWh float64
-	// CoreHours and GPUHours are the completed work at full speed:
-	// Σ Work × CPUMilli/1000 and Σ Work × GPUs.
+	Parts     sim.Parts
+	// CoreHours and GPUHours are the full-speed-equivalent work done
+	// inside Window.
 	CoreHours, GPUHours float64
-	// KWhPerCoreHour and KWhPerGPUHour divide the whole cluster's energy
-	// by each measure of work (NaN when that work is 0).
+	// KWhPerCoreHour and KWhPerGPUHour divide the window's whole energy by
+	// each measure of the window's work (NaN when that work is 0).
 	KWhPerCoreHour, KWhPerGPUHour float64
+	// AllocCPU and AllocGPU are the measured allocated shares inside
+	// Window.
+	AllocCPU, AllocGPU float64
 
 	// Stretch is, per class, the completion time of each job divided by the
 	// same job's completion time in arm a-default.
 	Stretch map[string]Quantiles
-	// JCT and Queue are, per class, completion time (End − Arrival) and
-	// queueing delay (Start − Arrival), in seconds.
-	JCT, Queue map[string]Quantiles
+	// JCT, Wait and BootWait are, per class, completion time (End −
+	// Arrival), pod wait (Start − Arrival) and the part of the wait spent
+	// on a booting node, in seconds, over every job of the run.
+	JCT, Wait, BootWait map[string]Quantiles
 
 	PerfOnEcoOrDraining int
+	// PerfBootWaits counts performance pods that waited for a boot.
+	PerfBootWaits    int
+	Boots, Shutdowns int
 	// Makespan is the latest completion less the first arrival.
 	Makespan time.Duration
+
+	// Drain is the drain-to-empty accounting of the same run.
+	Drain Drain
 
 	// SeedMethod is the seed experiment's accounting of the same arm, when
 	// the simulator ran it.
 	SeedMethod *sim.SeedMethod
 
-	stretch map[string][]float64 // raw, for the CDF plot
-	power   []sim.Sample
+	stretch map[string][]float64 // raw, for the CDF plot (headline level)
+	power   []sim.Sample         // first week, lowest seed, headline level
 }
+
+// Drain is the accounting of the reports before issue 22: one window per
+// seed and level from 0 to the latest completion of any arm, the energy
+// of the whole power series over it (the last sample, an idle cluster,
+// held to the window's end), and the work of every completed job.
+type Drain struct {
+	Window                        time.Duration
+	EnergyKWh                     float64
+	CoreHours, GPUHours           float64
+	KWhPerCoreHour, KWhPerGPUHour float64
+}
+
+// Unit says how a Comparison's differences are taken.
+type Unit string
+
+const (
+	// Percent: 100 × (arm / baseline − 1) on each seed.
+	Percent Unit = "%"
+	// Seconds: arm − baseline on each seed, in seconds.
+	Seconds Unit = "s"
+	// Count: arm − baseline on each seed.
+	Count Unit = "pods"
+)
 
 // Comparison is the mean over seeds of a paired difference between an arm
 // and a baseline arm on the same seed, with its 95% confidence interval.
 type Comparison struct {
 	Arm, Baseline sim.Arm
 	Metric        string
+	Unit          Unit
 	N             int
 	Mean, Lo, Hi  float64 // Lo, Hi NaN when N < 2
 }
 
-// Metrics compared between arms, each as the per-seed difference in percent
-// of the baseline's value: 100 × (arm / baseline − 1).
+// Metrics compared between arms.
 const (
+	MetricPerCoreHour     = "energy per core-hour"
+	MetricPerGPUHour      = "energy per GPU-hour"
 	MetricEnergy          = "IT energy"
-	MetricPerCoreHour     = "energy per completed core-hour"
-	MetricPerGPUHour      = "energy per completed GPU-hour"
+	MetricDynamic         = "energy above idle"
 	MetricPerfP95         = "performance p95 completion time"
 	MetricStandardP95     = "standard p95 completion time"
+	MetricPerfWaitP95     = "performance p95 pod wait"
+	MetricStandardWaitP95 = "standard p95 pod wait"
+	MetricPerfBootWaits   = "performance pods that waited for a boot"
+	MetricDrainEnergy     = "drain: IT energy"
+	MetricDrainPerCore    = "drain: energy per completed core-hour"
 	MetricSeedEnergy      = "seed method: IT energy"
 	MetricSeedCoreHours   = "seed method: accepted core-hours"
 	MetricSeedPerCoreHour = "seed method: energy per accepted core-hour"
 )
 
+type metric struct {
+	name string
+	unit Unit
+	get  func(*Run) float64
+}
+
+// windowMetrics are compared against b-binpack and g-binpack-poweroff.
+var windowMetrics = []metric{
+	{MetricPerCoreHour, Percent, func(r *Run) float64 { return r.KWhPerCoreHour }},
+	{MetricPerGPUHour, Percent, func(r *Run) float64 { return r.KWhPerGPUHour }},
+	{MetricEnergy, Percent, func(r *Run) float64 { return r.EnergyKWh }},
+	{MetricDynamic, Percent, func(r *Run) float64 { return r.Parts.Dynamic }},
+	{MetricPerfP95, Percent, func(r *Run) float64 { return r.JCT[Performance].P95 }},
+	{MetricStandardP95, Percent, func(r *Run) float64 { return r.JCT[Standard].P95 }},
+	{MetricPerfWaitP95, Seconds, func(r *Run) float64 { return r.Wait[Performance].P95 }},
+	{MetricStandardWaitP95, Seconds, func(r *Run) float64 { return r.Wait[Standard].P95 }},
+	{MetricPerfBootWaits, Count, func(r *Run) float64 { return float64(r.PerfBootWaits) }},
+}
+
+// secondaryMetrics are compared against b-binpack only.
+var secondaryMetrics = []metric{
+	{MetricDrainEnergy, Percent, func(r *Run) float64 { return r.Drain.EnergyKWh }},
+	{MetricDrainPerCore, Percent, func(r *Run) float64 { return r.Drain.KWhPerCoreHour }},
+	{MetricSeedEnergy, Percent, seedGet(func(m *sim.SeedMethod) float64 { return m.EnergyJ })},
+	{MetricSeedCoreHours, Percent, seedGet(func(m *sim.SeedMethod) float64 { return m.AcceptedCoreHours })},
+	{MetricSeedPerCoreHour, Percent, seedGet(func(m *sim.SeedMethod) float64 { return ratio(m.EnergyJ, m.AcceptedCoreHours) })},
+}
+
+// Baselines are the arms every other arm is compared against.
+var Baselines = []sim.Arm{sim.ArmBinPack, sim.ArmPowerOff}
+
+// Oracles are the arms whose saving against b-binpack the others are
+// measured as a share of.
+var Oracles = []sim.Arm{sim.ArmOraclePhysical, sim.ArmOracle}
+
+// OracleShare is the mean over seeds of an arm's share of an oracle's
+// saving against b-binpack on energy per core-hour, on each seed
+// 100 × (E_b − E_arm) / (E_b − E_oracle), in percent, with its 95%
+// confidence interval. A seed where the oracle saves nothing is left out.
+type OracleShare struct {
+	Arm, Oracle  sim.Arm
+	N            int
+	Mean, Lo, Hi float64
+}
+
+// Level is the statistics of one load level.
+type Level struct {
+	// Level is the load level the job lists were generated for (0 for a
+	// replayed trace).
+	Level        float64
+	Arms         []sim.Arm // in sim.Arms' order
+	Seeds        []int64   // ascending
+	Runs         []*Run    // by arm, then seed
+	Comparisons  []Comparison
+	OracleShares []OracleShare
+}
+
 // Stats is everything the report shows.
 type Stats struct {
-	Arms  []sim.Arm // a-default first, then in the order of sim's constants
-	Seeds []int64   // ascending
-	Runs  []*Run    // by arm, then seed
-	// Comparisons against a-default and b-binpack, for every other arm.
-	Comparisons []Comparison
+	Levels   []*Level // ascending
+	Headline *Level   // one of Levels
+}
+
+// Level returns the statistics of load level x, or nil.
+func (s *Stats) Level(x float64) *Level {
+	for _, l := range s.Levels {
+		if l.Level == x {
+			return l
+		}
+	}
+	return nil
 }
 
 // Run returns the statistics of arm on seed, or nil.
-func (s *Stats) Run(arm sim.Arm, seed int64) *Run {
-	for _, r := range s.Runs {
+func (l *Level) Run(arm sim.Arm, seed int64) *Run {
+	for _, r := range l.Runs {
 		if r.Arm == arm && r.Seed == seed {
 			return r
 		}
@@ -117,8 +233,8 @@ func (s *Stats) Run(arm sim.Arm, seed int64) *Run {
 }
 
 // Comparison returns the comparison of arm against base on metric.
-func (s *Stats) Comparison(arm, base sim.Arm, metric string) (Comparison, bool) {
-	for _, c := range s.Comparisons {
+func (l *Level) Comparison(arm, base sim.Arm, metric string) (Comparison, bool) {
+	for _, c := range l.Comparisons {
 		if c.Arm == arm && c.Baseline == base && c.Metric == metric {
 			return c, true
 		}
@@ -126,20 +242,57 @@ func (s *Stats) Comparison(arm, base sim.Arm, metric string) (Comparison, bool) 
 	return Comparison{}, false
 }
 
-var armOrder = []sim.Arm{sim.ArmDefault, sim.ArmBinPack, sim.ArmStatic, sim.ArmQueueAware, sim.ArmNoCaps, sim.ArmOracle}
-
-// Compute derives the statistics from one result per arm and seed. Every
-// seed must hold arm a-default (the reference of the stretch) and the same
-// arms as the others, and every arm of a seed must have run the same job
-// list.
-func Compute(results []sim.Result) (*Stats, error) {
-	bySeed := map[int64][]sim.Result{}
-	for _, r := range results {
-		bySeed[r.Seed] = append(bySeed[r.Seed], r)
+// OracleShare returns arm's share of oracle's saving.
+func (l *Level) OracleShare(arm, oracle sim.Arm) (OracleShare, bool) {
+	for _, o := range l.OracleShares {
+		if o.Arm == arm && o.Oracle == oracle {
+			return o, true
+		}
 	}
-	var acc Accumulator
-	for _, seed := range slices.Sorted(maps.Keys(bySeed)) {
-		if err := acc.AddSeed(bySeed[seed]); err != nil {
+	return OracleShare{}, false
+}
+
+// Has says whether the level ran arm.
+func (l *Level) Has(arm sim.Arm) bool { return slices.Contains(l.Arms, arm) }
+
+// Allocation is the measured allocation of the level: the mean over seeds
+// of b-binpack's AllocCPU and AllocGPU (of the first arm run when b was
+// not).
+func (l *Level) Allocation() (cpu, gpu float64) {
+	arm := sim.ArmBinPack
+	if !l.Has(arm) {
+		arm = l.Arms[0]
+	}
+	for _, seed := range l.Seeds {
+		r := l.Run(arm, seed)
+		cpu += r.AllocCPU
+		gpu += r.AllocGPU
+	}
+	n := float64(len(l.Seeds))
+	return cpu / n, gpu / n
+}
+
+// Compute derives the statistics from one result per level, arm and seed;
+// headline is the level the summary leads with, which must be among them.
+// Every seed of a level must hold arm a-default (the reference of the
+// stretch) and the same arms as the others, and every arm of a seed must
+// have run the same job list.
+func Compute(headline float64, results []sim.Result) (*Stats, error) {
+	type key struct {
+		level float64
+		seed  int64
+	}
+	groups := map[key][]sim.Result{}
+	for _, r := range results {
+		k := key{r.Level, r.Seed}
+		groups[k] = append(groups[k], r)
+	}
+	acc := NewAccumulator(headline)
+	keys := slices.SortedFunc(maps.Keys(groups), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.level, b.level), cmp.Compare(a.seed, b.seed))
+	})
+	for _, k := range keys {
+		if err := acc.AddSeed(groups[k]); err != nil {
 			return nil, err
 		}
 	}
@@ -148,65 +301,93 @@ func Compute(results []sim.Result) (*Stats, error) {
 
 // Accumulator computes the statistics seed by seed, so that a caller can
 // let go of a seed's results once added: at 2,500 nodes one arm's result
-// holds hundreds of thousands of jobs. It keeps per job only its stretch
-// (for the CDF plot), and the power series of the lowest seed (for the
-// power plot).
+// holds hundreds of thousands of jobs. At the headline level it keeps per
+// job its stretch (for the CDF plot), and the first week of the lowest
+// seed's power series of the arms PowerArms names (for the power plot).
 type Accumulator struct {
-	arms  []sim.Arm // of the first seed added, sorted
+	headline float64
+	levels   map[float64]*levelAcc
+}
+
+type levelAcc struct {
+	arms  []sim.Arm // of the first seed added
 	seeds []int64
 	runs  []*Run
 }
 
-// AddSeed adds the results of every arm on one seed.
+// NewAccumulator accumulates results whose headline level is headline.
+func NewAccumulator(headline float64) *Accumulator {
+	return &Accumulator{headline: headline, levels: map[float64]*levelAcc{}}
+}
+
+// PowerArms are the arms of the power plot.
+var PowerArms = []sim.Arm{sim.ArmBinPack, sim.ArmPowerOff, sim.ArmQueueAware, sim.ArmQueueAwarePack}
+
+// PowerSpan is how much of the run the power plot shows.
+const PowerSpan = 7 * 24 * time.Hour
+
+// AddSeed adds the results of every arm on one seed at one load level.
 func (acc *Accumulator) AddSeed(results []sim.Result) error {
 	if len(results) == 0 {
 		return fmt.Errorf("no results to add")
 	}
-	seed := results[0].Seed
+	seed, level := results[0].Seed, results[0].Level
 	arms := map[sim.Arm]*sim.Result{}
 	for i := range results {
 		r := &results[i]
-		if r.Seed != seed {
-			return fmt.Errorf("results of seeds %d and %d added as one seed", seed, r.Seed)
+		if r.Seed != seed || r.Level != level {
+			return fmt.Errorf("results of seed %d at level %v and seed %d at level %v added as one seed", seed, level, r.Seed, r.Level)
 		}
 		if arms[r.Arm] != nil {
-			return fmt.Errorf("two results for arm %s, seed %d", r.Arm, seed)
+			return fmt.Errorf("two results for arm %s, seed %d, level %v", r.Arm, seed, level)
 		}
 		arms[r.Arm] = r
 	}
-	if slices.Contains(acc.seeds, seed) {
-		return fmt.Errorf("seed %d added twice", seed)
+	la := acc.levels[level]
+	if la == nil {
+		la = &levelAcc{}
+		acc.levels[level] = la
+	}
+	if slices.Contains(la.seeds, seed) {
+		return fmt.Errorf("seed %d added twice at level %v", seed, level)
 	}
 	ref := arms[sim.ArmDefault]
 	if ref == nil {
-		return fmt.Errorf("seed %d has no result for arm %s, the reference of the completion-time stretch: run it with --arms including %s", seed, sim.ArmDefault, sim.ArmDefault)
+		return fmt.Errorf("seed %d at level %v has no result for arm %s, the reference of the completion-time stretch: run it with --arms including %s", seed, level, sim.ArmDefault, sim.ArmDefault)
 	}
 	names := sortArms(slices.Collect(maps.Keys(arms)))
-	if acc.arms == nil {
-		acc.arms = names
-	} else if !slices.Equal(acc.arms, names) {
-		return fmt.Errorf("seed %d ran arms %s but seed %d ran %s: every seed must run the same arms", seed, joinArms(names), acc.seeds[0], joinArms(acc.arms))
+	if la.arms == nil {
+		la.arms = names
+	} else if !slices.Equal(la.arms, names) {
+		return fmt.Errorf("seed %d at level %v ran arms %s but seed %d ran %s: every seed must run the same arms", seed, level, joinArms(names), la.seeds[0], joinArms(la.arms))
 	}
-	window := CommonWindow(arms)
+	drain := CommonWindow(arms)
 	refJCT := make(map[string]time.Duration, len(ref.Jobs))
 	for _, j := range ref.Jobs {
 		refJCT[j.ID] = j.End - j.Arrival
 	}
+	headline := level == acc.headline
 	var runs []*Run
 	for _, a := range names {
 		r := arms[a]
 		if r.JobsHash != ref.JobsHash {
-			return fmt.Errorf("seed %d: arm %s ran job list %s but arm %s ran %s: the arms must share one job list", seed, a, r.JobsHash, sim.ArmDefault, ref.JobsHash)
+			return fmt.Errorf("seed %d at level %v: arm %s ran job list %s but arm %s ran %s: the arms must share one job list", seed, level, a, r.JobsHash, sim.ArmDefault, ref.JobsHash)
 		}
-		run, err := computeRun(r, window, refJCT)
+		run, err := computeRun(r, drain, refJCT)
 		if err != nil {
 			return err
+		}
+		if !headline {
+			run.stretch = nil
+		}
+		if headline && slices.Contains(PowerArms, a) {
+			run.power = firstSpan(r.Power, PowerSpan)
 		}
 		runs = append(runs, run)
 	}
 	// Only the lowest seed's power is plotted.
-	lowest := len(acc.seeds) == 0 || seed < slices.Min(acc.seeds)
-	for _, run := range acc.runs {
+	lowest := len(la.seeds) == 0 || seed < slices.Min(la.seeds)
+	for _, run := range la.runs {
 		if lowest {
 			run.power = nil
 		}
@@ -216,48 +397,86 @@ func (acc *Accumulator) AddSeed(results []sim.Result) error {
 			run.power = nil
 		}
 	}
-	acc.seeds = append(acc.seeds, seed)
-	acc.runs = append(acc.runs, runs...)
+	la.seeds = append(la.seeds, seed)
+	la.runs = append(la.runs, runs...)
 	return nil
+}
+
+// firstSpan is the samples of power before span, copied so that the rest
+// can be let go.
+func firstSpan(power []sim.Sample, span time.Duration) []sim.Sample {
+	n, _ := slices.BinarySearchFunc(power, span, func(s sim.Sample, t time.Duration) int { return cmp.Compare(s.T, t) })
+	return slices.Clone(power[:max(n, min(1, len(power)))])
 }
 
 // Stats is the statistics of the seeds added so far.
 func (acc *Accumulator) Stats() (*Stats, error) {
-	if len(acc.seeds) == 0 {
+	if len(acc.levels) == 0 {
 		return nil, fmt.Errorf("no results to report on")
 	}
-	st := &Stats{Arms: acc.arms, Seeds: slices.Sorted(slices.Values(acc.seeds)), Runs: slices.Clone(acc.runs)}
-	slices.SortStableFunc(st.Runs, func(a, b *Run) int {
-		return cmp.Or(cmp.Compare(slices.Index(st.Arms, a.Arm), slices.Index(st.Arms, b.Arm)), cmp.Compare(a.Seed, b.Seed))
-	})
-	for _, base := range []sim.Arm{sim.ArmDefault, sim.ArmBinPack} {
-		if !slices.Contains(st.Arms, base) {
-			continue
-		}
-		for _, a := range st.Arms {
-			if a != base {
-				st.Comparisons = append(st.Comparisons, st.compare(a, base)...)
+	st := &Stats{}
+	for _, x := range slices.Sorted(maps.Keys(acc.levels)) {
+		la := acc.levels[x]
+		l := &Level{Level: x, Arms: la.arms, Seeds: slices.Sorted(slices.Values(la.seeds)), Runs: slices.Clone(la.runs)}
+		slices.SortStableFunc(l.Runs, func(a, b *Run) int {
+			return cmp.Or(cmp.Compare(slices.Index(l.Arms, a.Arm), slices.Index(l.Arms, b.Arm)), cmp.Compare(a.Seed, b.Seed))
+		})
+		for _, base := range Baselines {
+			if !l.Has(base) {
+				continue
+			}
+			for _, a := range l.Arms {
+				if a == base {
+					continue
+				}
+				l.Comparisons = append(l.Comparisons, l.compare(a, base, windowMetrics)...)
+				if base == sim.ArmBinPack {
+					l.Comparisons = append(l.Comparisons, l.compare(a, base, secondaryMetrics)...)
+				}
 			}
 		}
+		for _, o := range Oracles {
+			if !l.Has(o) || !l.Has(sim.ArmBinPack) {
+				continue
+			}
+			for _, a := range l.Arms {
+				if a != sim.ArmBinPack && a != o {
+					l.OracleShares = append(l.OracleShares, l.oracleShare(a, o))
+				}
+			}
+		}
+		st.Levels = append(st.Levels, l)
+		if x == acc.headline {
+			st.Headline = l
+		}
+	}
+	if st.Headline == nil {
+		var have []string
+		for _, l := range st.Levels {
+			have = append(have, fmt.Sprint(l.Level))
+		}
+		return nil, fmt.Errorf("no results at the headline level %v (levels run: %v)", acc.headline, have)
 	}
 	return st, nil
 }
 
-// sortArms orders arms as sim's constants, unknown ones last by name.
+// sortArms orders arms as sim.Arms, unknown ones last by name.
 func sortArms(arms []sim.Arm) []sim.Arm {
+	order := sim.Arms()
 	rank := func(a sim.Arm) int {
-		if i := slices.Index(armOrder, a); i >= 0 {
+		if i := slices.Index(order, a); i >= 0 {
 			return i
 		}
-		return len(armOrder)
+		return len(order)
 	}
 	slices.SortFunc(arms, func(a, b sim.Arm) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
 	return arms
 }
 
-// CommonWindow is the end of the window every arm of a seed is measured
-// over: the latest completion of any arm. The window starts at 0, the
-// simulation's start, where the job list's time also starts.
+// CommonWindow is the end of the drain-to-empty window every arm of a
+// seed is measured over: the latest completion of any arm. The window
+// starts at 0, the simulation's start, where the job list's time also
+// starts.
 func CommonWindow(arms map[sim.Arm]*sim.Result) time.Duration {
 	var w time.Duration
 	for _, r := range arms {
@@ -268,21 +487,37 @@ func CommonWindow(arms map[sim.Arm]*sim.Result) time.Duration {
 	return w
 }
 
-func computeRun(r *sim.Result, window time.Duration, refJCT map[string]time.Duration) (*Run, error) {
+const joulesPerKWh = 3.6e6
+
+func computeRun(r *sim.Result, drain time.Duration, refJCT map[string]time.Duration) (*Run, error) {
 	run := &Run{
-		Arm: r.Arm, Seed: r.Seed, JobsHash: r.JobsHash, Jobs: len(r.Jobs),
-		Window: window, PerfOnEcoOrDraining: r.PerfOnEcoOrDraining,
-		SeedMethod: r.SeedMethod, power: r.Power,
-		Stretch: map[string]Quantiles{}, JCT: map[string]Quantiles{}, Queue: map[string]Quantiles{},
+		Arm: r.Arm, Seed: r.Seed, Level: r.Level, JobsHash: r.JobsHash, Jobs: len(r.Jobs),
+		Window: r.Window, EnergyKWh: r.EnergyJ / joulesPerKWh,
+		Parts: sim.Parts{
+			IdleAwake: r.EnergyParts.IdleAwake / joulesPerKWh, Dynamic: r.EnergyParts.Dynamic / joulesPerKWh,
+			Booting: r.EnergyParts.Booting / joulesPerKWh, Off: r.EnergyParts.Off / joulesPerKWh,
+		},
+		CoreHours: r.CoreHours, GPUHours: r.GPUHours, AllocCPU: r.AllocCPU, AllocGPU: r.AllocGPU,
+		PerfOnEcoOrDraining: r.PerfOnEcoOrDraining, PerfBootWaits: r.PerfBootWaits, Boots: r.Boots, Shutdowns: r.Shutdowns,
+		SeedMethod: r.SeedMethod,
+		Stretch:    map[string]Quantiles{}, JCT: map[string]Quantiles{}, Wait: map[string]Quantiles{}, BootWait: map[string]Quantiles{},
 		stretch: map[string][]float64{},
 	}
-	e, err := EnergyJ(r.Power, window)
-	if err != nil {
-		return nil, fmt.Errorf("arm %s, seed %d: %w", r.Arm, r.Seed, err)
+	where := fmt.Sprintf("arm %s, seed %d, level %v", r.Arm, r.Seed, r.Level)
+	if parts := r.EnergyParts.Total(); math.Abs(parts-r.EnergyJ) > 1e-6*max(1, math.Abs(r.EnergyJ)) {
+		return nil, fmt.Errorf("%s: the window's energy parts add up to %v J but its energy is %v J", where, parts, r.EnergyJ)
 	}
-	run.EnergyKWh = e / 3.6e6
+	run.KWhPerCoreHour = ratio(run.EnergyKWh, run.CoreHours)
+	run.KWhPerGPUHour = ratio(run.EnergyKWh, run.GPUHours)
+
+	e, err := EnergyJ(r.Power, drain)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	run.Drain = Drain{Window: drain, EnergyKWh: e / joulesPerKWh}
 	jct := map[string][]float64{}
-	queue := map[string][]float64{}
+	wait := map[string][]float64{}
+	boot := map[string][]float64{}
 	var first, last time.Duration
 	for i, j := range r.Jobs {
 		if i == 0 || j.Arrival < first {
@@ -293,14 +528,15 @@ func computeRun(r *sim.Result, window time.Duration, refJCT map[string]time.Dura
 			run.Truncated++
 		}
 		h := j.Work.Hours()
-		run.CoreHours += h * float64(j.CPUMilli) / 1000
-		run.GPUHours += h * float64(j.GPUs)
+		run.Drain.CoreHours += h * float64(j.CPUMilli) / 1000
+		run.Drain.GPUHours += h * float64(j.GPUs)
 		t := j.End - j.Arrival
 		jct[j.Class] = append(jct[j.Class], t.Seconds())
-		queue[j.Class] = append(queue[j.Class], (j.Start - j.Arrival).Seconds())
+		wait[j.Class] = append(wait[j.Class], (j.Start - j.Arrival).Seconds())
+		boot[j.Class] = append(boot[j.Class], j.BootWait.Seconds())
 		ref, ok := refJCT[j.ID]
 		if !ok {
-			return nil, fmt.Errorf("arm %s, seed %d: job %s is not in arm %s's result", r.Arm, r.Seed, j.ID, sim.ArmDefault)
+			return nil, fmt.Errorf("%s: job %s is not in arm %s's result", where, j.ID, sim.ArmDefault)
 		}
 		if ref > 0 {
 			run.stretch[j.Class] = append(run.stretch[j.Class], float64(t)/float64(ref))
@@ -309,12 +545,13 @@ func computeRun(r *sim.Result, window time.Duration, refJCT map[string]time.Dura
 	if len(r.Jobs) > 0 {
 		run.Makespan = last - first
 	}
-	run.KWhPerCoreHour = ratio(run.EnergyKWh, run.CoreHours)
-	run.KWhPerGPUHour = ratio(run.EnergyKWh, run.GPUHours)
+	run.Drain.KWhPerCoreHour = ratio(run.Drain.EnergyKWh, run.Drain.CoreHours)
+	run.Drain.KWhPerGPUHour = ratio(run.Drain.EnergyKWh, run.Drain.GPUHours)
 	for _, c := range Classes {
 		run.Stretch[c] = quantiles(run.stretch[c])
 		run.JCT[c] = quantiles(jct[c])
-		run.Queue[c] = quantiles(queue[c])
+		run.Wait[c] = quantiles(wait[c])
+		run.BootWait[c] = quantiles(boot[c])
 	}
 	return run, nil
 }
@@ -407,33 +644,42 @@ func pct(a, b float64) float64 {
 	return 100 * (a/b - 1)
 }
 
-func (s *Stats) compare(arm, base sim.Arm) []Comparison {
-	metrics := []struct {
-		name string
-		get  func(*Run) float64
-	}{
-		{MetricEnergy, func(r *Run) float64 { return r.EnergyKWh }},
-		{MetricPerCoreHour, func(r *Run) float64 { return r.KWhPerCoreHour }},
-		{MetricPerGPUHour, func(r *Run) float64 { return r.KWhPerGPUHour }},
-		{MetricPerfP95, func(r *Run) float64 { return r.JCT[Performance].P95 }},
-		{MetricStandardP95, func(r *Run) float64 { return r.JCT[Standard].P95 }},
-		{MetricSeedEnergy, seedGet(func(m *sim.SeedMethod) float64 { return m.EnergyJ })},
-		{MetricSeedCoreHours, seedGet(func(m *sim.SeedMethod) float64 { return m.AcceptedCoreHours })},
-		{MetricSeedPerCoreHour, seedGet(func(m *sim.SeedMethod) float64 { return ratio(m.EnergyJ, m.AcceptedCoreHours) })},
+func diff(u Unit, a, b float64) float64 {
+	if u == Percent {
+		return pct(a, b)
 	}
+	return a - b
+}
+
+func (l *Level) compare(arm, base sim.Arm, metrics []metric) []Comparison {
 	var out []Comparison
 	for _, m := range metrics {
 		var d []float64
-		for _, seed := range s.Seeds {
-			d = append(d, pct(m.get(s.Run(arm, seed)), m.get(s.Run(base, seed))))
+		for _, seed := range l.Seeds {
+			d = append(d, diff(m.unit, m.get(l.Run(arm, seed)), m.get(l.Run(base, seed))))
 		}
 		n, mean, lo, hi := MeanCI(d)
 		if n == 0 {
 			continue
 		}
-		out = append(out, Comparison{Arm: arm, Baseline: base, Metric: m.name, N: n, Mean: mean, Lo: lo, Hi: hi})
+		out = append(out, Comparison{Arm: arm, Baseline: base, Metric: m.name, Unit: m.unit, N: n, Mean: mean, Lo: lo, Hi: hi})
 	}
 	return out
+}
+
+func (l *Level) oracleShare(arm, oracle sim.Arm) OracleShare {
+	var shares []float64
+	for _, seed := range l.Seeds {
+		b := l.Run(sim.ArmBinPack, seed).KWhPerCoreHour
+		saved := b - l.Run(oracle, seed).KWhPerCoreHour
+		s := math.NaN()
+		if saved != 0 {
+			s = 100 * (b - l.Run(arm, seed).KWhPerCoreHour) / saved
+		}
+		shares = append(shares, s)
+	}
+	n, mean, lo, hi := MeanCI(shares)
+	return OracleShare{Arm: arm, Oracle: oracle, N: n, Mean: mean, Lo: lo, Hi: hi}
 }
 
 func seedGet(f func(*sim.SeedMethod) float64) func(*Run) float64 {
