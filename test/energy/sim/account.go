@@ -17,19 +17,19 @@ import (
 // merged into the series at the end, and every energy figure is the
 // integral of that final series.
 type accounts struct {
-	window    Window // the zero Window: the whole run
-	series    []Sample
-	total     Parts
-	adjust    []adjustment
-	coreSecs  float64 // Σ rate × dt × CPUs inside the window
-	gpuSecs   float64 // Σ rate × dt × GPUs inside the window
-	allocCPU  float64 // ∫ requested CPUs (milli) dt inside the window
-	allocGPU  float64 // ∫ requested GPUs dt inside the window
-	usedCPU   int64   // requested CPUs (milli) of the running jobs
-	usedGPU   int
-	capCPU    float64 // the cluster's CPUs (milli) and GPUs
-	capGPU    float64
-	wholeRun  bool
+	window   Window // the zero Window: the whole run
+	series   []Sample
+	total    Parts
+	adjust   []adjustment
+	coreSecs float64 // Σ rate × dt × CPUs inside the window
+	gpuSecs  float64 // Σ rate × dt × GPUs inside the window
+	allocCPU float64 // ∫ requested CPUs (milli) dt inside the window
+	allocGPU float64 // ∫ requested GPUs dt inside the window
+	usedCPU  int64   // requested CPUs (milli) of the running jobs
+	usedGPU  int
+	capCPU   float64 // the cluster's CPUs (milli) and GPUs
+	capGPU   float64
+	wholeRun bool
 }
 
 // adjustment adds parts to the series over [from, to).

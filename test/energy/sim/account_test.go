@@ -64,10 +64,10 @@ func TestWorkInsideTheWindowSplitsJobsAtItsEdges(t *testing.T) {
 	nodes := workload.StandardCluster(1, 0)
 	jobs := []workload.Job{
 		cpuJob("before-and-in", 0, 10, 2*time.Hour),              // 1 h inside
-		cpuJob("inside", 90*time.Minute, 20, 30*time.Minute),      // all inside
-		cpuJob("in-and-after", 150*time.Minute, 40, 2*time.Hour),  // 30 min inside
-		cpuJob("after", 4*time.Hour, 80, time.Hour),               // none
-		cpuJob("before", 0, 30, 30*time.Minute),                   // none
+		cpuJob("inside", 90*time.Minute, 20, 30*time.Minute),     // all inside
+		cpuJob("in-and-after", 150*time.Minute, 40, 2*time.Hour), // 30 min inside
+		cpuJob("after", 4*time.Hour, 80, time.Hour),              // none
+		cpuJob("before", 0, 30, 30*time.Minute),                  // none
 	}
 	w := Window{Start: time.Hour, End: 3 * time.Hour}
 	r := run(t, ArmBinPack, nodes, jobs, Options{Seed: 1, Window: w})
