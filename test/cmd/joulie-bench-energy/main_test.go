@@ -289,15 +289,29 @@ func TestFlagsAreChecked(t *testing.T) {
 	}
 }
 
+// writeTrace writes a three-pod, two-node openb-schema trace into a
+// temporary directory.
+func writeTrace(t *testing.T) (dir, pods, nodes string) {
+	t.Helper()
+	dir = t.TempDir()
+	pods = filepath.Join(dir, "pods.csv")
+	nodes = filepath.Join(dir, "nodes.csv")
+	for name, text := range map[string]string{
+		pods: "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n" +
+			"p1,4000,8192,1,1000,,LS,Succeeded,100,4000,200\n" +
+			"p2,2000,4096,0,0,,BE,Running,300,,300\n" +
+			"p3,8000,4096,0,0,,BE,Succeeded,500,9000,600\n",
+		nodes: "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,8,V100M32\nn2,96000,393216,0,\n",
+	} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, pods, nodes
+}
+
 func TestBenchReplaysATrace(t *testing.T) {
-	dir := t.TempDir()
-	pods := filepath.Join(dir, "pods.csv")
-	nodes := filepath.Join(dir, "nodes.csv")
-	os.WriteFile(pods, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
-		"p1,4000,8192,1,1000,,LS,Succeeded,100,4000,200\n"+
-		"p2,2000,4096,0,0,,BE,Running,300,,300\n"+
-		"p3,8000,4096,0,0,,BE,Succeeded,500,9000,600\n"), 0o644)
-	os.WriteFile(nodes, []byte("sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,8,V100M32\nn2,96000,393216,0,\n"), 0o644)
+	dir, pods, nodes := writeTrace(t)
 	out := filepath.Join(dir, "out")
 	f := &fakeSim{}
 	var stderr bytes.Buffer
@@ -319,14 +333,7 @@ func TestBenchReplaysATrace(t *testing.T) {
 // TestTraceStartAndEndReachTheReader: --trace-start and --trace-end
 // replay the pods created in between, as workload.ReadPods reads them.
 func TestTraceStartAndEndReachTheReader(t *testing.T) {
-	dir := t.TempDir()
-	pods := filepath.Join(dir, "pods.csv")
-	nodes := filepath.Join(dir, "nodes.csv")
-	os.WriteFile(pods, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
-		"p1,4000,8192,1,1000,,LS,Succeeded,100,4000,200\n"+
-		"p2,2000,4096,0,0,,BE,Running,300,,300\n"+
-		"p3,8000,4096,0,0,,BE,Succeeded,500,9000,600\n"), 0o644)
-	os.WriteFile(nodes, []byte("sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,8,V100M32\nn2,96000,393216,0,\n"), 0o644)
+	dir, pods, nodes := writeTrace(t)
 	f := &fakeSim{}
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"--trace-pods", pods, "--trace-nodes", nodes, "--trace-start", "200s", "--trace-end", "400s",
