@@ -51,6 +51,12 @@ type Options struct {
 	// runs its placement and power states without caps, which a test
 	// checks against the arm it shares them with.
 	OracleUncapped bool
+	// AllPlugins runs every plugin of the arm's profile. By default the
+	// plugins that cannot tell nodes apart for the simulator's pods
+	// (schedsim.InertForPlainPods) are left out, which changes no
+	// placement (TestInertPluginsChangeNothing) and saves their cost in
+	// every scheduling cycle.
+	AllPlugins bool
 	// Progress, when set, is called now and then with the simulated time
 	// and the share of jobs completed.
 	Progress func(simulated time.Duration, done float64)
@@ -163,7 +169,11 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 		ext = s.ext
 		s.plan = planSettings(spec, opts)
 	}
-	sched, err := schedsim.New(spec.Profile, objs, ext, schedsim.Options{Seed: uint64(opts.Seed)})
+	profile := spec.Profile
+	if !opts.AllPlugins {
+		profile = profile.Without(schedsim.InertForPlainPods...)
+	}
+	sched, err := schedsim.New(profile, objs, ext, schedsim.Options{Seed: uint64(opts.Seed)})
 	if err != nil {
 		return nil, fmt.Errorf("sim: scheduler for arm %s: %w", spec.Arm, err)
 	}
