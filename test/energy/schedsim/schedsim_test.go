@@ -474,3 +474,40 @@ func TestPreFilterRejectionMakesThePodUnschedulable(t *testing.T) {
 		t.Fatalf("got %v, want unschedulable for the missing claim", err)
 	}
 }
+
+// Without leaves the named plugins out of the profile kube-scheduler
+// builds, and leaves the profile it was called on alone.
+func TestProfileWithoutLeavesPluginsOut(t *testing.T) {
+	base := MostAllocatedProfile
+	p := base.Without("ImageLocality", "InterPodAffinity")
+	if len(base.Disabled) != 0 {
+		t.Fatalf("Without changed the profile it was called on: %v", base.Disabled)
+	}
+	cfg, err := p.schedulerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	disabled := map[string]bool{}
+	for _, pl := range cfg.Profiles[0].Plugins.MultiPoint.Disabled {
+		disabled[pl.Name] = true
+	}
+	if !disabled["ImageLocality"] || !disabled["InterPodAffinity"] || disabled["NodeResourcesFit"] {
+		t.Errorf("disabled plugins %v, want ImageLocality and InterPodAffinity only", cfg.Profiles[0].Plugins.MultiPoint.Disabled)
+	}
+	// kube-scheduler takes an unknown name in the disabled list without a
+	// word, so check that every inert plugin is one the default profile
+	// enables: a plugin renamed upstream would otherwise stay on unseen.
+	def, err := DefaultProfile.schedulerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enabled := map[string]bool{}
+	for _, pl := range def.Profiles[0].Plugins.MultiPoint.Enabled {
+		enabled[pl.Name] = true
+	}
+	for _, name := range InertForPlainPods {
+		if !enabled[name] {
+			t.Errorf("InertForPlainPods names %s, which the default profile does not enable", name)
+		}
+	}
+}
