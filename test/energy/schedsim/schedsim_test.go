@@ -1,6 +1,8 @@
 package schedsim
 
 import (
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+
 	"context"
 	"errors"
 	"fmt"
@@ -487,10 +489,7 @@ func TestProfileWithoutLeavesPluginsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disabled := map[string]bool{}
-	for _, pl := range cfg.Profiles[0].Plugins.MultiPoint.Disabled {
-		disabled[pl.Name] = true
-	}
+	disabled := pluginNames(cfg.Profiles[0].Plugins.MultiPoint.Disabled)
 	if !disabled["ImageLocality"] || !disabled["InterPodAffinity"] || disabled["NodeResourcesFit"] {
 		t.Errorf("disabled plugins %v, want ImageLocality and InterPodAffinity only", cfg.Profiles[0].Plugins.MultiPoint.Disabled)
 	}
@@ -501,13 +500,19 @@ func TestProfileWithoutLeavesPluginsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enabled := map[string]bool{}
-	for _, pl := range def.Profiles[0].Plugins.MultiPoint.Enabled {
-		enabled[pl.Name] = true
-	}
+	enabled := pluginNames(def.Profiles[0].Plugins.MultiPoint.Enabled)
 	for _, name := range InertForPlainPods {
 		if !enabled[name] {
 			t.Errorf("InertForPlainPods names %s, which the default profile does not enable", name)
 		}
 	}
+}
+
+// pluginNames is the set of the plugins' names.
+func pluginNames(plugins []config.Plugin) map[string]bool {
+	set := map[string]bool{}
+	for _, pl := range plugins {
+		set[pl.Name] = true
+	}
+	return set
 }

@@ -163,7 +163,7 @@ func (s *simulation) wakeFor(idx int) {
 	for _, n := range s.nodes {
 		switch n.state {
 		case booting:
-			if s.fitsReserved(n, j) {
+			if fitsReserved(n, j) {
 				s.reserve(n, j)
 				return
 			}
@@ -197,7 +197,7 @@ func fitsEmpty(n *nodeState, j *jobState) bool {
 	return j.job.CPUMilli <= n.spec.CPUMilli && j.job.MemoryMiB <= n.spec.MemoryMiB && j.job.GPUs <= n.spec.GPUs
 }
 
-func (s *simulation) fitsReserved(n *nodeState, j *jobState) bool {
+func fitsReserved(n *nodeState, j *jobState) bool {
 	return j.job.CPUMilli <= n.spec.CPUMilli-n.reservedCPU && j.job.MemoryMiB <= n.spec.MemoryMiB-n.reservedMem &&
 		j.job.GPUs <= n.spec.GPUs-n.reservedGPU
 }
