@@ -48,6 +48,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &jouliev1alpha1.GPUPowerTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MeasuredPower"):
 		return &jouliev1alpha1.MeasuredPowerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NetworkInterface"):
+		return &jouliev1alpha1.NetworkInterfaceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeHardware"):
 		return &jouliev1alpha1.NodeHardwareApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeHardwareStatus"):

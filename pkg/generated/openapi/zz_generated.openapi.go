@@ -34,6 +34,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerCap":            schema_pkg_apis_joulie_v1alpha1_GPUPowerCap(ref),
 		"joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerTarget":         schema_pkg_apis_joulie_v1alpha1_GPUPowerTarget(ref),
 		"joulie.io/joulie/pkg/apis/joulie/v1alpha1.MeasuredPower":          schema_pkg_apis_joulie_v1alpha1_MeasuredPower(ref),
+		"joulie.io/joulie/pkg/apis/joulie/v1alpha1.NetworkInterface":       schema_pkg_apis_joulie_v1alpha1_NetworkInterface(ref),
 		"joulie.io/joulie/pkg/apis/joulie/v1alpha1.NodeHardware":           schema_pkg_apis_joulie_v1alpha1_NodeHardware(ref),
 		"joulie.io/joulie/pkg/apis/joulie/v1alpha1.NodeHardwareList":       schema_pkg_apis_joulie_v1alpha1_NodeHardwareList(ref),
 		"joulie.io/joulie/pkg/apis/joulie/v1alpha1.NodeHardwareStatus":     schema_pkg_apis_joulie_v1alpha1_NodeHardwareStatus(ref),
@@ -800,6 +801,43 @@ func schema_pkg_apis_joulie_v1alpha1_MeasuredPower(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_joulie_v1alpha1_NetworkInterface(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NetworkInterface is one physical network interface of a host.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the kernel's name for it, such as eno1.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"mac": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MAC is its hardware address, colon-separated lower-case hex.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"wakeOnLAN": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WakeOnLAN says whether the interface is armed for magic packets, as far as the agent can tell; false when unknown.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "mac"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_joulie_v1alpha1_NodeHardware(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -917,6 +955,27 @@ func schema_pkg_apis_joulie_v1alpha1_NodeHardwareStatus(ref common.ReferenceCall
 							Format:      "int64",
 						},
 					},
+					"network": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Network lists the host's physical network interfaces, for Wake-on-LAN.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("joulie.io/joulie/pkg/apis/joulie/v1alpha1.NetworkInterface"),
+									},
+								},
+							},
+						},
+					},
 					"quality": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Quality says how complete the discovery was.",
@@ -960,7 +1019,7 @@ func schema_pkg_apis_joulie_v1alpha1_NodeHardwareStatus(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			"joulie.io/joulie/pkg/apis/joulie/v1alpha1.CPUHardware", "joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUHardware", v1.Time{}.OpenAPIModelName()},
+			"joulie.io/joulie/pkg/apis/joulie/v1alpha1.CPUHardware", "joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUHardware", "joulie.io/joulie/pkg/apis/joulie/v1alpha1.NetworkInterface", v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1089,12 +1148,51 @@ func schema_pkg_apis_joulie_v1alpha1_NodePowerProfileSpec(ref common.ReferenceCa
 							Ref:         ref("joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerTarget"),
 						},
 					},
+					"powerState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PowerState is the node's power state as the controller drives it; empty means awake. The agent acts on one value only: parked, on which it restores every cap, reports parked and powers the host off. The other values record the controller's progress, so that a restart or a new leader resumes a park or a wake from the object.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"powerStateSince": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PowerStateSince is when PowerState last changed; settle times and the resume timeout count from it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"wakeAttempts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WakeAttempts counts the wakes tried since the node was last awake.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"wakeOnLAN": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "WakeOnLAN lists MAC addresses this node's agent sends Wake-on-LAN magic packets to, on its own network, while they are listed: the controller asks an awake agent to wake a parked neighbour.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"profile"},
 			},
 		},
 		Dependencies: []string{
-			"joulie.io/joulie/pkg/apis/joulie/v1alpha1.CPUPowerTarget", "joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerTarget"},
+			"joulie.io/joulie/pkg/apis/joulie/v1alpha1.CPUPowerTarget", "joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerTarget", v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1122,6 +1220,13 @@ func schema_pkg_apis_joulie_v1alpha1_NodePowerProfileStatus(ref common.Reference
 						SchemaProps: spec.SchemaProps{
 							Description: "GPU is the outcome of the GPU cap.",
 							Ref:         ref("joulie.io/joulie/pkg/apis/joulie/v1alpha1.ControlStatus"),
+						},
+					},
+					"powerState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PowerState is the agent's side of a park: parked once it has restored every cap and is about to power the host off, awake while it runs normally.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"measuredPower": {

@@ -44,6 +44,12 @@ type NodeHardwareStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MemoryBytes int64 `json:"memoryBytes,omitempty"`
+	// Network lists the host's physical network interfaces, for
+	// Wake-on-LAN.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Network []NetworkInterface `json:"network,omitempty"`
 	// Quality says how complete the discovery was.
 	// +optional
 	Quality DiscoveryQuality `json:"quality,omitempty"`
@@ -332,4 +338,17 @@ type NodeHardwareList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeHardware `json:"items"`
+}
+
+// NetworkInterface is one physical network interface of a host.
+type NetworkInterface struct {
+	// Name is the kernel's name for it, such as eno1.
+	Name string `json:"name"`
+	// MAC is its hardware address, colon-separated lower-case hex.
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`
+	MAC string `json:"mac"`
+	// WakeOnLAN says whether the interface is armed for magic packets, as
+	// far as the agent can tell; false when unknown.
+	// +optional
+	WakeOnLAN bool `json:"wakeOnLAN,omitempty"`
 }

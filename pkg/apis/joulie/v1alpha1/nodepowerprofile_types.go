@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.cpu.result`
 // +kubebuilder:printcolumn:name="GPU",type=string,JSONPath=`.status.gpu.result`
 // +kubebuilder:printcolumn:name="Power-W",type=number,JSONPath=`.status.measuredPower.nodePowerWatts`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.powerState`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // NodePowerProfile is the power target the controller sets for one node,
@@ -43,7 +44,54 @@ type NodePowerProfileSpec struct {
 	// their default limits.
 	// +optional
 	GPU *GPUPowerTarget `json:"gpu,omitempty"`
+	// PowerState is the node's power state as the controller drives it;
+	// empty means awake. The agent acts on one value only: parked, on
+	// which it restores every cap, reports parked and powers the host
+	// off. The other values record the controller's progress, so that a
+	// restart or a new leader resumes a park or a wake from the object.
+	// +optional
+	PowerState PowerState `json:"powerState,omitempty"`
+	// PowerStateSince is when PowerState last changed; settle times and
+	// the resume timeout count from it.
+	// +optional
+	PowerStateSince *metav1.Time `json:"powerStateSince,omitempty"`
+	// WakeAttempts counts the wakes tried since the node was last awake.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	WakeAttempts int32 `json:"wakeAttempts,omitempty"`
+	// WakeOnLAN lists MAC addresses this node's agent sends Wake-on-LAN
+	// magic packets to, on its own network, while they are listed: the
+	// controller asks an awake agent to wake a parked neighbour.
+	// +listType=set
+	// +optional
+	WakeOnLAN []string `json:"wakeOnLAN,omitempty"`
 }
+
+// PowerState is a managed node's power state (SPEC.md, "Power states,
+// parking and per-pod energy").
+// +kubebuilder:validation:Enum=awake;parking;parked;waking;wake-failed
+type PowerState string
+
+const (
+	// PowerAwake: the node is on and runs as its profile says.
+	PowerAwake PowerState = "awake"
+	// PowerParking: the node is tainted and the controller waits until
+	// no pod can land on it before asking its agent to shut it down.
+	PowerParking PowerState = "parking"
+	// PowerParked: the agent is asked to shut the host down, or has; the
+	// BMC stays alive.
+	PowerParked PowerState = "parked"
+	// PowerWaking: the controller asked the BMC or a neighbour's agent to
+	// start the node and waits for it to be Ready.
+	PowerWaking PowerState = "waking"
+	// PowerWakeFailed: the node was not Ready within the resume timeout
+	// after the allowed attempts; it stays tainted until an operator acts.
+	PowerWakeFailed PowerState = "wake-failed"
+)
+
+// Awake reports whether s means the node is on and schedulable: empty or
+// awake.
+func (s PowerState) Awake() bool { return s == "" || s == PowerAwake }
 
 // CPUPowerTarget caps each CPU package (socket). When both fields are set,
 // the absolute watts win.
@@ -98,6 +146,11 @@ type NodePowerProfileStatus struct {
 	// GPU is the outcome of the GPU cap.
 	// +optional
 	GPU *ControlStatus `json:"gpu,omitempty"`
+	// PowerState is the agent's side of a park: parked once it has
+	// restored every cap and is about to power the host off, awake while
+	// it runs normally.
+	// +optional
+	PowerState PowerState `json:"powerState,omitempty"`
 	// MeasuredPower is the node's power as the agent measured it. It is
 	// published at most once a minute, or sooner on a change over 10%.
 	// +optional

@@ -23,6 +23,20 @@ const (
 	LabelHWGPUModel = "joulie.io/hw.gpu-model"
 	LabelHWGPUCount = "joulie.io/hw.gpu-count"
 
+	// LabelParkable ("true") lets the controller park the node (switch it
+	// off while empty); parking is never done without it.
+	LabelParkable = "joulie.io/parkable"
+	// TaintParked (effect NoSchedule) is on a node while it is not awake:
+	// parking, parked, waking or wake-failed.
+	TaintParked = "joulie.io/parked"
+	// AnnotationBMCAddress on a node is its BMC's IPMI address, host or
+	// host:port (port 623 when absent).
+	AnnotationBMCAddress = "joulie.io/bmc-address"
+	// AnnotationBMCSecret on a node names the Secret, in the controller's
+	// namespace, holding the BMC's username and password; the default is
+	// joulie-bmc-<node>. Credentials never go in a label, annotation or CR.
+	AnnotationBMCSecret = "joulie.io/bmc-secret"
+
 	// AnnotationWorkloadClass on a pod is WorkloadClassPerformance or
 	// WorkloadClassStandard (the default when absent).
 	AnnotationWorkloadClass = "joulie.io/workload-class"

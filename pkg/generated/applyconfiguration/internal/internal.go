@@ -476,6 +476,20 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: time
       type:
         namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
+- name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NetworkInterface
+  map:
+    fields:
+    - name: mac
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: wakeOnLAN
+      type:
+        scalar: boolean
 - name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeHardware
   map:
     fields:
@@ -512,6 +526,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: memoryBytes
       type:
         scalar: numeric
+    - name: network
+      type:
+        list:
+          elementType:
+            namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NetworkInterface
+          elementRelationship: associative
+          keys:
+          - name
     - name: quality
       type:
         scalar: string
@@ -551,10 +573,25 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: gpu
       type:
         namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUPowerTarget
+    - name: powerState
+      type:
+        scalar: string
+    - name: powerStateSince
+      type:
+        namedType: Time.v1.meta.apis.pkg.apimachinery.k8s.io
     - name: profile
       type:
         scalar: string
       default: ""
+    - name: wakeAttempts
+      type:
+        scalar: numeric
+    - name: wakeOnLAN
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodePowerProfileStatus
   map:
     fields:
@@ -578,6 +615,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+    - name: powerState
+      type:
+        scalar: string
 - name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.NodeTwin
   map:
     fields:

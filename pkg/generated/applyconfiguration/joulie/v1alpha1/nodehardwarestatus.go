@@ -24,6 +24,9 @@ type NodeHardwareStatusApplyConfiguration struct {
 	GPU *GPUHardwareApplyConfiguration `json:"gpu,omitempty"`
 	// MemoryBytes is the host's physical memory.
 	MemoryBytes *int64 `json:"memoryBytes,omitempty"`
+	// Network lists the host's physical network interfaces, for
+	// Wake-on-LAN.
+	Network []NetworkInterfaceApplyConfiguration `json:"network,omitempty"`
 	// Quality says how complete the discovery was.
 	Quality *jouliev1alpha1.DiscoveryQuality `json:"quality,omitempty"`
 	// Warnings name what the agent could not discover or cannot control,
@@ -63,6 +66,19 @@ func (b *NodeHardwareStatusApplyConfiguration) WithGPU(value *GPUHardwareApplyCo
 // If called multiple times, the MemoryBytes field is set to the value of the last call.
 func (b *NodeHardwareStatusApplyConfiguration) WithMemoryBytes(value int64) *NodeHardwareStatusApplyConfiguration {
 	b.MemoryBytes = &value
+	return b
+}
+
+// WithNetwork adds the given value to the Network field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Network field.
+func (b *NodeHardwareStatusApplyConfiguration) WithNetwork(values ...*NetworkInterfaceApplyConfiguration) *NodeHardwareStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithNetwork")
+		}
+		b.Network = append(b.Network, *values[i])
+	}
 	return b
 }
 

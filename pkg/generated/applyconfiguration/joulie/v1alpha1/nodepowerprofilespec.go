@@ -10,6 +10,7 @@ package v1alpha1
 
 import (
 	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NodePowerProfileSpecApplyConfiguration represents a declarative configuration of the NodePowerProfileSpec type for use
@@ -24,6 +25,21 @@ type NodePowerProfileSpecApplyConfiguration struct {
 	// GPU is the per-device GPU cap; absent means the GPUs are left at
 	// their default limits.
 	GPU *GPUPowerTargetApplyConfiguration `json:"gpu,omitempty"`
+	// PowerState is the node's power state as the controller drives it;
+	// empty means awake. The agent acts on one value only: parked, on
+	// which it restores every cap, reports parked and powers the host
+	// off. The other values record the controller's progress, so that a
+	// restart or a new leader resumes a park or a wake from the object.
+	PowerState *jouliev1alpha1.PowerState `json:"powerState,omitempty"`
+	// PowerStateSince is when PowerState last changed; settle times and
+	// the resume timeout count from it.
+	PowerStateSince *v1.Time `json:"powerStateSince,omitempty"`
+	// WakeAttempts counts the wakes tried since the node was last awake.
+	WakeAttempts *int32 `json:"wakeAttempts,omitempty"`
+	// WakeOnLAN lists MAC addresses this node's agent sends Wake-on-LAN
+	// magic packets to, on its own network, while they are listed: the
+	// controller asks an awake agent to wake a parked neighbour.
+	WakeOnLAN []string `json:"wakeOnLAN,omitempty"`
 }
 
 // NodePowerProfileSpecApplyConfiguration constructs a declarative configuration of the NodePowerProfileSpec type for use with
@@ -53,5 +69,39 @@ func (b *NodePowerProfileSpecApplyConfiguration) WithCPU(value *CPUPowerTargetAp
 // If called multiple times, the GPU field is set to the value of the last call.
 func (b *NodePowerProfileSpecApplyConfiguration) WithGPU(value *GPUPowerTargetApplyConfiguration) *NodePowerProfileSpecApplyConfiguration {
 	b.GPU = value
+	return b
+}
+
+// WithPowerState sets the PowerState field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PowerState field is set to the value of the last call.
+func (b *NodePowerProfileSpecApplyConfiguration) WithPowerState(value jouliev1alpha1.PowerState) *NodePowerProfileSpecApplyConfiguration {
+	b.PowerState = &value
+	return b
+}
+
+// WithPowerStateSince sets the PowerStateSince field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PowerStateSince field is set to the value of the last call.
+func (b *NodePowerProfileSpecApplyConfiguration) WithPowerStateSince(value v1.Time) *NodePowerProfileSpecApplyConfiguration {
+	b.PowerStateSince = &value
+	return b
+}
+
+// WithWakeAttempts sets the WakeAttempts field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WakeAttempts field is set to the value of the last call.
+func (b *NodePowerProfileSpecApplyConfiguration) WithWakeAttempts(value int32) *NodePowerProfileSpecApplyConfiguration {
+	b.WakeAttempts = &value
+	return b
+}
+
+// WithWakeOnLAN adds the given value to the WakeOnLAN field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the WakeOnLAN field.
+func (b *NodePowerProfileSpecApplyConfiguration) WithWakeOnLAN(values ...string) *NodePowerProfileSpecApplyConfiguration {
+	for i := range values {
+		b.WakeOnLAN = append(b.WakeOnLAN, values[i])
+	}
 	return b
 }

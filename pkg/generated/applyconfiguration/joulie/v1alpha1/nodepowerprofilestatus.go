@@ -9,6 +9,7 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -23,6 +24,10 @@ type NodePowerProfileStatusApplyConfiguration struct {
 	CPU *ControlStatusApplyConfiguration `json:"cpu,omitempty"`
 	// GPU is the outcome of the GPU cap.
 	GPU *ControlStatusApplyConfiguration `json:"gpu,omitempty"`
+	// PowerState is the agent's side of a park: parked once it has
+	// restored every cap and is about to power the host off, awake while
+	// it runs normally.
+	PowerState *jouliev1alpha1.PowerState `json:"powerState,omitempty"`
 	// MeasuredPower is the node's power as the agent measured it. It is
 	// published at most once a minute, or sooner on a change over 10%.
 	MeasuredPower *MeasuredPowerApplyConfiguration `json:"measuredPower,omitempty"`
@@ -58,6 +63,14 @@ func (b *NodePowerProfileStatusApplyConfiguration) WithCPU(value *ControlStatusA
 // If called multiple times, the GPU field is set to the value of the last call.
 func (b *NodePowerProfileStatusApplyConfiguration) WithGPU(value *ControlStatusApplyConfiguration) *NodePowerProfileStatusApplyConfiguration {
 	b.GPU = value
+	return b
+}
+
+// WithPowerState sets the PowerState field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PowerState field is set to the value of the last call.
+func (b *NodePowerProfileStatusApplyConfiguration) WithPowerState(value jouliev1alpha1.PowerState) *NodePowerProfileStatusApplyConfiguration {
+	b.PowerState = &value
 	return b
 }
 
