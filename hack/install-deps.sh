@@ -34,6 +34,9 @@ command -v man >/dev/null 2>&1 || need+=(man-db)
 # enters its container with nsenter(1).
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# The agent's power-off path is tested against a private D-Bus bus with a
+# fake logind on it (agentd/internal/logind/logindtest).
+command -v dbus-daemon >/dev/null 2>&1 || need+=(dbus-daemon)
 # The demo's test (test/cmd/joulie-demo) renders its HTML report in a
 # headless browser and fails on a blank or broken page.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
