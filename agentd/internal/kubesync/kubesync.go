@@ -5,6 +5,7 @@
 //     own name, so a new target reaches the agent within a second;
 //   - the agent's results go to NodePowerProfile.status only when they
 //     change, measured power at most once a minute or on a change over 10%;
+//     a park's power-off waits until the status saying parked is written;
 //   - NodeHardware is published when the hardware changes and refreshed by
 //     a slow heartbeat;
 //   - a light probe (one GET of the profile every failsafeTimeout/4)
@@ -214,6 +215,11 @@ func (s *Syncer) publish(ctx context.Context, get func(string) (*joulie.NodePowe
 			} else {
 				s.writtenStatus, s.publishedPow = &st, st.MeasuredPower
 			}
+		}
+		// A park powers the host off only once the cluster knows: the
+		// status saying parked, caps restored, is written first.
+		if s.writtenStatus != nil && reflect.DeepEqual(*s.writtenStatus, st) && st.PowerState == joulie.PowerParked {
+			s.agent.ParkReported(ctx)
 		}
 	}
 	s.publishHardware(ctx)
