@@ -75,8 +75,8 @@ type Options struct {
 	// Parking says what a parked target and a Wake-on-LAN list may do.
 	Parking Parking
 	Version string
-	Now        func() time.Time
-	Logger     *slog.Logger
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // Agent is one node's reconcile loop. Its methods are safe for concurrent
