@@ -30,7 +30,6 @@ import (
 	"joulie.io/joulie/agentd/internal/logind"
 	"joulie.io/joulie/agentd/internal/metrics"
 	"joulie.io/joulie/agentd/internal/state"
-	"joulie.io/joulie/agentd/internal/sysfs"
 	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -134,23 +133,13 @@ func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 	// packets onto the network.
 	if d.onHost && !cfg.Standalone() {
 		o.Parking.PowerOff = logind.Client{}.PowerOff
-		o.Parking.BootID = bootID(cfg.HostRoot)
+		o.Parking.BootID = host.BootID(cfg.HostRoot)
 		addrs, _ := wol.ParseAddresses(cfg.Parking.WakeOnLANAddress) // validated with the config
 		o.Parking.WakeOnLAN = wol.Sender{Addresses: addrs}.Send
 	}
 	return o
 }
 
-// bootID is the kernel's ID of this boot, which the park record compares
-// to tell a restart from the next boot; empty when unreadable (a restart
-// and a reboot then look alike, and a park never powers off twice).
-func bootID(hostRoot string) string {
-	id, err := sysfs.New(hostRoot).ReadString("proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return id
-}
 
 // Agent is the daemon's reconcile loop, for tests.
 func (d *Daemon) Agent() *agent.Agent { return d.agent }

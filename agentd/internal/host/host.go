@@ -331,3 +331,19 @@ func (h *Host) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// BootIDFile is where the kernel gives this boot's random ID, under the
+// host root.
+const BootIDFile = "proc/sys/kernel/random/boot_id"
+
+// BootID is the kernel's ID of this boot, which the park record compares
+// to tell a restart of the daemon from the next boot; empty when
+// unreadable (a restart and a reboot then look alike, and a park still
+// never powers off twice).
+func BootID(root string) string {
+	id, err := sysfs.New(root).ReadString(BootIDFile)
+	if err != nil {
+		return ""
+	}
+	return id
+}
