@@ -124,7 +124,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.node).String()
 	}
 	profiles := s.cs.NodePowerProfiles()
-	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+	// The wrapper lets a client that cannot stream a list as watch events
+	// (client-go's fakes) say so; the API server's clients can.
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			byName(&o)
 			return profiles.List(ctx, o)
@@ -133,7 +135,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			byName(&o)
 			return profiles.Watch(ctx, o)
 		},
-	}, &joulie.NodePowerProfile{}, 0, cache.Indexers{})
+	}, s.cs), &joulie.NodePowerProfile{}, 0, cache.Indexers{})
 	lister := listers.NewNodePowerProfileLister(inf.GetIndexer())
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		s.agent.SyncFailed(fmt.Errorf("watch NodePowerProfile %s: %w", s.node, err))
