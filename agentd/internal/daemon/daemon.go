@@ -140,7 +140,6 @@ func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 	return o
 }
 
-
 // Agent is the daemon's reconcile loop, for tests.
 func (d *Daemon) Agent() *agent.Agent { return d.agent }
 
