@@ -26,6 +26,7 @@ import (
 	"joulie.io/joulie/agentd/internal/cpuinfo"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
+	"joulie.io/joulie/agentd/internal/netif"
 	"joulie.io/joulie/agentd/internal/nodehardware"
 	"joulie.io/joulie/agentd/internal/nvml"
 	"joulie.io/joulie/agentd/internal/rapl"
@@ -235,6 +236,7 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 		PackageBackend: h.pkgBackend,
 		CPUEnergy:      h.meter != nil,
 		MemoryBytes:    int64(h.cpu.MemTotalBytes),
+		Network:        netif.Discover(h.fs),
 		Warnings:       append([]string(nil), h.warnings...),
 		AgentVersion:   h.cfg.AgentVersion,
 	}
