@@ -151,10 +151,10 @@ type Parking struct {
 	// the node is parked (true). False is the host's veto: the agent
 	// restores the caps and reports the park as refused.
 	AllowPowerOff bool `json:"allowPowerOff"`
-	// WakeOnLANAddress lists, comma-separated, the host:port destinations
+	// WakeAddress lists, comma-separated, the host:port destinations
 	// of the magic packets the agent sends for the controller
 	// (wol.DefaultAddress).
-	WakeOnLANAddress string `json:"wakeOnLANAddress"`
+	WakeAddress string `json:"wakeAddress"`
 }
 
 // Pool configures pool mode (agent seed, "Runtime modes"), for simulated
@@ -198,7 +198,7 @@ func Default() Config {
 		LogLevel:          "info",
 		LogFormat:         "text",
 		DVFS:              dvfs.DefaultConfig(),
-		Parking:           Parking{AllowPowerOff: true, WakeOnLANAddress: wol.DefaultAddress},
+		Parking:           Parking{AllowPowerOff: true, WakeAddress: wol.DefaultAddress},
 		Backend:           joulie.EndpointHost,
 		HTTP:              HTTP{Timeout: metav1.Duration{Duration: joulie.DefaultEndpointTimeout}},
 		StandaloneMode:    StandaloneMode{Profile: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}},

@@ -65,8 +65,8 @@ var keys = []key{
 
 	{Path: "parking.allowPowerOff", Usage: "let the agent power the host off through logind when the controller parks the node",
 		Ref: func(c *Config) any { return &c.Parking.AllowPowerOff }},
-	{Path: "parking.wakeOnLANAddress", Usage: "host:port destinations, comma-separated, of the Wake-on-LAN packets sent for the controller",
-		Ref: func(c *Config) any { return &c.Parking.WakeOnLANAddress }},
+	{Path: "parking.wakeAddress", Usage: "host:port destinations, comma-separated, of the Wake-on-LAN packets sent for the controller",
+		Ref: func(c *Config) any { return &c.Parking.WakeAddress }},
 
 	{Path: "backend", Usage: "where controls and telemetry go: host or http",
 		Ref: func(c *Config) any { return &c.Backend }},

@@ -115,8 +115,8 @@ func (c Config) problems() []problem {
 		add("dvfs."+p.Field, "%s", p.Msg)
 	}
 
-	if _, err := wol.ParseAddresses(c.Parking.WakeOnLANAddress); err != nil {
-		add("parking.wakeOnLANAddress", "%s", err)
+	if _, err := wol.ParseAddresses(c.Parking.WakeAddress); err != nil {
+		add("parking.wakeAddress", "%s", err)
 	}
 
 	switch c.Backend {

@@ -134,7 +134,7 @@ func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 	if d.onHost && !cfg.Standalone() {
 		o.Parking.PowerOff = logind.Client{}.PowerOff
 		o.Parking.BootID = host.BootID(cfg.HostRoot)
-		addrs, _ := wol.ParseAddresses(cfg.Parking.WakeOnLANAddress) // validated with the config
+		addrs, _ := wol.ParseAddresses(cfg.Parking.WakeAddress) // validated with the config
 		o.Parking.WakeOnLAN = wol.Sender{Addresses: addrs}.Send
 	}
 	return o
@@ -281,7 +281,7 @@ func (d *Daemon) reload() {
 		{"hostRoot", d.cfg.HostRoot, next.HostRoot}, {"stateDir", d.cfg.StateDir, next.StateDir},
 		{"socket", d.cfg.Socket, next.Socket}, {"metricsAddress", d.cfg.MetricsAddress, next.MetricsAddress},
 		{"backend", d.cfg.Backend, next.Backend}, {"reconcileInterval", d.cfg.ReconcileInterval, next.ReconcileInterval},
-		{"parking.wakeOnLANAddress", d.cfg.Parking.WakeOnLANAddress, next.Parking.WakeOnLANAddress},
+		{"parking.wakeAddress", d.cfg.Parking.WakeAddress, next.Parking.WakeAddress},
 	} {
 		if c.old != c.next {
 			d.log.Warn("changing this key needs a restart; the running value stays", "key", c.key, "running", c.old, "configured", c.next)
