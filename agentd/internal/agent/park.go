@@ -86,12 +86,19 @@ func (a *Agent) park(spec *joulie.NodePowerProfileSpec, source string, now time.
 	if spec.PowerStateSince != nil {
 		since = spec.PowerStateSince.Time
 	}
+	current := func() (ParkState, bool) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.parkState, a.parkState.Reason != "" && a.parkState.Since.Equal(since)
+	}
+	// A park in hand is answered without parkMu, which ParkReported holds
+	// while logind answers: the tick must not wait on D-Bus.
+	if cur, ok := current(); ok {
+		return cur
+	}
 	a.parkMu.Lock()
 	defer a.parkMu.Unlock()
-	a.mu.Lock()
-	cur := a.parkState
-	a.mu.Unlock()
-	if cur.Reason != "" && cur.Since.Equal(since) {
+	if cur, ok := current(); ok {
 		return cur
 	}
 
