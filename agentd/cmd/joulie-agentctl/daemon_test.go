@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -470,5 +471,34 @@ func TestDaemonVerbsExitCodes(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d with %q", code, errOut, tc.code, tc.message)
 			}
 		})
+	}
+}
+
+// The power state and the Wake-on-LAN targets carry the API's own field
+// names: status.powerState and status.conditions of NodePowerProfile,
+// spec.wakeOnLAN.
+func TestStatusJSONNamesParkingAsTheAPI(t *testing.T) {
+	agent := clusterAgent()
+	agent.status.PowerState = joulie.PowerParked
+	agent.status.Conditions = []metav1.Condition{{Type: "Parked", Status: metav1.ConditionTrue, Reason: "PoweringOff", LastTransitionTime: at(time.Second)}}
+	sent := at(2 * time.Second)
+	agent.status.WakeOnLAN = []localapi.WakeOnLANTarget{{MAC: "0c:c4:7a:12:34:56", PacketsSent: 3, LastSent: &sent}}
+	out := ctlOK(t, "--socket", startForReads(t, agent), "status", "-o", "json")
+	tag := func(v any, field string) string {
+		f, ok := reflect.TypeOf(v).FieldByName(field)
+		if !ok {
+			t.Fatalf("%T has no %s", v, field)
+		}
+		return strings.Split(f.Tag.Get("json"), ",")[0]
+	}
+	for _, key := range []string{
+		`"` + tag(joulie.NodePowerProfileStatus{}, "PowerState") + `": "parked"`,
+		`"` + tag(joulie.NodePowerProfileStatus{}, "Conditions") + `": [`,
+		`"` + tag(joulie.NodePowerProfileSpec{}, "WakeOnLAN") + `": [`,
+		`"mac": "0c:c4:7a:12:34:56"`, `"packetsSent": 3`, `"reason": "PoweringOff"`,
+	} {
+		if !strings.Contains(out, key) {
+			t.Errorf("status JSON lacks %s:\n%s", key, out)
+		}
 	}
 }
