@@ -462,8 +462,9 @@ func (a *Agent) Reconcile() {
 
 // Reconfigure applies the options a SIGHUP reload may change while the
 // agent runs: failsafe, its timeout, keepCapsOnStop, the standalone
-// profile and parking.allowPowerOff (for the next park). A pause by the operator ends: the reload is a new target.
-// The interval takes effect after Run is restarted.
+// profile and parking.allowPowerOff (for the next park). A pause by the
+// operator ends: the reload is a new target. The interval takes effect
+// after Run is restarted.
 func (a *Agent) Reconfigure(o Options) {
 	a.parkMu.Lock()
 	a.opts.Parking.AllowPowerOff = o.Parking.AllowPowerOff

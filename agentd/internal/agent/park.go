@@ -153,10 +153,14 @@ func (a *Agent) decidePark(since time.Time, source string, now time.Time) ParkSt
 	if ok && !since.After(rec.Since) {
 		switch {
 		case rec.BootID != p.BootID:
+			done := "powered the host off"
+			if rec.Outcome != state.ParkRequested {
+				done = "was begun" // and the host rebooted before logind was asked, or after it refused
+			}
 			return ParkState{Reason: ReasonBootedAfterPark, Message: fmt.Sprintf(
-				"this park powered the host off at %s and the host has booted since; it is not powered off again "+
+				"this park %s at %s and the host has booted since; it is not powered off again "+
 					"for the same park, and enforces nothing until the controller wakes it or parks it anew",
-				rec.At.UTC().Format(time.RFC3339))}
+				done, rec.At.UTC().Format(time.RFC3339))}
 		case rec.Outcome == state.ParkRequested:
 			return ParkState{Parked: true, Reason: ReasonPowerOffRequested, Message: fmt.Sprintf(
 				"logind was asked to power off at %s (a restart during the shutdown does not ask again)", rec.At.UTC().Format(time.RFC3339))}
