@@ -303,6 +303,9 @@ func (d *Daemon) statusLine() string {
 	if s.Failsafe.Active {
 		line += "; failsafe " + s.Failsafe.Mode
 	}
+	if s.Park.Reason != "" {
+		line += "; parked: " + s.Park.Reason
+	}
 	if p := s.MeasuredPower(); p != nil {
 		line += fmt.Sprintf("; %.0f W", p.NodePowerWatts)
 	}
