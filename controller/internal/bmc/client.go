@@ -5,7 +5,9 @@
 // (joulie.io/bmc-secret, or joulie-bmc-<node>). Credentials are read per
 // call where the session is built, and never logged or put in an error.
 //
-// Its tests run against Debian's ipmi_sim (package ipmisim).
+// Only IPMI 2.0 sessions are opened: IPMI 1.5 authenticates with MD5 at
+// best and encrypts nothing. Its tests run against Debian's ipmi_sim
+// (package ipmisim).
 package bmc
 
 import (
@@ -23,7 +25,8 @@ import (
 )
 
 // Client switches nodes on and off through their BMCs. It keeps no
-// session between calls: wakes are rare, and a BMC has few session slots.
+// session between calls (wakes are rare, and a BMC has few session
+// slots) and no other state, so it is safe for concurrent use.
 type Client struct {
 	cfg       Config
 	secrets   SecretGetter

@@ -3,6 +3,9 @@
 // chassis power control is hooked to a file the test reads and writes:
 // the simulated host's power state.
 //
+// ipmi_sim has no SHA-256: of the client's default cipher suites it
+// refuses 17 at once and accepts 3.
+//
 // The hook is the test binary itself: ipmi_sim runs it with HookEnv set,
 // and the package's TestMain must call RunHookIfAsked first. It is test
 // support; no program imports it.
