@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -20,11 +19,6 @@ import (
 	"joulie.io/joulie/controller/internal/bmc/ipmisim"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
-
-func TestMain(m *testing.M) {
-	ipmisim.RunHookIfAsked()
-	os.Exit(m.Run())
-}
 
 const (
 	namespace = "joulie-system"
@@ -73,9 +67,8 @@ func calls(c *Client, op, result string) float64 {
 
 // localConfig is the default configuration with a shorter call limit.
 // The message timeout stays at its default: ipmi_sim answers a chassis
-// command only once its power hook (a fresh test binary) has run, which
-// takes a few hundred milliseconds on a busy machine, and a resent power
-// command is run twice.
+// command only once its power hook has run, and a resent power command
+// runs twice.
 func localConfig() Config {
 	cfg := DefaultConfig()
 	cfg.CallTimeout = 10 * time.Second

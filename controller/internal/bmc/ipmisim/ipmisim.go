@@ -6,9 +6,7 @@
 // ipmi_sim has no SHA-256: of the client's default cipher suites it
 // refuses 17 at once and accepts 3.
 //
-// The hook is the test binary itself: ipmi_sim runs it with HookEnv set,
-// and the package's TestMain must call RunHookIfAsked first. It is test
-// support; no program imports it.
+// It is test support; no program imports it.
 package ipmisim
 
 import (
@@ -29,71 +27,34 @@ import (
 	"github.com/bougou/go-ipmi/pkg/types"
 )
 
-// HookEnv, set to 1 in ipmi_sim's environment, makes the test binary act
-// as its chassis_control program.
-const HookEnv = "JOULIE_IPMISIM_HOOK"
-
 // Package is the Debian package with ipmi_sim.
 const Package = "openipmi"
 
-// RunHookIfAsked serves ipmi_sim's chassis control and exits when the
-// process is the hook; otherwise it returns at once. Call it first in
-// TestMain.
-func RunHookIfAsked() {
-	if os.Getenv(HookEnv) != "1" {
-		return
-	}
-	if err := hook(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "ipmisim hook:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-// hook runs one chassis_control request: ipmi_sim calls "PROG DIR get
-// power" (answer "power:0" or "power:1"), "PROG DIR set power 0|1" and
-// "PROG DIR set shutdown 1" (a soft shutdown, which the simulated host
-// obeys at once). Every request but the reads is logged to DIR/commands.
-func hook(args []string, out *os.File) error {
-	if len(args) < 3 {
-		return fmt.Errorf("want DIR get|set ITEM [VALUE], got %q", args)
-	}
-	dir, verb, item := args[0], args[1], args[2]
-	power := filepath.Join(dir, "power")
-	switch {
-	case verb == "get" && item == "power":
-		b, err := os.ReadFile(power)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "power:%s\n", strings.TrimSpace(string(b)))
-		return err
-	case verb == "set" && len(args) == 4:
-		if err := appendLine(filepath.Join(dir, "commands"), strings.Join(args[1:], " ")); err != nil {
-			return err
-		}
-		switch {
-		case item == "power" && (args[3] == "0" || args[3] == "1"):
-			return os.WriteFile(power, []byte(args[3]+"\n"), 0o644)
-		case item == "shutdown":
-			return os.WriteFile(power, []byte("0\n"), 0o644)
-		}
-		return nil // other settings (boot device, ...) change nothing here
-	}
-	return fmt.Errorf("unknown request %q", args[1:])
-}
-
-func appendLine(path, line string) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintln(f, line); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+// hookScript is ipmi_sim's chassis_control program. ipmi_sim runs it as
+// "hook DIR get power" (answer "power:0" or "power:1"), "hook DIR set
+// power 0|1" and "hook DIR set shutdown 1" (a soft shutdown, which the
+// simulated host obeys at once), and waits for it before it answers the
+// client. Every request but the reads is logged to DIR/commands.
+//
+// A shell script and not a Go program: re-running the test binary as the
+// hook took over two seconds under -race on a loaded machine, past the
+// client's message timeout, and the resent power command ran twice.
+const hookScript = `#!/bin/sh
+dir=$1
+shift
+case "$1 $2" in
+"get power") printf 'power:%s\n' "$(cat "$dir/power")" ;;
+"set power")
+	case "$3" in 0|1) ;; *) echo "bad power value $3" >&2; exit 1 ;; esac
+	echo "$*" >>"$dir/commands"
+	echo "$3" >"$dir/power" ;;
+"set shutdown")
+	echo "$*" >>"$dir/commands"
+	echo 0 >"$dir/power" ;;
+"set "*) echo "$*" >>"$dir/commands" ;;
+*) echo "unknown request: $*" >&2; exit 1 ;;
+esac
+`
 
 // User is a BMC account. Privilege is ipmi_sim's: user, operator or
 // admin.
@@ -136,22 +97,21 @@ func Need(t testing.TB) string {
 }
 
 // Start runs ipmi_sim with opts in a temporary directory and stops it
-// when the test ends. The test's package must call RunHookIfAsked in
-// its TestMain.
+// when the test ends.
 func Start(t testing.TB, opts Options) *BMC {
 	t.Helper()
 	bin := Need(t)
 	if len(opts.Users) == 0 {
 		t.Fatal("ipmisim: a BMC needs a user, to log in with and to see it is up")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatalf("ipmisim: the test binary's path, for the power hook: %v", err)
-	}
 	dir := t.TempDir()
 	// ipmi_sim splits chassis_control at spaces and has no quoting.
-	if strings.ContainsAny(self+dir, " \t\"") {
-		t.Fatalf("ipmisim: %q or %q has a space or quote, which ipmi_sim's chassis_control cannot take", self, dir)
+	if strings.ContainsAny(dir, " \t\"") {
+		t.Fatalf("ipmisim: %q has a space or quote, which ipmi_sim's chassis_control cannot take", dir)
+	}
+	hook := filepath.Join(dir, "power-hook")
+	if err := os.WriteFile(hook, []byte(hookScript), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	state := "0"
 	if opts.PoweredOn {
@@ -179,7 +139,7 @@ func Start(t testing.TB, opts Options) *BMC {
 			t.Fatalf("ipmisim: a free UDP port: %v", err)
 		}
 		b := &BMC{Host: "127.0.0.1", Port: port, dir: dir}
-		if err := os.WriteFile(filepath.Join(dir, "lan.conf"), []byte(lanConf(b, self, opts.Users)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "lan.conf"), []byte(lanConf(b, hook, opts.Users)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if lastErr = b.run(t, bin, opts.Users); lastErr == nil {
@@ -222,7 +182,6 @@ func (b *BMC) run(t testing.TB, bin string, users []User) error {
 	cmd := exec.Command(bin, "-c", filepath.Join(b.dir, "lan.conf"), "-f", filepath.Join(b.dir, "cmds"),
 		"-s", filepath.Join(b.dir, "state"), "-n")
 	cmd.Dir = b.dir
-	cmd.Env = append(os.Environ(), HookEnv+"=1")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
