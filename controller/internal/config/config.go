@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/plan"
@@ -63,6 +64,10 @@ type Config struct {
 	Kepler          bool
 	KeplerQuery     string
 	KeplerNodeLabel string
+	// IPMI is how parked nodes are woken through their BMCs
+	// (parking.ipmi.*); the credentials' Secrets are in LeaseNamespace,
+	// the controller's own (POD_NAMESPACE).
+	IPMI bmc.Config
 }
 
 // Default is the configuration with nothing set. Its planning settings,
@@ -79,6 +84,7 @@ func Default() Config {
 		LogLevel:    "info",
 		Facility:    facility.DefaultConfig(),
 		KeplerQuery: facility.DefaultKeplerQuery, KeplerNodeLabel: facility.DefaultKeplerNodeLabel,
+		IPMI: bmc.DefaultConfig(),
 	}
 }
 
@@ -251,6 +257,19 @@ func check(c *Config) []settings.Problem {
 	}
 	if c.Kepler && c.KeplerNodeLabel == "" {
 		add("kepler.nodeLabel", "is empty: Kepler power needs the label naming the node")
+	}
+
+	ipmi := c.IPMI.Problems()
+	for _, f := range []struct{ field, key string }{
+		{"CipherSuites", "parking.ipmi.cipherSuites"},
+		{"Privilege", "parking.ipmi.privilege"},
+		{"Timeout", "parking.ipmi.timeout"},
+		{"Retries", "parking.ipmi.retries"},
+		{"CallTimeout", "parking.ipmi.callTimeout"},
+	} {
+		if msg, ok := ipmi[f.field]; ok {
+			add(f.key, "%s", msg)
+		}
 	}
 	return ps
 }

@@ -116,6 +116,17 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.KeplerQuery }},
 	{Path: "kepler.nodeLabel", Env: []string{facility.EnvKeplerNodeLabel}, EmptyIsValue: true, Usage: "label of the query's series that names the node",
 		Ref: func(c *Config) any { return &c.KeplerNodeLabel }},
+
+	{Path: "parking.ipmi.cipherSuites", Env: []string{"PARKING_IPMI_CIPHER_SUITES"}, Usage: "RMCP+ cipher suites offered to BMCs, in order: 17 (SHA-256), then 3 (SHA-1, which older BMCs and ipmi_sim offer); only suites that authenticate and encrypt with AES",
+		Ref: func(c *Config) any { return &c.IPMI.CipherSuites }},
+	{Path: "parking.ipmi.privilege", Env: []string{"PARKING_IPMI_PRIVILEGE"}, Usage: "privilege level asked of BMCs: operator (enough for chassis power) or administrator",
+		Ref: func(c *Config) any { return &c.IPMI.Privilege }},
+	{Path: "parking.ipmi.timeout", Env: []string{"PARKING_IPMI_TIMEOUT"}, Usage: "wait for a BMC's answer to one message before sending it again",
+		Ref: func(c *Config) any { return &c.IPMI.Timeout }},
+	{Path: "parking.ipmi.retries", Env: []string{"PARKING_IPMI_RETRIES"}, Usage: "times an unanswered message to a BMC is sent again (refused credentials are never retried)",
+		Ref: func(c *Config) any { return &c.IPMI.Retries }},
+	{Path: "parking.ipmi.callTimeout", Env: []string{"PARKING_IPMI_CALL_TIMEOUT"}, Usage: "limit of one call to a BMC: session, command and close",
+		Ref: func(c *Config) any { return &c.IPMI.CallTimeout }},
 }
 
 // category groups the flags of a block in --help.
@@ -127,6 +138,8 @@ func category(path string) string {
 		return "Marginal power"
 	case path == "enableFacilityMetrics" || strings.HasPrefix(path, "facility.") || strings.HasPrefix(path, "kepler."):
 		return "Facility and Kepler"
+	case strings.HasPrefix(path, "parking."):
+		return "Parking"
 	}
 	return ""
 }
