@@ -7,13 +7,14 @@ import (
 )
 
 // DefaultParams are joulie-extender's scoring settings with nothing
-// configured: the marginal-power coefficients of pkg/powerest, PUE
-// weighting off, and twins older than five minutes scoring neutral (the
-// controller refreshes an unchanged twin well within that). The
+// configured: pack mode, the marginal-power coefficients of pkg/powerest,
+// PUE weighting off, and twins older than five minutes scoring neutral
+// (the controller refreshes an unchanged twin well within that). The
 // extender's key table takes its defaults from here, and so does the
 // energy simulator's extender.
 func DefaultParams() Params {
 	return Params{
+		Mode:               ModePack,
 		Coefficients:       powerest.DefaultCoefficients(),
 		FacilityMetrics:    false,
 		StalenessThreshold: 5 * time.Minute,

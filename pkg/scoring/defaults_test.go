@@ -13,7 +13,7 @@ import (
 
 func TestDefaultParams(t *testing.T) {
 	p := DefaultParams()
-	if p.Coefficients != powerest.DefaultCoefficients() || p.FacilityMetrics || p.StalenessThreshold != 5*time.Minute {
+	if p.Mode != ModePack || p.Coefficients != powerest.DefaultCoefficients() || p.FacilityMetrics || p.StalenessThreshold != 5*time.Minute {
 		t.Errorf("DefaultParams() = %+v", p)
 	}
 }
