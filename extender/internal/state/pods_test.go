@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
 // The store sums what bound, unended pods request, node by node, and says
@@ -119,5 +121,27 @@ func BenchmarkPodStoreStatusUpdate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = s.Update(p)
+	}
+}
+
+// BenchmarkBuild5000 is one rebuild of the snapshot of a 5,000-node
+// cluster, every node with a twin, hardware, a Node and pods: what a
+// burst of changes costs, at most every 250 ms.
+func BenchmarkBuild5000(b *testing.B) {
+	const n = 5000
+	twins := make([]*joulie.NodeTwin, n)
+	hw := make([]*joulie.NodeHardware, n)
+	nodes := make([]*corev1.Node, n)
+	requests := make(map[string]Requests, n)
+	for i := range n {
+		name := fmt.Sprintf("node-%05d", i)
+		twins[i] = twin(name, joulie.ClassPerformance, float64(i%1000))
+		hw[i] = hardware(name)
+		nodes[i] = nodeObj(name, map[string]string{joulie.LabelPowerProfile: "performance"}, "cpu", "190", "nvidia.com/gpu", "8")
+		requests[name] = Requests{CPUMilli: int64(i%190) * 1000, GPUMilli: int64(i%8) * 1000}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Build(twins, hw, nodes, requests, true, updated.Time)
 	}
 }
