@@ -39,11 +39,13 @@ const (
 // GPUFillWeight is the weight of GPU fill against CPU fill's 1 in the pack
 // formula, and of nvidia.com/gpu and amd.com/gpu in the NodeResourcesFit
 // profile the Helm chart renders for kube-scheduler (a test keeps the two
-// equal). GPUs are most of a GPU node's power: 8 × 700 W against
-// 2 × 350 W of CPU on an H100 SXM node, 4 × 400 W against 2 × 280 W on
-// an A100 one, so five to eight times the CPUs', and most of its idle
-// floor too. At 5 a GPU pod goes to the node whose GPUs it fills best,
-// and CPU fill decides among nodes whose GPUs are equally full.
+// equal). GPUs are most of a GPU node's power: on an 8 × H100 SXM node
+// with two Xeon 8480+, 8 × 700 W against 2 × 350 W (the hardware
+// catalog's figures), and 8 × 70 W of its idle floor against about
+// 128 W for the host. 5 rather than that ratio of 8, because nodes with
+// fewer or smaller GPUs have a smaller one. A GPU pod then goes to the
+// node whose GPUs it fills best, and CPU fill decides among nodes whose
+// GPUs are equally full.
 const GPUFillWeight = 5
 
 // Mode names the formula standard pods are scored by; performance pods
@@ -261,7 +263,7 @@ func trendBonus(nodeTrendWPerMin, scale float64) float64 {
 //
 //	total = fillTerm + coolingTerm + profileBonus + pressureRelief
 //
-// each clamped to 0..100. The terms of the other formula stay zero.
+// the sum clamped to 0..100. The terms of the other formula stay zero.
 type Breakdown struct {
 	Formula Mode `json:"formula"`
 	// Neutral is true when the node scored NeutralScore for lack of a
