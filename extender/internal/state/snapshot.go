@@ -129,17 +129,19 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*c
 		n.HasHardware = true
 		n.Hardware = scoring.HardwareOf(&h.Status)
 	}
+	// Twins and hardware are in byName already: a Node adds a node only
+	// for its Joulie labels, and the fill only to a known node.
 	for _, m := range nodes {
 		l := scoring.Labels{Profile: m.Labels[joulie.LabelPowerProfile], Draining: m.Labels[joulie.LabelDraining]}
-		if l != (scoring.Labels{}) {
-			get(m.Name).Labels = l
+		n, known := byName[m.Name]
+		if !known {
+			if l == (scoring.Labels{}) {
+				continue
+			}
+			n = get(m.Name)
 		}
-	}
-	// The fill of the known nodes only, after the others are left out.
-	for _, m := range nodes {
-		if n, ok := byName[m.Name]; ok {
-			n.Fill = fillOf(m, requests[m.Name])
-		}
+		n.Labels = l
+		n.Fill = fillOf(m, requests[m.Name])
 	}
 	s.nodes = make([]Node, 0, len(byName))
 	for _, n := range byName {
