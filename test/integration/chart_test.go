@@ -82,10 +82,21 @@ func installChart(ctx context.Context, c *harness.ControlPlane) error {
 }
 
 // chartSchedulerExtender is the extender block of the
-// KubeSchedulerConfiguration the chart installs, after checking that the
-// whole snippet is a configuration kube-scheduler itself accepts: strictly
-// decoded, defaulted and validated by the scheduler's own code.
+// KubeSchedulerConfiguration the chart installs (see
+// chartSchedulerConfiguration).
 func chartSchedulerExtender(t testing.TB) schedulerconfigv1.Extender {
+	t.Helper()
+	cfg := chartSchedulerConfiguration(t)
+	if len(cfg.Extenders) != 1 {
+		t.Fatalf("the chart's configuration has %d extenders, want 1", len(cfg.Extenders))
+	}
+	return cfg.Extenders[0]
+}
+
+// chartSchedulerConfiguration is the KubeSchedulerConfiguration the chart
+// installs, after checking that it is one kube-scheduler itself accepts:
+// strictly decoded, defaulted and validated by the scheduler's own code.
+func chartSchedulerConfiguration(t testing.TB) *schedulerconfigv1.KubeSchedulerConfiguration {
 	t.Helper()
 	cm, err := cp.AdminClient(t).CoreV1().ConfigMaps(harness.ControllerNamespace).Get(t.Context(), chartSchedulerConfig, metav1.GetOptions{})
 	if err != nil {
@@ -107,10 +118,7 @@ func chartSchedulerExtender(t testing.TB) schedulerconfigv1.Extender {
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Extenders) != 1 {
-		t.Fatalf("the chart's configuration has %d extenders, want 1", len(cfg.Extenders))
-	}
-	return cfg.Extenders[0]
+	return &cfg
 }
 
 // bindChartControllerRoles grants ServiceAccount joulie-system/<sa> the

@@ -76,7 +76,9 @@ var extenderCluster = []extenderNode{
 // verbs, ignorable and managed resources as rendered. The test sets only
 // where the extender listens, a weight that lets its scores dominate the
 // scheduler's own on these equal nodes, a longer timeout for the race
-// detector, and nodeCacheCapable both ways.
+// detector, and nodeCacheCapable both ways. The extender scores in
+// headroom mode, the design's formula, whose steering of standard pods
+// this test checks; pack_test.go checks pack mode.
 func TestExtenderWithTheRealScheduler(t *testing.T) {
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
 	if err != nil {
@@ -110,7 +112,7 @@ func TestExtenderWithTheRealScheduler(t *testing.T) {
 				}
 			}
 
-			ext := startExtender(t, kubeconfig)
+			ext := startExtenderWith(t, kubeconfig, "--log-level", "debug", "--scoring-mode", "headroom")
 			ext.waitForTwins(t, perfNodes[0], ecoNodes[0], name("drain-1"))
 
 			extender := *chartExtender.DeepCopy()
@@ -314,10 +316,13 @@ func (e *extenderProcess) stop(t testing.TB) {
 
 // debugScoring is the part of /debug/scoring the test reads.
 type debugScoring struct {
+	ScoringMode  string  `json:"scoringMode"`
 	PerfPressure float64 `json:"perfPressure"`
 	Nodes        []struct {
-		NodeName string `json:"nodeName"`
-		HasTwin  bool   `json:"hasTwin"`
+		NodeName       string  `json:"nodeName"`
+		HasTwin        bool    `json:"hasTwin"`
+		AllocatableCPU float64 `json:"allocatableCpu"`
+		RequestedCPU   float64 `json:"requestedCpu"`
 	} `json:"nodes"`
 }
 
@@ -369,6 +374,25 @@ func (e *extenderProcess) waitForTwins(t testing.TB, nodes ...string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the extender shows %d of the twins of %v after 30 s", seen, nodes)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitForFill waits until /debug/scoring shows node with allocatable
+// and requested CPU as given: the extender has seen the Node and the
+// pods bound to it.
+func (e *extenderProcess) waitForFill(t testing.TB, node string, allocatableCPU, requestedCPU float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, n := range e.debugScoring(t).Nodes {
+			if n.NodeName == node && n.AllocatableCPU == allocatableCPU && n.RequestedCPU == requestedCPU {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the extender does not show %s with %v of %v cores requested after 30 s: %+v", node, requestedCPU, allocatableCPU, e.debugScoring(t).Nodes)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
