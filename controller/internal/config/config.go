@@ -23,6 +23,7 @@ import (
 
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/settings"
 )
@@ -63,6 +64,16 @@ type Config struct {
 	Kepler          bool
 	KeplerQuery     string
 	KeplerNodeLabel string
+	// Parking switches idle parkable nodes off and wakes them (parking.*).
+	Parking Parking
+}
+
+// Parking is the configuration of parking: off unless Enabled, and then
+// only for nodes labelled joulie.io/parkable=true.
+type Parking struct {
+	Enabled      bool
+	Settings     park.Settings
+	SyncInterval time.Duration
 }
 
 // Default is the configuration with nothing set. Its planning settings,
@@ -79,6 +90,8 @@ func Default() Config {
 		LogLevel:    "info",
 		Facility:    facility.DefaultConfig(),
 		KeplerQuery: facility.DefaultKeplerQuery, KeplerNodeLabel: facility.DefaultKeplerNodeLabel,
+		// pkg/park's, which the energy simulator parks with too.
+		Parking: Parking{Settings: park.DefaultSettings(), SyncInterval: 5 * time.Second},
 	}
 }
 
@@ -252,5 +265,30 @@ func check(c *Config) []settings.Problem {
 	if c.Kepler && c.KeplerNodeLabel == "" {
 		add("kepler.nodeLabel", "is empty: Kepler power needs the label naming the node")
 	}
+
+	pk := c.Parking.Settings
+	nonNegative := func(key string, d time.Duration) {
+		if d < 0 {
+			add(key, "%q must not be negative", d.String())
+		}
+	}
+	nonNegative("parking.settleTime", pk.SettleTime)
+	if pk.ReserveFloor < 0 {
+		add("parking.reserveFloor", "%d must not be negative", pk.ReserveFloor)
+	}
+	nonNegative("parking.bootTime", pk.BootTime)
+	positive("parking.lookback", pk.Lookback)
+	if pk.ParksPerMinute < 0 {
+		add("parking.parksPerMinute", "%d must not be negative (0 parks nothing)", pk.ParksPerMinute)
+	}
+	if pk.WakesPerMinute < 0 {
+		add("parking.wakesPerMinute", "%d must not be negative (0 wakes nothing)", pk.WakesPerMinute)
+	}
+	nonNegative("parking.grace", pk.ParkGrace)
+	positive("parking.resumeTimeout", pk.ResumeTimeout)
+	if pk.MaxWakeAttempts < 1 {
+		add("parking.maxWakeAttempts", "%d must be at least 1", pk.MaxWakeAttempts)
+	}
+	positive("parking.syncInterval", c.Parking.SyncInterval)
 	return ps
 }

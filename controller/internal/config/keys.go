@@ -116,6 +116,29 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.KeplerQuery }},
 	{Path: "kepler.nodeLabel", Env: []string{facility.EnvKeplerNodeLabel}, EmptyIsValue: true, Usage: "label of the query's series that names the node",
 		Ref: func(c *Config) any { return &c.KeplerNodeLabel }},
+
+	{Path: "parking.enabled", Env: []string{"PARKING_ENABLED"}, Usage: "switch off nodes labelled joulie.io/parkable=true while they are idle, and wake them for pending pods and the reserve",
+		Ref: func(c *Config) any { return &c.Parking.Enabled }},
+	{Path: "parking.settleTime", Env: []string{"PARKING_SETTLE_TIME"}, Usage: "time a node must be empty of non-DaemonSet pods before it is parked",
+		Ref: func(c *Config) any { return &c.Parking.Settings.SettleTime }},
+	{Path: "parking.reserveFloor", Env: []string{"PARKING_RESERVE_FLOOR"}, Usage: "idle awake nodes each hardware family keeps beyond its expected performance demand",
+		Ref: func(c *Config) any { return &c.Parking.Settings.ReserveFloor }},
+	{Path: "parking.bootTime", Env: []string{"PARKING_BOOT_TIME"}, Usage: "time a parked node takes to be Ready; the reserve covers the performance demand arriving within it",
+		Ref: func(c *Config) any { return &c.Parking.Settings.BootTime }},
+	{Path: "parking.lookback", Env: []string{"PARKING_LOOKBACK"}, Usage: "window of recent performance arrivals the reserve is estimated from",
+		Ref: func(c *Config) any { return &c.Parking.Settings.Lookback }},
+	{Path: "parking.parksPerMinute", Env: []string{"PARKING_PARKS_PER_MINUTE"}, Usage: "parks started within any minute, at most",
+		Ref: func(c *Config) any { return &c.Parking.Settings.ParksPerMinute }},
+	{Path: "parking.wakesPerMinute", Env: []string{"PARKING_WAKES_PER_MINUTE"}, Usage: "wakes (retries included) started within any minute, at most",
+		Ref: func(c *Config) any { return &c.Parking.Settings.WakesPerMinute }},
+	{Path: "parking.grace", Env: []string{"PARKING_GRACE"}, Usage: "time between tainting a node and asking its agent to switch it off, so the scheduler has seen the taint",
+		Ref: func(c *Config) any { return &c.Parking.Settings.ParkGrace }},
+	{Path: "parking.resumeTimeout", Env: []string{"PARKING_RESUME_TIMEOUT"}, Usage: "time a wake may take before it is tried again",
+		Ref: func(c *Config) any { return &c.Parking.Settings.ResumeTimeout }},
+	{Path: "parking.maxWakeAttempts", Env: []string{"PARKING_MAX_WAKE_ATTEMPTS"}, Usage: "wakes tried before a node is declared wake-failed",
+		Ref: func(c *Config) any { return &c.Parking.Settings.MaxWakeAttempts }},
+	{Path: "parking.syncInterval", Env: []string{"PARKING_SYNC_INTERVAL"}, Usage: "longest time between two parking passes",
+		Ref: func(c *Config) any { return &c.Parking.SyncInterval }},
 }
 
 // category groups the flags of a block in --help.
@@ -127,6 +150,8 @@ func category(path string) string {
 		return "Marginal power"
 	case path == "enableFacilityMetrics" || strings.HasPrefix(path, "facility.") || strings.HasPrefix(path, "kepler."):
 		return "Facility and Kepler"
+	case strings.HasPrefix(path, "parking."):
+		return "Parking"
 	}
 	return ""
 }
