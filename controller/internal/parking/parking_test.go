@@ -3,6 +3,8 @@ package parking
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -59,7 +61,8 @@ func newFixture(t *testing.T) *fixture {
 	f.jf = externalversions.NewSharedInformerFactory(f.jc, 0)
 	s := park.DefaultSettings()
 	s.ReserveFloor = 0
-	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Settings: s, Waker: f.waker, Recorder: f.recorder, Now: func() time.Time { return t0 }})
+	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Settings: s, Waker: f.waker, Recorder: f.recorder,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,3 +283,50 @@ func TestWakeRecordsWakingBeforeCallingTheWaker(t *testing.T) {
 type wakerFunc func(context.Context, *corev1.Node) error
 
 func (f wakerFunc) Wake(ctx context.Context, n *corev1.Node) error { return f(ctx, n) }
+
+func TestMACsPreferTheInterfacesArmedForWakeOnLAN(t *testing.T) {
+	hw := &joulie.NodeHardware{Status: joulie.NodeHardwareStatus{Network: []joulie.NetworkInterface{
+		{Name: "eno1", MAC: "02:00:00:00:00:01"}, {Name: "eno2", MAC: "02:00:00:00:00:02", WakeOnLAN: true}}}}
+	if got := MACs(hw); !slices.Equal(got, []string{"02:00:00:00:00:02"}) {
+		t.Errorf("MACs %v, want only the armed eno2", got)
+	}
+	hw.Status.Network[1].WakeOnLAN = false
+	if got := MACs(hw); len(got) != 2 {
+		t.Errorf("MACs %v, want both when none is known to be armed", got)
+	}
+	if got := MACs(nil); got != nil {
+		t.Errorf("MACs of no NodeHardware %v", got)
+	}
+}
+
+// The neighbour that sends the magic packets is awake with its agent up,
+// in the parked node's zone when one is.
+func TestWakeOnLANSenderIsAnAwakeNeighbourInTheSameZone(t *testing.T) {
+	f := newFixture(t)
+	w := NewWakeOnLAN(f.jc, f.kf, f.jf)
+	zoned := func(name, zone string, ready bool) *corev1.Node {
+		n := parkableNode(name, false)
+		n.Labels[labelZone] = zone
+		if !ready {
+			n.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		return n
+	}
+	target := zoned("target", "z2", false)
+	agentDown := profile("b-agent-down", "", time.Time{})
+	agentDown.Status.PowerState = ""
+	f.cache(t, target, profile("target", joulie.PowerParked, t0),
+		zoned("a-other-zone", "z1", true), profile("a-other-zone", "", time.Time{}),
+		zoned("b-agent-down", "z2", true), agentDown,
+		zoned("c-not-ready", "z2", false), profile("c-not-ready", "", time.Time{}),
+		zoned("d-parking", "z2", true), profile("d-parking", joulie.PowerParking, t0),
+		zoned("e-same-zone", "z2", true), profile("e-same-zone", joulie.PowerAwake, time.Time{}),
+		zoned("f-same-zone", "z2", true), profile("f-same-zone", "", time.Time{}))
+	if got, err := w.sender(target); err != nil || got != "e-same-zone" {
+		t.Errorf("sender %q (%v), want e-same-zone: awake, agent up, same zone, first by name", got, err)
+	}
+	other := zoned("other", "z9", false)
+	if got, err := w.sender(other); err != nil || got != "a-other-zone" {
+		t.Errorf("sender for a node of a zone without neighbours %q (%v), want the first awake node by name", got, err)
+	}
+}
