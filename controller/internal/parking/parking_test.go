@@ -330,3 +330,73 @@ func TestWakeOnLANSenderIsAnAwakeNeighbourInTheSameZone(t *testing.T) {
 		t.Errorf("sender for a node of a zone without neighbours %q (%v), want the first awake node by name", got, err)
 	}
 }
+
+// A crash between the two writes of a transition leaves the taint and the
+// recorded state apart; the next pass puts them back together, after
+// reading both again from the API server.
+func TestTaintRepairAfterAnInterruptedTransition(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// stale: tainted two minutes ago, but the park was never recorded.
+	stale := parkableNode("stale", true)
+	old := metav1.NewTime(t0.Add(-2 * time.Minute))
+	stale.Spec.Taints[0].TimeAdded = &old
+	stale.Labels[joulie.LabelParkable] = "false" // keep Decide out of it
+	// fresh: tainted a moment ago; its park's state write may just not be
+	// in the cache yet.
+	fresh := parkableNode("fresh", true)
+	now := metav1.NewTime(t0.Add(-5 * time.Second))
+	fresh.Spec.Taints[0].TimeAdded = &now
+	fresh.Labels[joulie.LabelParkable] = "false"
+	// bare: recorded parked, but the taint is missing.
+	bare := parkableNode("bare", false)
+	bare.Status.Conditions[0].Status = corev1.ConditionUnknown
+	for _, n := range []*corev1.Node{stale, fresh, bare} {
+		if _, err := f.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profiles := []*joulie.NodePowerProfile{profile("stale", joulie.PowerAwake, t0.Add(-time.Hour)),
+		profile("fresh", joulie.PowerAwake, t0.Add(-time.Hour)), profile("bare", joulie.PowerParked, t0.Add(-time.Hour))}
+	for _, p := range profiles {
+		if _, err := f.jc.JoulieV1alpha1().NodePowerProfiles().Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.cache(t, stale, fresh, bare, profiles[0], profiles[1], profiles[2])
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"stale": false, "fresh": true, "bare": true} {
+		n, err := f.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := taintIndex(n) >= 0; got != want {
+			t.Errorf("%s tainted %v after the pass, want %v", name, got, want)
+		}
+	}
+}
+
+// Nothing is parked, and no park finishes, while the pods cannot be read.
+func TestNothingParksWhileThePodsAreUnknown(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.ctrl.podsOK = func() bool { return false }
+	parking := parkableNode("parking", true)
+	idle := parkableNode("idle", false)
+	for _, n := range []*corev1.Node{parking, idle} {
+		if _, err := f.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.cache(t, parking, idle, profile("parking", joulie.PowerParking, t0.Add(-time.Hour)), profile("idle", "", time.Time{}))
+	f.ctrl.emptySince["idle"] = t0.Add(-time.Hour)
+	f.jc.ClearActions()
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedStates(t, f.jc.Actions()); len(got) != 0 {
+		t.Fatalf("applied states %v while the pods are unknown, want none", got)
+	}
+}
