@@ -508,9 +508,11 @@ func (d *decider) families() map[string]*family {
 }
 
 // demand is the performance demand expected to arrive over one boot time,
-// in nodes of the family: the arrivals of the lookback window, each as the
-// share of an average node of the family it takes (its largest share of
-// any resource it asks for), scaled from the window to the boot time.
+// in nodes of the family. Each arrival of the lookback window counts as
+// the share of an average node of the family it takes (its largest share
+// of any resource it asks for). ReserveMean scales the window's sum to one
+// boot time; ReservePeak takes the largest sum that arrived within any one
+// boot time of the window.
 func demand(nodes []*state, arrivals []Arrival, now time.Time, s Settings) float64 {
 	if len(arrivals) == 0 || len(nodes) == 0 || s.Lookback <= 0 {
 		return 0
@@ -521,20 +523,40 @@ func demand(nodes []*state, arrivals []Arrival, now time.Time, s Settings) float
 			avg[name] += v
 		}
 	}
+	type share struct {
+		t time.Time
+		v float64
+	}
+	var shares []share
 	var sum float64
 	for _, a := range arrivals {
 		if a.Time.After(now) || now.Sub(a.Time) > s.Lookback {
 			continue
 		}
-		share := 0.0
-		for name, v := range milli(a.Requests) {
+		v := 0.0
+		for name, q := range milli(a.Requests) {
 			if total := avg[name]; total > 0 && name != corev1.ResourcePods {
-				share = max(share, float64(v)*float64(len(nodes))/float64(total))
+				v = max(v, float64(q)*float64(len(nodes))/float64(total))
 			}
 		}
-		sum += share
+		shares = append(shares, share{a.Time, v})
+		sum += v
 	}
-	return sum * float64(s.BootTime) / float64(s.Lookback)
+	if s.ReserveSizing != ReservePeak || s.BootTime <= 0 {
+		return sum * float64(s.BootTime) / float64(s.Lookback)
+	}
+	// The largest sum over a sliding interval of one boot time.
+	slices.SortFunc(shares, func(a, b share) int { return a.t.Compare(b.t) })
+	peak, in, lo := 0.0, 0.0, 0
+	for _, x := range shares {
+		in += x.v
+		for x.t.Sub(shares[lo].t) >= s.BootTime {
+			in -= shares[lo].v
+			lo++
+		}
+		peak = max(peak, in)
+	}
+	return peak
 }
 
 // refillReserves wakes nodes of a family whose idle and waking nodes fall

@@ -402,16 +402,30 @@ func TestDecide(t *testing.T) {
 			want:     []string{"b parked>waking#1"}},
 
 		// The reserve.
-		{name: "performance arrivals over one boot time grow the reserve",
+		{name: "performance arrivals at the mean rate over one boot time grow the reserve",
 			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64), node("d", cpuFam, 64),
 				node("e", cpuFam, 64), node("f", cpuFam, 64)},
 			// 12 arrivals of half a node in the hour: 6 nodes an hour, 0.5
 			// per 5-minute boot, so ceil(0.5) + 1 = 2 stay.
 			arrivals: map[string][]Arrival{cpuFam: arrivals(12, 32, 59*time.Minute)},
+			settings: func(s *Settings) { s.ReserveSizing = ReserveMean },
 			want:     []string{"a awake>parking", "b awake>parking", "c awake>parking", "d awake>parking"},
 			check: func(t *testing.T, r Result) {
 				if f := r.Families[0]; f.Reserve != 2 || f.Demand != 0.5 {
 					t.Errorf("family %+v, want demand 0.5 and reserve 2", f)
+				}
+			}},
+		{name: "a burst of performance arrivals within one boot time sizes the peak reserve",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64), node("d", cpuFam, 64),
+				node("e", cpuFam, 64), node("f", cpuFam, 64)},
+			// The same 12 arrivals of half a node, but 6 of them within four
+			// minutes: a burst of 3 nodes in one boot time, which the mean
+			// rate (0.5) would miss, so 3 + 1 = 4 stay.
+			arrivals: map[string][]Arrival{cpuFam: append(arrivals(6, 32, 59*time.Minute), arrivals(6, 32, 4*time.Minute)...)},
+			want:     []string{"a awake>parking", "b awake>parking"},
+			check: func(t *testing.T, r Result) {
+				if f := r.Families[0]; f.Reserve != 4 || f.Demand != 3 {
+					t.Errorf("family %+v, want demand 3 and reserve 4", f)
 				}
 			}},
 		{name: "arrivals in another family or before the lookback do not count",
@@ -476,6 +490,7 @@ func TestSettingsValidate(t *testing.T) {
 		{"parking.settleTime", func(s *Settings) { s.SettleTime = -time.Second }},
 		{"parking.reserveFloor", func(s *Settings) { s.ReserveFloor = -1 }},
 		{"parking.lookback", func(s *Settings) { s.Lookback = 0 }},
+		{"parking.reserveSizing", func(s *Settings) { s.ReserveSizing = "max" }},
 		{"parking.parksPerMinute", func(s *Settings) { s.ParksPerMinute = -1 }},
 		{"parking.wakesPerMinute", func(s *Settings) { s.WakesPerMinute = -1 }},
 		{"parking.grace", func(s *Settings) { s.ParkGrace = -time.Second }},

@@ -23,6 +23,10 @@ type Settings struct {
 	// Lookback is the window of recent performance arrivals the reserve
 	// estimates the arrival rate from (parking.lookback).
 	Lookback time.Duration
+	// ReserveSizing says how the performance demand per boot time is taken
+	// from the lookback's arrivals (parking.reserveSizing): ReservePeak or
+	// ReserveMean.
+	ReserveSizing ReserveSizing
 	// ParksPerMinute and WakesPerMinute limit how many parks and wakes
 	// start within any minute (parking.parksPerMinute,
 	// parking.wakesPerMinute): a wave of power-offs or power-ons at once is
@@ -41,6 +45,20 @@ type Settings struct {
 	MaxWakeAttempts int
 }
 
+// ReserveSizing names a way of sizing the warm reserve.
+type ReserveSizing string
+
+const (
+	// ReservePeak sizes the reserve for the largest performance demand
+	// that arrived within any one boot time of the lookback: performance
+	// work comes in bursts, and a reserve sized for the mean rate makes a
+	// burst wait for boots.
+	ReservePeak ReserveSizing = "peak"
+	// ReserveMean sizes it for the mean arrival rate of the lookback,
+	// scaled to one boot time.
+	ReserveMean ReserveSizing = "mean"
+)
+
 // DefaultSettings are the parking settings with nothing configured. Every
 // call returns a fresh value.
 func DefaultSettings() Settings {
@@ -49,6 +67,7 @@ func DefaultSettings() Settings {
 		ReserveFloor:    1,
 		BootTime:        5 * time.Minute,
 		Lookback:        time.Hour,
+		ReserveSizing:   ReservePeak,
 		ParksPerMinute:  5,
 		WakesPerMinute:  20,
 		ParkGrace:       30 * time.Second,
@@ -69,6 +88,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("parking.bootTime %s is negative", s.BootTime)
 	case s.Lookback <= 0:
 		return fmt.Errorf("parking.lookback %s must be positive: the reserve divides the arrivals by it", s.Lookback)
+	case s.ReserveSizing != ReservePeak && s.ReserveSizing != ReserveMean:
+		return fmt.Errorf("parking.reserveSizing %q is not one of %s, %s", s.ReserveSizing, ReservePeak, ReserveMean)
 	case s.ParksPerMinute < 0:
 		return fmt.Errorf("parking.parksPerMinute %d is negative", s.ParksPerMinute)
 	case s.WakesPerMinute < 0:

@@ -22,6 +22,7 @@ const (
 	ArmNoCaps         Arm = "e-joulie-nocaps"    // as d, caps never enforced
 	ArmOraclePhysical Arm = "f-oracle-physical"  // oracle: per-GPU caps per job, node-level CPU caps, power-off with foresight
 	ArmOracle         Arm = "f-oracle"           // oracle: as f-oracle-physical, CPU caps per job slice (idealised)
+	ArmJoulie         Arm = "j-joulie"           // Joulie as shipped after issue 23: packing, caps that pay, parking
 )
 
 // OracleMode says how the oracle chooses caps.
@@ -57,6 +58,11 @@ const (
 	// a pod needs is Ready exactly when the pod arrives, its boot paid
 	// before: the oracle's bound.
 	Foresight
+	// Parking: Joulie's parking (pkg/park, parking.go): an empty node is
+	// parked after the settle time, keeping a warm reserve per hardware
+	// family; a pending pod that fits no awake node wakes the fewest
+	// parked nodes that fit.
+	Parking
 )
 
 // ArmSpec is what an arm runs.
@@ -96,6 +102,8 @@ var ArmSpecs = []ArmSpec{
 		Describe: "oracle bound, physical: bin-packing, per-GPU caps per job and node-level CPU caps at the energy optimum, nodes off when empty and woken with foresight"},
 	{Arm: ArmOracle, Profile: schedsim.MostAllocatedProfile, Oracle: OracleSlices, PowerOff: Foresight,
 		Describe: "oracle bound, idealised: as f-oracle-physical with a CPU cap per job slice"},
+	{Arm: ArmJoulie, Profile: schedsim.MostAllocatedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
+		Describe: "Joulie as shipped: queue_aware_v1 on the MostAllocated profile, idle nodes parked with a warm reserve per family"},
 }
 
 // Spec returns the spec of arm a.

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/test/energy/physics"
@@ -21,6 +22,10 @@ import (
 // Options are a run's settings; the zero value of each field but Model
 // takes the default the real programs use.
 type Options struct {
+	// Parking replaces the parking arm's settings (nil: the controller's
+	// defaults, park.DefaultSettings), for choosing them on seeds other
+	// than the reported ones.
+	Parking *park.Settings
 	// Seed seeds the scheduler's tie-breaks.
 	Seed int64
 	// Model is the physics; required.
@@ -122,6 +127,8 @@ type jobState struct {
 	waking   int
 	wakeAt   time.Duration
 	bootWait time.Duration
+	// queuedAt is when the job last entered the queue.
+	queuedAt time.Duration
 }
 
 type simulation struct {
@@ -153,6 +160,8 @@ type simulation struct {
 	twinGen uint64
 	// power holds the power-off rules' state (powerstate.go).
 	power powerRules
+	// parking is the parking arm's controller state (parking.go).
+	parking parking
 }
 
 func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opts Options) (*simulation, error) {
@@ -160,6 +169,9 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	objs := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {
 		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
+		if spec.PowerOff == Parking {
+			objs[i].Labels[joulie.LabelParkable] = "true"
+		}
 		s.nodes = append(s.nodes, s.newNode(i, n, objs[i]))
 		s.byName[n.Name] = i
 	}
@@ -194,6 +206,9 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 		s.setNodePower(n)
 	}
 	s.power.init(s)
+	if spec.PowerOff == Parking {
+		s.parking.init(s)
+	}
 	return s, nil
 }
 
@@ -233,6 +248,10 @@ func (s *simulation) loop(ctx context.Context) error {
 			if err := s.powerEvent(ctx, ev); err != nil {
 				return err
 			}
+		case evPark:
+			if err := s.parkPass(ctx); err != nil {
+				return err
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -266,6 +285,9 @@ const (
 	evPower
 	evCompletion
 	evArrival
+	// evPark is the parking pass a pending pod asks for (parking.go);
+	// last, so the arms without parking keep their order.
+	evPark
 )
 
 type event struct {
