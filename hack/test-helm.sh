@@ -34,6 +34,10 @@ want "$out/default.yaml" '^ *- --config=/etc/joulie/controller.yaml$' "the contr
 want "$out/default.yaml" '^ *- --config=/etc/joulie/extender.yaml$' "the extender reads its configuration file"
 want "$out/default.yaml" 'urlPrefix: "http://joulie-extender.joulie-system.svc:9876"' "the scheduler snippet's URL"
 want "$out/default.yaml" 'enableHTTPS: false' "plain HTTP by default"
+want "$out/default.yaml" '^ *type: MostAllocated$' "the scheduler profile packs"
+want "$out/default.yaml" '^ *- name: nvidia.com/gpu$' "the scheduler profile packs NVIDIA GPUs"
+want "$out/default.yaml" '^ *- name: amd.com/gpu$' "the scheduler profile packs AMD GPUs"
+want "$out/default.yaml" '^ *resources: \["nodes", "pods"\]$' "the extender may watch Nodes and pods"
 nowant "$out/default.yaml" '^kind: ServiceMonitor$' "ServiceMonitor is opt-in"
 nowant "$out/default.yaml" 'grafana_dashboard' "the dashboard is opt-in"
 want "$out/everything.yaml" 'urlPrefix: "https://joulie-extender.joulie-system.svc:9876"' "the HTTPS URL with TLS"
@@ -61,6 +65,7 @@ nowant "$out/extender-default.yaml" "^ *($facility):" "facility metrics are off 
 wantkey "$out/controller-default.yaml" leaderElectionId '"joulie-controller"'
 wantkey "$out/controller-default.yaml" productLabelKeys '"nvidia.com/gpu.product,amd.com/gpu.product"'
 wantkey "$out/extender-default.yaml" maxInflightBytes '"160Mi"'
+wantkey "$out/extender-default.yaml" scoringMode '"pack"'
 config controller --set-json 'controller.caps.gpuProductLabelKeys=[]' >"$out/controller-nolabels.yaml"
 wantkey "$out/controller-nolabels.yaml" productLabelKeys '""'
 on=(--set facilityMetrics.enabled=true --set facilityMetrics.kepler.enabled=true
@@ -110,7 +115,9 @@ JOULIE_CHART_CONFIGS="$out/configs" ${GO:-go} test -count=1 -run TestDocumentsAn
 
 # The schema refuses what the programs would refuse at start.
 for bad in controller.policy.type=greedy controller.caps.cpuEcoCapPctOfMax=0 controller.policy.reconcileInterval=soon \
-	controller.unknownKey=1 extender.logFormat=xml agents.group=bad\'quote \
+	controller.unknownKey=1 extender.logFormat=xml extender.scoringMode=binpack \
+	extender.scheduler.nodeResourcesFit.scoringStrategy=Spread extender.scheduler.nodeResourcesFit.resources[0].weight=0 \
+	agents.group=bad\'quote \
 	facilityMetrics.prometheusUrl=prom:9090 facilityMetrics.prometheusUrl=http://prom:9090/?x=1 \
 	facilityMetrics.pollInterval=often facilityMetrics.kepler.unknownKey=1; do
 	if render --set "$bad" >/dev/null 2>"$out/err"; then

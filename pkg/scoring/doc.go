@@ -9,7 +9,22 @@
 // locks, and lets the simulator in test/ filter and score with the very
 // rules joulie-extender runs.
 //
-// The score of a node for a pod, before clamping to 0..100:
+// Two modes (Mode) say how standard pods are scored. In pack mode, the
+// default, a standard pod prefers the node it fills best, in the manner of
+// kube-scheduler's MostAllocated strategy, so that work packs onto few
+// nodes and the rest can be capped, idle or switched off:
+//
+//	cpuFill    = (requested CPU of the node's pods + the pod's) / allocatable CPU × 100
+//	gpuFill    = the same for GPUs, counted only when the pod requests GPUs
+//	fill       = (cpuFill × 1 + gpuFill × 5) / (weights counted), capped at 100
+//	score      = fill × 0.7
+//	           + (100 − coolingStress) × 0.15
+//	           + 10 for a standard pod on an eco node
+//	           − perfPressure × 0.3 for a standard pod on a performance node
+//
+// A node whose allocatable is unknown has a neutral fill of 50.
+// Performance pods, and every pod in headroom mode, are scored by the
+// design's formula, which keeps power headroom free for them:
 //
 //	projected  = measuredNodePowerW + marginal power of the pod
 //	headroom   = (nodeCappedPowerW − projected) / nodeCappedPowerW × 100
@@ -26,7 +41,7 @@
 // or utilization is measured; one without the block, or with source static
 // (the controller's cap-based stand-in, measuredNodePowerW =
 // nodeCappedPowerW), is not: its predictedPowerHeadroomScore stands in for
-// headroom, it gets no trend bonus, and it counts in neither aggregate. A
-// node without a twin, or whose twin is older than the staleness threshold,
-// scores a neutral 50.
+// headroom, it gets no trend bonus, and it counts in neither aggregate. In
+// every mode a node without a twin, or whose twin is older than the
+// staleness threshold, scores a neutral 50.
 package scoring

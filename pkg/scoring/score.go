@@ -1,6 +1,7 @@
 package scoring
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -28,7 +29,56 @@ const (
 	// pressureWeight turns performance-node congestion (0..100) into a
 	// penalty of up to 30 points for standard pods on performance nodes.
 	pressureWeight = 0.3
+	// fillWeight gives the pack formula's fill the weight headroom has in
+	// the design's formula, so that the two modes score on one scale.
+	fillWeight = 0.7
+	// cpuFillWeight is CPU's weight in the fill; GPUFillWeight GPUs'.
+	cpuFillWeight = 1.0
 )
+
+// GPUFillWeight is the weight of GPU fill against CPU fill's 1 in the pack
+// formula, and of nvidia.com/gpu and amd.com/gpu in the NodeResourcesFit
+// profile the Helm chart renders for kube-scheduler (a test keeps the two
+// equal). GPUs are most of a GPU node's power: on an 8 × H100 SXM node
+// with two Xeon 8480+, 8 × 700 W against 2 × 350 W (the hardware
+// catalog's figures), and 8 × 70 W of its idle floor against about
+// 128 W for the host. 5 rather than that ratio of 8, because nodes with
+// fewer or smaller GPUs have a smaller one. A GPU pod then goes to the
+// node whose GPUs it fills best, and CPU fill decides among nodes whose
+// GPUs are equally full.
+const GPUFillWeight = 5
+
+// Mode names the formula standard pods are scored by; performance pods
+// are scored by the design's headroom formula in every mode.
+type Mode string
+
+const (
+	// ModePack, the default: a standard pod prefers the node it fills
+	// best, so that work packs onto few nodes and the rest can idle, be
+	// capped or be switched off. The zero Mode scores as ModePack.
+	ModePack Mode = "pack"
+	// ModeHeadroom is the scheduler-extender design's formula for every
+	// pod: projected power headroom, cooling and power trend.
+	ModeHeadroom Mode = "headroom"
+)
+
+// UnmarshalText accepts the modes' names.
+func (m *Mode) UnmarshalText(text []byte) error {
+	switch v := Mode(text); v {
+	case ModePack, ModeHeadroom:
+		*m = v
+		return nil
+	}
+	return fmt.Errorf("unknown scoring mode %q: use pack (standard pods fill the fullest node that fits them) or headroom (the design's power-headroom formula for every pod)", text)
+}
+
+// MarshalText writes the mode's name; the zero Mode is pack.
+func (m Mode) MarshalText() ([]byte, error) {
+	if m == "" {
+		m = ModePack
+	}
+	return []byte(m), nil
+}
 
 // Twin is the part of a NodeTwin's status the extender uses. Scores run
 // from 0 to 100, power is in watts.
@@ -89,8 +139,25 @@ func (t *Twin) Headroom() float64 {
 	return clamp(t.PredictedHeadroom, 0, 100)
 }
 
+// Fill is how much of a node its pods reserve, counted as kube-scheduler
+// counts it: the node's allocatable CPU and GPUs (nvidia.com/gpu and
+// amd.com/gpu together) and the summed effective requests of the pods
+// bound to it that have not ended. The zero Fill is a node whose
+// allocatable is unknown.
+type Fill struct {
+	AllocatableCPU  float64 // cores
+	RequestedCPU    float64 // cores
+	AllocatableGPUs float64
+	RequestedGPUs   float64
+}
+
+// Known reports whether the node's allocatable is known.
+func (f Fill) Known() bool { return f.AllocatableCPU > 0 || f.AllocatableGPUs > 0 }
+
 // Params are the operator's settings that shape the score.
 type Params struct {
+	// Mode is the formula for standard pods (SCORING_MODE).
+	Mode         Mode
 	Coefficients powerest.Coefficients
 	// FacilityMetrics turns on PUE weighting of marginal power
 	// (ENABLE_FACILITY_METRICS).
@@ -186,38 +253,63 @@ func trendBonus(nodeTrendWPerMin, scale float64) float64 {
 
 // Breakdown is a node's score for a pod, term by term, for tests and for
 // /debug/scoring.
+//
+// Formula says which terms apply. ModeHeadroom (every performance pod,
+// and every pod in headroom mode):
+//
+//	total = headroomTerm + coolingTerm + trendBonus + profileBonus + pressureRelief
+//
+// ModePack (standard pods in pack mode):
+//
+//	total = fillTerm + coolingTerm + profileBonus + pressureRelief
+//
+// the sum clamped to 0..100. The terms of the other formula stay zero.
 type Breakdown struct {
+	Formula Mode `json:"formula"`
 	// Neutral is true when the node scored NeutralScore for lack of a
 	// fresh twin; Stale says whether a twin was there but too old.
-	Neutral bool
-	Stale   bool
+	Neutral bool `json:"neutral"`
+	Stale   bool `json:"stale"`
 	// MarginalW is the power the pod is expected to add, PUE-weighted.
-	MarginalW float64
+	MarginalW float64 `json:"marginalW"`
 	// Headroom is the projected headroom after placing the pod; it may be
 	// negative.
-	Headroom       float64
-	HeadroomTerm   float64
-	CoolingTerm    float64
-	TrendBonus     float64
-	ProfileBonus   float64
-	PressureRelief float64
+	Headroom     float64 `json:"headroom"`
+	HeadroomTerm float64 `json:"headroomTerm"`
+	// CPUFill and GPUFill are the shares, 0..100, of the node's
+	// allocatable CPU and GPUs reserved once the pod is placed; GPUs count
+	// only for a pod that requests them (GPUCounted). Fill is their
+	// weighted mean, NeutralScore when the node's allocatable is unknown
+	// (FillKnown false).
+	CPUFill    float64 `json:"cpuFill"`
+	GPUFill    float64 `json:"gpuFill"`
+	GPUCounted bool    `json:"gpuCounted"`
+	FillKnown  bool    `json:"fillKnown"`
+	Fill       float64 `json:"fill"`
+	FillTerm   float64 `json:"fillTerm"`
+
+	CoolingTerm    float64 `json:"coolingTerm"`
+	TrendBonus     float64 `json:"trendBonus"`
+	ProfileBonus   float64 `json:"profileBonus"`
+	PressureRelief float64 `json:"pressureRelief"`
 	// Total is the sum of the terms clamped to 0..100.
-	Total float64
+	Total float64 `json:"total"`
 }
 
 // Score returns the node's score for the pod, 0..100. twin is nil when
 // the node has no NodeTwin; hw is the node's hardware, zero when unknown
-// (the pod then adds no marginal power). To score many nodes for one pod,
-// make a Batch once instead.
-func (p *Params) Score(pod Pod, c Cluster, twin *Twin, hw powerest.Node, now time.Time) float64 {
+// (the pod then adds no marginal power); fill is what its pods reserve,
+// zero when unknown (the fill is then neutral). To score many nodes for
+// one pod, make a Batch once instead.
+func (p *Params) Score(pod Pod, c Cluster, twin *Twin, hw powerest.Node, fill Fill, now time.Time) float64 {
 	b := p.Batch(pod, c, now)
-	return b.Score(twin, hw)
+	return b.Score(twin, hw, fill)
 }
 
 // Explain is Score with every term shown.
-func (p *Params) Explain(pod Pod, c Cluster, twin *Twin, hw powerest.Node, now time.Time) Breakdown {
+func (p *Params) Explain(pod Pod, c Cluster, twin *Twin, hw powerest.Node, fill Fill, now time.Time) Breakdown {
 	b := p.Batch(pod, c, now)
-	return b.Explain(twin, hw)
+	return b.Explain(twin, hw, fill)
 }
 
 // Batch scores nodes for one pod at one moment. What is the same for
@@ -226,6 +318,7 @@ func (p *Params) Explain(pod Pod, c Cluster, twin *Twin, hw powerest.Node, now t
 type Batch struct {
 	p          *Params
 	pod        Pod
+	pack       bool      // the pod is scored by the pack formula
 	cutoff     time.Time // twins last updated before it are stale
 	trendScale float64
 	relief     float64 // for a standard pod on a performance node
@@ -237,6 +330,7 @@ func (p *Params) Batch(pod Pod, c Cluster, now time.Time) Batch {
 	return Batch{
 		p:          p,
 		pod:        pod,
+		pack:       !pod.Performance && p.Mode != ModeHeadroom,
 		cutoff:     now.Add(-p.StalenessThreshold),
 		trendScale: TrendScale(c.TrendWPerMin),
 		relief:     -clamp(c.PerfPressure, 0, 100) * pressureWeight,
@@ -244,29 +338,50 @@ func (p *Params) Batch(pod Pod, c Cluster, now time.Time) Batch {
 }
 
 // Score is the node's score, 0..100.
-func (b *Batch) Score(twin *Twin, hw powerest.Node) float64 {
+func (b *Batch) Score(twin *Twin, hw powerest.Node, fill Fill) float64 {
 	var r Breakdown
-	b.explain(twin, hw, &r)
+	b.explain(twin, hw, fill, &r)
 	return r.Total
 }
 
 // Explain is the node's score term by term.
-func (b *Batch) Explain(twin *Twin, hw powerest.Node) Breakdown {
+func (b *Batch) Explain(twin *Twin, hw powerest.Node, fill Fill) Breakdown {
 	var r Breakdown
-	b.explain(twin, hw, &r)
+	b.explain(twin, hw, fill, &r)
 	return r
 }
 
 // explain fills r, which must be zero. Filling the caller's value instead
 // of returning one spares Score, run for every node of every request, a
 // copy of the whole breakdown.
-func (b *Batch) explain(twin *Twin, hw powerest.Node, r *Breakdown) {
+func (b *Batch) explain(twin *Twin, hw powerest.Node, fill Fill, r *Breakdown) {
+	r.Formula = ModeHeadroom
+	if b.pack {
+		r.Formula = ModePack
+	}
 	if twin == nil {
 		r.Neutral, r.Total = true, NeutralScore
 		return
 	}
 	if twin.LastUpdated.IsZero() || twin.LastUpdated.Before(b.cutoff) {
 		r.Neutral, r.Stale, r.Total = true, true, NeutralScore
+		return
+	}
+	r.CoolingTerm = (100 - twin.CoolingStress) * coolingWeight
+	if !b.pod.Performance {
+		switch twin.Class {
+		case joulie.ClassEco:
+			r.ProfileBonus = ecoProfileBonus
+		case joulie.ClassPerformance:
+			r.PressureRelief = b.relief
+		}
+	}
+	if b.pack {
+		b.fill(fill, r)
+		r.FillTerm = r.Fill * fillWeight
+		// No trend bonus: a node whose power falls is one emptying, which
+		// is the node packing should leave alone.
+		r.Total = clamp(r.FillTerm+r.CoolingTerm+r.ProfileBonus+r.PressureRelief, 0, 100)
 		return
 	}
 	if twin.hasBudget() {
@@ -280,19 +395,54 @@ func (b *Batch) explain(twin *Twin, hw powerest.Node, r *Breakdown) {
 		r.Headroom = twin.PredictedHeadroom
 	}
 	r.HeadroomTerm = r.Headroom * headroomWeight
-	r.CoolingTerm = (100 - twin.CoolingStress) * coolingWeight
 	if twin.HasMeasurement() {
 		r.TrendBonus = trendBonus(twin.TrendWPerMin, b.trendScale)
 	}
-	if !b.pod.Performance {
-		switch twin.Class {
-		case joulie.ClassEco:
-			r.ProfileBonus = ecoProfileBonus
-		case joulie.ClassPerformance:
-			r.PressureRelief = b.relief
-		}
-	}
 	r.Total = clamp(r.HeadroomTerm+r.CoolingTerm+r.TrendBonus+r.ProfileBonus+r.PressureRelief, 0, 100)
+}
+
+// fill works out the pack formula's fill, in the manner of kube-scheduler's
+// MostAllocated strategy: each resource's share of the node's allocatable
+// reserved once the pod is placed (capped at 100), weighted. CPU counts on
+// every node that has some, also for a pod that requests none, so that such
+// a pod still goes to the fullest node; GPUs count only for a pod that
+// requests them, as MostAllocated leaves out extended resources a pod does
+// not request. A GPU pod on a node without GPUs (which kube-scheduler's
+// own fit check turns away) counts as filling none.
+func (b *Batch) fill(f Fill, r *Breakdown) {
+	if !f.Known() {
+		r.Fill = NeutralScore
+		return
+	}
+	r.FillKnown = true
+	d := b.pod.Demand
+	var sum, weights float64
+	if f.AllocatableCPU > 0 {
+		r.CPUFill = reserved(f.RequestedCPU+d.CPUCores, f.AllocatableCPU)
+		sum += r.CPUFill * cpuFillWeight
+		weights += cpuFillWeight
+	}
+	if d.GPUs > 0 {
+		r.GPUCounted = true
+		if f.AllocatableGPUs > 0 {
+			r.GPUFill = reserved(f.RequestedGPUs+d.GPUs, f.AllocatableGPUs)
+		}
+		sum += r.GPUFill * GPUFillWeight
+		weights += GPUFillWeight
+	}
+	if weights == 0 {
+		// GPUs but no CPU allocatable, and a pod without GPUs: nothing to
+		// fill that the pod asks for.
+		r.FillKnown = false
+		r.Fill = NeutralScore
+		return
+	}
+	r.Fill = sum / weights
+}
+
+// reserved is requested as a percentage of allocatable, 0..100.
+func reserved(requested, allocatable float64) float64 {
+	return clamp(requested/allocatable*100, 0, 100)
 }
 
 // BaseScore is the node's score before anything that depends on the pod:
@@ -303,7 +453,7 @@ func (p *Params) BaseScore(c Cluster, twin *Twin, now time.Time) float64 {
 	// A performance pod that requests nothing gets neither the profile
 	// bonus nor the pressure relief, nor any marginal power: exactly the
 	// node's own part of the formula.
-	return p.Score(Pod{Performance: true}, c, twin, powerest.Node{}, now)
+	return p.Score(Pod{Performance: true}, c, twin, powerest.Node{}, Fill{}, now)
 }
 
 // ExtenderPriority scales a 0..100 score to the extender protocol's

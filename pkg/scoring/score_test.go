@@ -11,8 +11,10 @@ import (
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func defaultParams() *Params {
-	return &Params{Coefficients: powerest.DefaultCoefficients(), StalenessThreshold: 5 * time.Minute}
+// designParams score by the design's formula (headroom mode) with the
+// default settings: the tests of that formula use them.
+func designParams() *Params {
+	return &Params{Mode: ModeHeadroom, Coefficients: powerest.DefaultCoefficients(), StalenessThreshold: 5 * time.Minute}
 }
 
 // cpuNode is a 64-core CPU node whose sockets together draw at most
@@ -34,8 +36,8 @@ func round1(x float64) float64 { return math.Round(x*10) / 10 }
 // 300 W, a pod adding 50 W, cooling stress 20, a flat trend:
 // (600 − 350) / 600 × 100 = 41.7, and 41.7 × 0.7 + 80 × 0.15 = 41.2.
 func TestWorkedExampleProjectedHeadroom(t *testing.T) {
-	p := defaultParams()
-	b := p.Explain(Pod{Demand: powerest.Demand{CPUCores: 8}}, Cluster{}, measured(joulie.ClassPerformance, 600, 300, 20, 0), cpuNode, now)
+	p := designParams()
+	b := p.Explain(Pod{Demand: powerest.Demand{CPUCores: 8}}, Cluster{}, measured(joulie.ClassPerformance, 600, 300, 20, 0), cpuNode, Fill{}, now)
 	if round1(b.MarginalW) != 50 {
 		t.Errorf("marginal power %.2f W, want 50", b.MarginalW)
 	}
@@ -53,8 +55,8 @@ func TestWorkedExampleProjectedHeadroom(t *testing.T) {
 // The design's second worked example: an empty, uncapped, cool eco node
 // and a standard pod: 100 × 0.7 + 100 × 0.15 + 0 + 10 = 95.
 func TestWorkedExampleIdealEcoNode(t *testing.T) {
-	p := defaultParams()
-	b := p.Explain(Pod{}, Cluster{}, measured(joulie.ClassEco, 1000, 0, 0, 0), cpuNode, now)
+	p := designParams()
+	b := p.Explain(Pod{}, Cluster{}, measured(joulie.ClassEco, 1000, 0, 0, 0), cpuNode, Fill{}, now)
 	if b.Headroom != 100 || b.ProfileBonus != 10 || b.TrendBonus != 0 {
 		t.Errorf("terms %+v, want headroom 100, profile bonus 10, trend bonus 0", b)
 	}
@@ -69,13 +71,13 @@ func TestWorkedExampleIdealEcoNode(t *testing.T) {
 // One test per row of the design's summary table, in its order. Filter
 // rows are in filter_test.go.
 func TestSummaryTableScores(t *testing.T) {
-	p := defaultParams()
+	p := designParams()
 	light := Pod{Demand: powerest.Demand{CPUCores: 2}}
 	heavy := Pod{Demand: powerest.Demand{CPUCores: 64}}
 
 	t.Run("unknown node scores neutral 50", func(t *testing.T) {
 		for _, pod := range []Pod{{}, {Performance: true}, heavy} {
-			b := p.Explain(pod, Cluster{}, nil, cpuNode, now)
+			b := p.Explain(pod, Cluster{}, nil, cpuNode, Fill{}, now)
 			if b.Total != 50 || !b.Neutral || b.Stale {
 				t.Errorf("pod %+v: %+v, want neutral 50", pod, b)
 			}
@@ -83,9 +85,9 @@ func TestSummaryTableScores(t *testing.T) {
 	})
 
 	t.Run("high headroom, low cooling stress, falling trend scores high", func(t *testing.T) {
-		good := p.Score(light, Cluster{}, measured(joulie.ClassPerformance, 1000, 100, 5, -60), cpuNode, now)
-		flat := p.Score(light, Cluster{}, measured(joulie.ClassPerformance, 1000, 100, 5, 0), cpuNode, now)
-		rising := p.Score(light, Cluster{}, measured(joulie.ClassPerformance, 1000, 100, 5, 60), cpuNode, now)
+		good := p.Score(light, Cluster{}, measured(joulie.ClassPerformance, 1000, 100, 5, -60), cpuNode, Fill{}, now)
+		flat := p.Score(light, Cluster{}, measured(joulie.ClassPerformance, 1000, 100, 5, 0), cpuNode, Fill{}, now)
+		rising := p.Score(light, Cluster{}, measured(joulie.ClassPerformance, 1000, 100, 5, 60), cpuNode, Fill{}, now)
 		if good < 80 || !(good > flat && flat > rising) {
 			t.Errorf("falling %.1f, flat %.1f, rising %.1f: want falling ≥ 80 and falling > flat > rising", good, flat, rising)
 		}
@@ -93,7 +95,7 @@ func TestSummaryTableScores(t *testing.T) {
 
 	t.Run("low headroom: pod would exceed the cap, headroom goes negative", func(t *testing.T) {
 		// 0.8 × 64/64 × 500 = 400 W on top of 500 W measured, cap 600 W.
-		b := p.Explain(heavy, Cluster{}, measured(joulie.ClassPerformance, 600, 500, 90, 0), cpuNode, now)
+		b := p.Explain(heavy, Cluster{}, measured(joulie.ClassPerformance, 600, 500, 90, 0), cpuNode, Fill{}, now)
 		if b.Headroom >= 0 {
 			t.Errorf("projected headroom %.1f, want negative", b.Headroom)
 		}
@@ -103,12 +105,12 @@ func TestSummaryTableScores(t *testing.T) {
 	})
 
 	t.Run("standard pod on eco node gets +10", func(t *testing.T) {
-		eco := p.Explain(light, Cluster{}, measured(joulie.ClassEco, 600, 300, 20, 0), cpuNode, now)
-		perf := p.Explain(light, Cluster{}, measured(joulie.ClassPerformance, 600, 300, 20, 0), cpuNode, now)
+		eco := p.Explain(light, Cluster{}, measured(joulie.ClassEco, 600, 300, 20, 0), cpuNode, Fill{}, now)
+		perf := p.Explain(light, Cluster{}, measured(joulie.ClassPerformance, 600, 300, 20, 0), cpuNode, Fill{}, now)
 		if eco.ProfileBonus != 10 || round1(eco.Total-perf.Total) != 10 {
 			t.Errorf("eco %+v, performance %+v: want a 10-point profile bonus", eco, perf)
 		}
-		perfPod := p.Explain(Pod{Performance: true, Demand: light.Demand}, Cluster{}, measured(joulie.ClassEco, 600, 300, 20, 0), cpuNode, now)
+		perfPod := p.Explain(Pod{Performance: true, Demand: light.Demand}, Cluster{}, measured(joulie.ClassEco, 600, 300, 20, 0), cpuNode, Fill{}, now)
 		if perfPod.ProfileBonus != 0 {
 			t.Errorf("performance pod got profile bonus %v", perfPod.ProfileBonus)
 		}
@@ -116,19 +118,19 @@ func TestSummaryTableScores(t *testing.T) {
 
 	t.Run("standard pod on performance node under pressure loses up to 30", func(t *testing.T) {
 		twin := measured(joulie.ClassPerformance, 1000, 200, 10, 0)
-		idle := p.Explain(light, Cluster{PerfPressure: 0}, twin, cpuNode, now)
-		half := p.Explain(light, Cluster{PerfPressure: 50}, twin, cpuNode, now)
-		full := p.Explain(light, Cluster{PerfPressure: 100}, twin, cpuNode, now)
-		over := p.Explain(light, Cluster{PerfPressure: 250}, twin, cpuNode, now)
+		idle := p.Explain(light, Cluster{PerfPressure: 0}, twin, cpuNode, Fill{}, now)
+		half := p.Explain(light, Cluster{PerfPressure: 50}, twin, cpuNode, Fill{}, now)
+		full := p.Explain(light, Cluster{PerfPressure: 100}, twin, cpuNode, Fill{}, now)
+		over := p.Explain(light, Cluster{PerfPressure: 250}, twin, cpuNode, Fill{}, now)
 		if idle.PressureRelief != 0 || half.PressureRelief != -15 || full.PressureRelief != -30 || over.PressureRelief != -30 {
 			t.Errorf("pressure relief at 0/50/100/250: %v %v %v %v, want 0 -15 -30 -30",
 				idle.PressureRelief, half.PressureRelief, full.PressureRelief, over.PressureRelief)
 		}
-		perfPod := p.Explain(Pod{Performance: true}, Cluster{PerfPressure: 100}, twin, cpuNode, now)
+		perfPod := p.Explain(Pod{Performance: true}, Cluster{PerfPressure: 100}, twin, cpuNode, Fill{}, now)
 		if perfPod.PressureRelief != 0 {
 			t.Errorf("performance pod penalized %v on a performance node", perfPod.PressureRelief)
 		}
-		eco := p.Explain(light, Cluster{PerfPressure: 100}, measured(joulie.ClassEco, 1000, 200, 10, 0), cpuNode, now)
+		eco := p.Explain(light, Cluster{PerfPressure: 100}, measured(joulie.ClassEco, 1000, 200, 10, 0), cpuNode, Fill{}, now)
 		if eco.PressureRelief != 0 {
 			t.Errorf("eco node penalized %v for performance pressure", eco.PressureRelief)
 		}
@@ -140,20 +142,20 @@ func TestSummaryTableScores(t *testing.T) {
 		never := measured(joulie.ClassEco, 1000, 0, 0, 0)
 		never.LastUpdated = time.Time{}
 		for name, twin := range map[string]*Twin{"older than 5m": old, "no lastUpdated": never} {
-			b := p.Explain(light, Cluster{}, twin, cpuNode, now)
+			b := p.Explain(light, Cluster{}, twin, cpuNode, Fill{}, now)
 			if b.Total != 50 || !b.Stale {
 				t.Errorf("%s: %+v, want stale neutral 50", name, b)
 			}
 		}
-		if b := p.Explain(light, Cluster{}, nil, cpuNode, now); b.Total != 50 || b.Stale {
+		if b := p.Explain(light, Cluster{}, nil, cpuNode, Fill{}, now); b.Total != 50 || b.Stale {
 			t.Errorf("missing twin: %+v, want neutral 50, not stale", b)
 		}
 	})
 
 	t.Run("heavy pod on a nearly full node scores low, a light pod higher", func(t *testing.T) {
 		full := measured(joulie.ClassPerformance, 600, 480, 30, 0)
-		h := p.Score(heavy, Cluster{}, full, cpuNode, now)
-		l := p.Score(light, Cluster{}, full, cpuNode, now)
+		h := p.Score(heavy, Cluster{}, full, cpuNode, Fill{}, now)
+		l := p.Score(light, Cluster{}, full, cpuNode, Fill{}, now)
 		if h > 15 || l <= h+10 {
 			t.Errorf("heavy %.1f, light %.1f: want heavy low and light clearly higher", h, l)
 		}
@@ -161,7 +163,7 @@ func TestSummaryTableScores(t *testing.T) {
 }
 
 func TestStalenessThreshold(t *testing.T) {
-	p := defaultParams()
+	p := designParams()
 	tests := []struct {
 		name  string
 		age   time.Duration
@@ -184,7 +186,7 @@ func TestStalenessThreshold(t *testing.T) {
 }
 
 func TestHeadroomFallsBackToThePrediction(t *testing.T) {
-	p := defaultParams()
+	p := designParams()
 	tests := []struct {
 		name string
 		twin Twin
@@ -196,7 +198,7 @@ func TestHeadroomFallsBackToThePrediction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.twin.LastUpdated = now
-			b := p.Explain(Pod{Demand: powerest.Demand{CPUCores: 64}}, Cluster{}, &tt.twin, cpuNode, now)
+			b := p.Explain(Pod{Demand: powerest.Demand{CPUCores: 64}}, Cluster{}, &tt.twin, cpuNode, Fill{}, now)
 			if math.Abs(b.Total-tt.want) > 1e-9 || b.MarginalW != 0 {
 				t.Errorf("score %.3f (marginal %v W), want %.3f from the predicted headroom", b.Total, b.MarginalW, tt.want)
 			}
@@ -260,13 +262,13 @@ func TestPUEWeighting(t *testing.T) {
 	twin := measured(joulie.ClassPerformance, 600, 300, 20, 0)
 	twin.PUE = 1.6
 	pod := Pod{Demand: powerest.Demand{CPUCores: 8}}
-	off := defaultParams()
-	on := defaultParams()
+	off := designParams()
+	on := designParams()
 	on.FacilityMetrics = true
-	if b := off.Explain(pod, Cluster{}, twin, cpuNode, now); round1(b.MarginalW) != 50 {
+	if b := off.Explain(pod, Cluster{}, twin, cpuNode, Fill{}, now); round1(b.MarginalW) != 50 {
 		t.Errorf("facility metrics off: marginal %v W, want 50 (PUE ignored)", b.MarginalW)
 	}
-	b := on.Explain(pod, Cluster{}, twin, cpuNode, now)
+	b := on.Explain(pod, Cluster{}, twin, cpuNode, Fill{}, now)
 	if round1(b.MarginalW) != 80 {
 		t.Errorf("facility metrics on: marginal %v W, want 50 × 1.6 = 80", b.MarginalW)
 	}
@@ -274,18 +276,18 @@ func TestPUEWeighting(t *testing.T) {
 		t.Errorf("headroom %v, want %v", b.Headroom, want)
 	}
 	twin.PUE = 0
-	if b := on.Explain(pod, Cluster{}, twin, cpuNode, now); round1(b.MarginalW) != 50 {
+	if b := on.Explain(pod, Cluster{}, twin, cpuNode, Fill{}, now); round1(b.MarginalW) != 50 {
 		t.Errorf("no PUE in the twin: marginal %v W, want 50", b.MarginalW)
 	}
 }
 
 func TestGPUPodsCostMoreOnPerformanceCoefficient(t *testing.T) {
-	p := defaultParams()
+	p := designParams()
 	gpuNode := powerest.Node{CPUTotalCores: 128, CPUMaxWatts: 700, GPUCount: 8, GPUMaxWattsPerGPU: 400}
 	twin := measured(joulie.ClassPerformance, 4000, 1000, 20, 0)
 	d := powerest.Demand{CPUCores: 4, GPUs: 2}
-	std := p.Explain(Pod{Demand: d}, Cluster{}, twin, gpuNode, now)
-	perf := p.Explain(Pod{Performance: true, Demand: d}, Cluster{}, twin, gpuNode, now)
+	std := p.Explain(Pod{Demand: d}, Cluster{}, twin, gpuNode, Fill{}, now)
+	perf := p.Explain(Pod{Performance: true, Demand: d}, Cluster{}, twin, gpuNode, Fill{}, now)
 	// CPU 0.8 × 4/128 × 700 = 17.5; GPU 0.6 or 0.9 × 2/8 × 3200.
 	if round1(std.MarginalW) != 497.5 || round1(perf.MarginalW) != 737.5 {
 		t.Errorf("marginal standard %v W, performance %v W; want 497.5 and 737.5", std.MarginalW, perf.MarginalW)
@@ -293,7 +295,7 @@ func TestGPUPodsCostMoreOnPerformanceCoefficient(t *testing.T) {
 }
 
 func TestBaseScoreIgnoresThePod(t *testing.T) {
-	p := defaultParams()
+	p := designParams()
 	twin := measured(joulie.ClassEco, 600, 300, 20, 0)
 	// 50 × 0.7 + 80 × 0.15, no profile bonus.
 	if got := p.BaseScore(Cluster{PerfPressure: 100}, twin, now); round1(got) != 47 {
@@ -305,7 +307,14 @@ func TestBaseScoreIgnoresThePod(t *testing.T) {
 }
 
 func TestScoreIsAlwaysWithinRange(t *testing.T) {
-	p := defaultParams()
+	for _, mode := range []Mode{ModeHeadroom, ModePack} {
+		t.Run(string(mode), func(t *testing.T) { testScoreWithinRange(t, mode) })
+	}
+}
+
+func testScoreWithinRange(t *testing.T, mode Mode) {
+	p := designParams()
+	p.Mode = mode
 	p.FacilityMetrics = true
 	inf := math.Inf(1)
 	odd := []Twin{
@@ -317,14 +326,16 @@ func TestScoreIsAlwaysWithinRange(t *testing.T) {
 	}
 	for i := range odd {
 		odd[i].LastUpdated = now
-		for _, pod := range []Pod{{}, {Performance: true, Demand: powerest.Demand{CPUCores: 1e9, GPUs: 1e9}}} {
+		for _, pod := range []Pod{{}, {Demand: powerest.Demand{GPUs: 1}}, {Performance: true, Demand: powerest.Demand{CPUCores: 1e9, GPUs: 1e9}}} {
 			for _, c := range []Cluster{{}, {TrendWPerMin: math.NaN(), PerfPressure: inf}} {
-				got := p.Score(pod, c, &odd[i], cpuNode, now)
-				if !(got >= 0 && got <= 100) {
-					t.Errorf("twin %+v, pod %+v, cluster %+v: score %v outside 0..100", odd[i], pod, c, got)
-				}
-				if pr := ExtenderPriority(got, 10); pr < 0 || pr > 10 {
-					t.Errorf("priority %d outside 0..10", pr)
+				for _, f := range []Fill{{}, {AllocatableCPU: 1, RequestedCPU: 1e9}, {AllocatableCPU: inf, RequestedCPU: inf, AllocatableGPUs: math.NaN()}, {AllocatableCPU: 64, RequestedCPU: -1e9}} {
+					got := p.Score(pod, c, &odd[i], cpuNode, f, now)
+					if !(got >= 0 && got <= 100) {
+						t.Errorf("twin %+v, pod %+v, cluster %+v, fill %+v: score %v outside 0..100", odd[i], pod, c, f, got)
+					}
+					if pr := ExtenderPriority(got, 10); pr < 0 || pr > 10 {
+						t.Errorf("priority %d outside 0..10", pr)
+					}
 				}
 			}
 		}
@@ -346,36 +357,47 @@ func TestExtenderPriority(t *testing.T) {
 }
 
 func TestScoreDoesNotAllocate(t *testing.T) {
-	p := defaultParams()
-	twin := measured(joulie.ClassPerformance, 600, 300, 20, 5)
-	pod := Pod{Demand: powerest.Demand{CPUCores: 8}}
-	if n := testing.AllocsPerRun(100, func() { _ = p.Score(pod, Cluster{PerfPressure: 30}, twin, cpuNode, now) }); n != 0 {
-		t.Errorf("Score allocates %v times per call", n)
+	for _, mode := range []Mode{ModeHeadroom, ModePack} {
+		p := designParams()
+		p.Mode = mode
+		twin := measured(joulie.ClassPerformance, 600, 300, 20, 5)
+		pod := Pod{Demand: powerest.Demand{CPUCores: 8, GPUs: 1}}
+		f := Fill{AllocatableCPU: 64, RequestedCPU: 8, AllocatableGPUs: 4, RequestedGPUs: 1}
+		if n := testing.AllocsPerRun(100, func() { _ = p.Score(pod, Cluster{PerfPressure: 30}, twin, cpuNode, f, now) }); n != 0 {
+			t.Errorf("%s: Score allocates %v times per call", mode, n)
+		}
 	}
 }
 
-// BenchmarkScore5000 is the scoring part of one prioritize request over
-// 5,000 nodes.
+// BenchmarkScore5000 is the scoring part of one prioritize request for a
+// standard pod over 5,000 nodes, in each mode.
 func BenchmarkScore5000(b *testing.B) {
-	p := defaultParams()
 	twins := make([]Twin, 5000)
+	fills := make([]Fill, 5000)
 	for i := range twins {
 		twins[i] = *measured(joulie.ClassPerformance, 4000, float64(500+i%3000), float64(i%70), float64(i%41-20))
+		fills[i] = Fill{AllocatableCPU: 190, RequestedCPU: float64(i % 190), AllocatableGPUs: 8, RequestedGPUs: float64(i % 8)}
 	}
 	hw := powerest.Node{CPUTotalCores: 192, CPUMaxWatts: 720, GPUCount: 8, GPUMaxWattsPerGPU: 700}
 	pod := Pod{Demand: powerest.Demand{CPUCores: 16, GPUs: 2}}
-	var sink int64
-	for b.Loop() {
-		var s ClusterSum
-		for i := range twins {
-			s.Add(&twins[i], now, p.StalenessThreshold)
-		}
-		batch := p.Batch(pod, s.Cluster(), now)
-		for i := range twins {
-			sink += ExtenderPriority(batch.Score(&twins[i], hw), 10)
-		}
+	for _, mode := range []Mode{ModeHeadroom, ModePack} {
+		b.Run(string(mode), func(b *testing.B) {
+			p := designParams()
+			p.Mode = mode
+			var sink int64
+			for b.Loop() {
+				var s ClusterSum
+				for i := range twins {
+					s.Add(&twins[i], now, p.StalenessThreshold)
+				}
+				batch := p.Batch(pod, s.Cluster(), now)
+				for i := range twins {
+					sink += ExtenderPriority(batch.Score(&twins[i], hw, fills[i]), 10)
+				}
+			}
+			_ = sink
+		})
 	}
-	_ = sink
 }
 
 // Each source of the twin's powerMeasurement: agent, Kepler and the
@@ -384,7 +406,7 @@ func BenchmarkScore5000(b *testing.B) {
 // no measurement: the twin's predicted headroom, no trend bonus, and left
 // out of the performance pressure and the cluster trend.
 func TestPowerMeasurementSources(t *testing.T) {
-	p := defaultParams()
+	p := designParams()
 	pod := Pod{Demand: powerest.Demand{CPUCores: 8}} // adds 50 W on cpuNode
 	tests := []struct {
 		source     joulie.MeasurementSource
@@ -412,7 +434,7 @@ func TestPowerMeasurementSources(t *testing.T) {
 			if math.Abs(c.PerfPressure-tt.pressure) > 1e-9 || c.TrendWPerMin != tt.trend {
 				t.Errorf("cluster %+v; want perfPressure %v, trend %v", c, tt.pressure, tt.trend)
 			}
-			b := p.Explain(pod, Cluster{}, tw, cpuNode, now)
+			b := p.Explain(pod, Cluster{}, tw, cpuNode, Fill{}, now)
 			if math.Abs(b.Headroom-tt.headroom) > 1e-9 || b.TrendBonus != tt.trendBonus {
 				t.Errorf("headroom %v, trend bonus %v; want %v, %v (%+v)", b.Headroom, b.TrendBonus, tt.headroom, tt.trendBonus, b)
 			}

@@ -37,6 +37,7 @@ var ErrUsage = settings.ErrUsage
 type Config struct {
 	Addr               string
 	Kubeconfig         string
+	ScoringMode        scoring.Mode
 	StalenessThreshold time.Duration
 	Coefficients       powerest.Coefficients
 	FacilityMetrics    bool
@@ -88,6 +89,8 @@ var table = settings.New(settings.Table[Config]{
 			Ref: func(c *Config) any { return &c.Addr }},
 		{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty uses the in-cluster service account", DefaultText: "in-cluster",
 			Ref: func(c *Config) any { return &c.Kubeconfig }},
+		{Path: "scoringMode", Env: []string{"SCORING_MODE"}, Usage: "pack: standard pods fill the fullest node that fits them; headroom: the design's power-headroom formula for every pod (performance pods use it in both)",
+			Ref: func(c *Config) any { return &c.ScoringMode }},
 		{Path: "twinStalenessThreshold", Env: []string{"TWIN_STALENESS_THRESHOLD"}, Usage: "age beyond which a NodeTwin scores a neutral 50",
 			Ref: func(c *Config) any { return &c.StalenessThreshold }},
 		{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1",
@@ -130,6 +133,7 @@ func Default() Config {
 	p := scoring.DefaultParams()
 	return Config{
 		Addr:               ":9876",
+		ScoringMode:        p.Mode,
 		StalenessThreshold: p.StalenessThreshold,
 		Coefficients:       p.Coefficients,
 		FacilityMetrics:    p.FacilityMetrics,
@@ -236,7 +240,7 @@ func (c *Config) RESTConfig() (*rest.Config, error) {
 
 // Params are the scoring settings.
 func (c *Config) Params() scoring.Params {
-	return scoring.Params{Coefficients: c.Coefficients, FacilityMetrics: c.FacilityMetrics, StalenessThreshold: c.StalenessThreshold}
+	return scoring.Params{Mode: c.ScoringMode, Coefficients: c.Coefficients, FacilityMetrics: c.FacilityMetrics, StalenessThreshold: c.StalenessThreshold}
 }
 
 // ServerOptions are the HTTP server's settings.
@@ -266,6 +270,7 @@ func (c *Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr),
 		slog.String("kubeconfig", c.Kubeconfig),
+		slog.String("scoringMode", string(c.ScoringMode)),
 		slog.Duration("twinStalenessThreshold", c.StalenessThreshold),
 		slog.Any("coefficients", c.Coefficients),
 		slog.Bool("facilityMetrics", c.FacilityMetrics),

@@ -35,7 +35,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != ":9876" || cfg.StalenessThreshold != 5*time.Minute || cfg.Coefficients != powerest.DefaultCoefficients() ||
+	if cfg.Addr != ":9876" || cfg.ScoringMode != scoring.ModePack || cfg.StalenessThreshold != 5*time.Minute || cfg.Coefficients != powerest.DefaultCoefficients() ||
 		cfg.FacilityMetrics || cfg.Certificate != nil || cfg.MaxRequestBytes != 64<<20 || cfg.MaxInFlightBytes != 160<<20 || cfg.Kubeconfig != "" ||
 		cfg.ReadTimeout != 30*time.Second || cfg.WriteTimeout != 30*time.Second || cfg.ReadHeaderTimeout != 10*time.Second || cfg.IdleTimeout != 2*time.Minute {
 		t.Errorf("defaults: %+v", cfg)
@@ -53,6 +53,7 @@ func TestTheDesignsVariables(t *testing.T) {
 		"EXTENDER_MAX_REQUEST_BYTES":          "100M",
 		"EXTENDER_MAX_INFLIGHT_BYTES":         "256Mi",
 		"EXTENDER_READ_TIMEOUT":               "1m",
+		"SCORING_MODE":                        "headroom",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestTheDesignsVariables(t *testing.T) {
 		t.Errorf("from variables: %+v", cfg)
 	}
 	p := cfg.Params()
-	if p.Coefficients != want || !p.FacilityMetrics || p.StalenessThreshold != 90*time.Second {
+	if p.Mode != scoring.ModeHeadroom || p.Coefficients != want || !p.FacilityMetrics || p.StalenessThreshold != 90*time.Second {
 		t.Errorf("Params = %+v", p)
 	}
 }
@@ -112,6 +113,8 @@ func TestBadValuesNameTheKeyAndTheValue(t *testing.T) {
 		{"timeout", nil, map[string]string{"EXTENDER_WRITE_TIMEOUT": "-1s"}, []string{"writeTimeout", "EXTENDER_WRITE_TIMEOUT", `"-1s"`}},
 		{"log level", []string{"--log-level", "loud"}, nil, []string{"logLevel", "--log-level", `"loud"`}},
 		{"log format", []string{"--log-format", "xml"}, nil, []string{"logFormat", "--log-format", `"xml"`}},
+		{"scoring mode", nil, map[string]string{"SCORING_MODE": "binpack"}, []string{"scoringMode", "SCORING_MODE", `"binpack"`, "use pack", "or headroom"}},
+		{"scoring mode flag", []string{"--scoring-mode", "MostAllocated"}, nil, []string{"scoringMode", "--scoring-mode", `"MostAllocated"`}},
 		{"cert without key", []string{"--tls-cert-file", "/tmp/c.pem"}, nil, []string{"tls.keyFile", "/tmp/c.pem", "both or neither"}},
 		{"missing cert files", []string{"--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/nonexistent/k.pem"}, nil,
 			[]string{"tls.certFile", "/nonexistent/c.pem", "/nonexistent/k.pem"}},
@@ -212,7 +215,7 @@ func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
 func TestKeyTableDefaultsArePkgDefaults(t *testing.T) {
 	p := scoring.DefaultParams()
 	fromPkg := Default()
-	fromPkg.StalenessThreshold, fromPkg.Coefficients, fromPkg.FacilityMetrics = p.StalenessThreshold, p.Coefficients, p.FacilityMetrics
+	fromPkg.ScoringMode, fromPkg.StalenessThreshold, fromPkg.Coefficients, fromPkg.FacilityMetrics = p.Mode, p.StalenessThreshold, p.Coefficients, p.FacilityMetrics
 	want := map[string]string{}
 	table.Each(fromPkg, func(path, v string) { want[path] = v })
 	got := map[string]string{}

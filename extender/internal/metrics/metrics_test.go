@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"joulie.io/joulie/extender/internal/state"
@@ -25,8 +26,8 @@ func snapshot() *state.Snapshot {
 		return t
 	}
 	return state.Build([]*joulie.NodeTwin{tw("a", time.Minute), tw("b", 10*time.Minute), tw("c", -1)}, nil,
-		[]*metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "d", Labels: map[string]string{joulie.LabelPowerProfile: "eco"}}}},
-		true, now)
+		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "d", Labels: map[string]string{joulie.LabelPowerProfile: "eco"}}}},
+		nil, true, now)
 }
 
 func newMetrics(t *testing.T) (*prometheus.Registry, *Metrics) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"joulie.io/joulie/extender/internal/fixture"
@@ -34,12 +35,13 @@ import (
 
 const benchNodes = 5000
 
-// benchSnapshot is a 5,000-node cluster: every node has a twin and
-// hardware, one in three is eco, one in fifty is stale.
+// benchSnapshot is a 5,000-node cluster: every node has a twin, hardware
+// and pods on it, one in three is eco, one in fifty is stale.
 func benchSnapshot() *state.Snapshot {
 	twins := make([]*joulie.NodeTwin, benchNodes)
 	hw := make([]*joulie.NodeHardware, benchNodes)
-	nodes := make([]*metav1.PartialObjectMetadata, benchNodes)
+	nodes := make([]*corev1.Node, benchNodes)
+	requests := make(map[string]state.Requests, benchNodes)
 	for i := range benchNodes {
 		name := fixture.NodeName(i)
 		class := joulie.ClassPerformance
@@ -55,9 +57,10 @@ func benchSnapshot() *state.Snapshot {
 			CPU: joulie.CPUHardware{Sockets: 2, TotalCores: 192, CapRange: &joulie.PowerRange{MaxWatts: 360}},
 			GPU: &joulie.GPUHardware{Count: 8, CapRange: &joulie.PowerRange{MaxWatts: 700}},
 		}}
-		nodes[i] = meta(name, map[string]string{joulie.LabelPowerProfile: string(fixture.Profile(i))})
+		nodes[i] = node(name, map[string]string{joulie.LabelPowerProfile: string(fixture.Profile(i))}, "190", "8")
+		requests[name] = state.Requests{CPUMilli: int64(i%190) * 1000, GPUMilli: int64(i%8) * 1000}
 	}
-	return state.Build(twins, hw, nodes, true, now)
+	return state.Build(twins, hw, nodes, requests, true, now)
 }
 
 var benchBodies = sync.OnceValues(func() (byName, withNodes []byte) {

@@ -2,17 +2,24 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
+	"joulie.io/joulie/extender/internal/wire"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
 )
 
 // debugScoring is the body of GET /debug/scoring: the design's shape
-// (coefficients and one entry per node), plus the cluster aggregates every
-// score of the moment shares.
+// (coefficients and one entry per node), plus the scoring mode, the
+// cluster aggregates every score of the moment shares, and each node's
+// score term by term for a standard and a performance pod asking for Pod.
 type debugScoring struct {
+	ScoringMode         scoring.Mode          `json:"scoringMode"`
+	Pod                 debugPod              `json:"pod"`
 	Coefficients        powerest.Coefficients `json:"coefficients"`
 	FacilityMetrics     bool                  `json:"facilityMetrics"`
 	StalenessThreshold  string                `json:"stalenessThreshold"`
@@ -23,10 +30,20 @@ type debugScoring struct {
 	Nodes               []debugNode           `json:"nodes"`
 }
 
+// debugPod is the pod the breakdowns are worked out for: the query's cpu
+// (cores) and gpus, none by default.
+type debugPod struct {
+	CPUCores float64 `json:"cpuCores"`
+	GPUs     float64 `json:"gpus"`
+}
+
 // debugNode is one node. headroom is the node's headroom before any pod
 // (measured when possible, else predicted: powerSource static counts as
 // no measurement); baseScore its score before anything pod-specific:
-// headroom, cooling and trend, or 50 without a fresh twin.
+// headroom, cooling and trend, or 50 without a fresh twin. The allocatable
+// and requested CPU and GPUs are what its fill is made of (zero when the
+// extender has not seen the Node); standard and performance are its score
+// for the query's pod of each class, term by term.
 type debugNode struct {
 	NodeName          string   `json:"nodeName"`
 	SchedulableClass  string   `json:"schedulableClass"`
@@ -49,14 +66,59 @@ type debugNode struct {
 	LastUpdated       string   `json:"lastUpdated,omitempty"`
 	PowerProfileLabel string   `json:"powerProfileLabel,omitempty"`
 	DrainingLabel     string   `json:"drainingLabel,omitempty"`
+
+	AllocatableCPU  float64           `json:"allocatableCpu"`
+	RequestedCPU    float64           `json:"requestedCpu"`
+	AllocatableGPUs float64           `json:"allocatableGpus"`
+	RequestedGPUs   float64           `json:"requestedGpus"`
+	Standard        scoring.Breakdown `json:"standard"`
+	Performance     scoring.Breakdown `json:"performance"`
 }
 
-func (s *Server) debugScoring(w http.ResponseWriter, _ *http.Request) {
+// parseDebugPod reads the query's pod: cpu in cores and gpus, each a
+// non-negative number, absent meaning none.
+func parseDebugPod(q url.Values) (debugPod, error) {
+	var d debugPod
+	for _, f := range []struct {
+		key, unit string
+		v         *float64
+	}{{"cpu", "cores", &d.CPUCores}, {"gpus", "GPUs", &d.GPUs}} {
+		s := q.Get(f.key)
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v >= 0) || v > 1e9 {
+			return d, fmt.Errorf("query parameter %s=%q: want a number of %s, 0 or more (such as %s=4)", f.key, s, f.unit, f.key)
+		}
+		*f.v = v
+	}
+	return d, nil
+}
+
+func (s *Server) debugScoring(w http.ResponseWriter, r *http.Request) {
+	pod, err := parseDebugPod(r.URL.Query())
+	if err != nil {
+		body := wire.AppendError(nil, err.Error())
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(body)
+		return
+	}
 	snap := s.snapshot()
 	now := s.now()
 	p := &s.opts.Params
 	c := snap.Cluster(now, p.StalenessThreshold)
+	mode := p.Mode
+	if mode == "" {
+		mode = scoring.ModePack
+	}
+	demand := powerest.Demand{CPUCores: pod.CPUCores, GPUs: pod.GPUs}
+	standard := p.Batch(scoring.Pod{Demand: demand}, c, now)
+	performance := p.Batch(scoring.Pod{Performance: true, Demand: demand}, c, now)
 	out := debugScoring{
+		ScoringMode:         mode,
+		Pod:                 pod,
 		Coefficients:        p.Coefficients,
 		FacilityMetrics:     p.FacilityMetrics,
 		StalenessThreshold:  p.StalenessThreshold.String(),
@@ -77,6 +139,12 @@ func (s *Server) debugScoring(w http.ResponseWriter, _ *http.Request) {
 			HasGPU:            n.Hardware.GPUCount > 0,
 			PowerProfileLabel: n.Labels.Profile,
 			DrainingLabel:     n.Labels.Draining,
+			AllocatableCPU:    n.Fill.AllocatableCPU,
+			RequestedCPU:      n.Fill.RequestedCPU,
+			AllocatableGPUs:   n.Fill.AllocatableGPUs,
+			RequestedGPUs:     n.Fill.RequestedGPUs,
+			Standard:          standard.Explain(n.Twin, n.Hardware, n.Fill),
+			Performance:       performance.Explain(n.Twin, n.Hardware, n.Fill),
 		}
 		if t := n.Twin; t != nil {
 			d.HasTwin = true

@@ -466,10 +466,11 @@ func (s *Server) answerPrioritize(w http.ResponseWriter, r *http.Request, ex *ex
 	for i := range n {
 		var twin *scoring.Twin
 		var hw powerest.Node
+		var fill scoring.Fill
 		if node := snap.Lookup(a.Name(i)); node != nil {
-			twin, hw = node.Twin, node.Hardware
+			twin, hw, fill = node.Twin, node.Hardware, node.Fill
 		}
-		ex.scores[i] = scoring.ExtenderPriority(batch.Score(twin, hw), extenderv1.MaxExtenderPriority)
+		ex.scores[i] = scoring.ExtenderPriority(batch.Score(twin, hw, fill), extenderv1.MaxExtenderPriority)
 	}
 	if err := s.output(ex, wire.HostPrioritiesSize(a, ex.scores)); err != nil {
 		return s.busy()

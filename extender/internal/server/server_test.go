@@ -25,7 +25,6 @@ import (
 	"joulie.io/joulie/extender/internal/fixture"
 	"joulie.io/joulie/extender/internal/state"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
 )
 
@@ -33,10 +32,17 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func defaultOptions() Options {
 	return Options{
-		Params:           scoring.Params{Coefficients: powerest.DefaultCoefficients(), StalenessThreshold: 5 * time.Minute},
+		Params:           scoring.DefaultParams(),
 		MaxRequestBytes:  1 << 20,
 		MaxInFlightBytes: 64 << 20,
 	}
+}
+
+// headroomOptions score by the design's formula (headroom mode).
+func headroomOptions() Options {
+	o := defaultOptions()
+	o.Params.Mode = scoring.ModeHeadroom
+	return o
 }
 
 // testServer is a Server over a snapshot the test swaps at will.
@@ -85,8 +91,20 @@ func cpuHardware(name string) *joulie.NodeHardware {
 	}}
 }
 
-func meta(name string, labels map[string]string) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+// node is a Node as the cache keeps it: its labels, and allocatable CPU
+// and GPUs when cpu or gpus are positive.
+func node(name string, labels map[string]string, cpu, gpus string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if cpu != "" || gpus != "" {
+		n.Status.Allocatable = corev1.ResourceList{}
+		if cpu != "" {
+			n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if gpus != "" {
+			n.Status.Allocatable[joulie.ResourceNVIDIAGPU] = resource.MustParse(gpus)
+		}
+	}
+	return n
 }
 
 // clusterSnapshot holds one node of each situation the filter and the
@@ -103,13 +121,16 @@ func clusterSnapshot() *state.Snapshot {
 	for _, n := range []string{"perf", "eco", "draining", "stale"} {
 		hw = append(hw, cpuHardware(n))
 	}
-	nodes := []*metav1.PartialObjectMetadata{
-		meta("perf", map[string]string{joulie.LabelPowerProfile: "performance"}),
-		meta("labelled-eco", map[string]string{joulie.LabelPowerProfile: "eco"}),
-		meta("labelled-draining", map[string]string{joulie.LabelPowerProfile: "performance", joulie.LabelDraining: "true"}),
-		meta("plain", nil),
+	nodes := []*corev1.Node{
+		node("perf", map[string]string{joulie.LabelPowerProfile: "performance"}, "64", ""),
+		node("eco", map[string]string{joulie.LabelPowerProfile: "eco"}, "64", ""),
+		node("labelled-eco", map[string]string{joulie.LabelPowerProfile: "eco"}, "", ""),
+		node("labelled-draining", map[string]string{joulie.LabelPowerProfile: "performance", joulie.LabelDraining: "true"}, "", ""),
+		node("plain", nil, "64", ""),
 	}
-	return state.Build(twins, hw, nodes, true, now)
+	// perf is half full, eco holds one 8-core pod.
+	requests := map[string]state.Requests{"perf": {CPUMilli: 32000}, "eco": {CPUMilli: 8000}, "plain": {CPUMilli: 60000}}
+	return state.Build(twins, hw, nodes, requests, true, now)
 }
 
 var allNodes = []string{"perf", "eco", "draining", "stale", "undated", "labelled-eco", "labelled-draining", "plain", "unknown"}
@@ -284,7 +305,7 @@ func priorities(t *testing.T, rec *httptest.ResponseRecorder) map[string]int64 {
 }
 
 func TestPrioritizeScoresByTheFormula(t *testing.T) {
-	ts := newTestServer(t, defaultOptions(), clusterSnapshot())
+	ts := newTestServer(t, headroomOptions(), clusterSnapshot())
 	for _, form := range []struct {
 		name string
 		args func(*corev1.Pod, []string) extenderv1.ExtenderArgs
@@ -321,8 +342,8 @@ func TestPrioritizeWorkedExamples(t *testing.T) {
 	snap := state.Build([]*joulie.NodeTwin{
 		twinObj("example-1", twinSpec{class: joulie.ClassPerformance, cappedW: 600, measuredW: 300, cool: 20}),
 		twinObj("example-2", twinSpec{class: joulie.ClassEco, cappedW: 1000, cool: 0}),
-	}, []*joulie.NodeHardware{cpuHardware("example-1")}, nil, true, now)
-	ts := newTestServer(t, defaultOptions(), snap)
+	}, []*joulie.NodeHardware{cpuHardware("example-1")}, nil, nil, true, now)
+	ts := newTestServer(t, headroomOptions(), snap)
 	// Example 1: a performance pod adding 50 W (no profile terms): 41.2 → 4.
 	if got := priorities(t, post(t, ts.Handler(), "/prioritize", marshal(t, byName(pod("performance"), []string{"example-1"})))); got["example-1"] != 4 {
 		t.Errorf("example 1: priority %d, want 4 (41.2)", got["example-1"])
@@ -493,7 +514,7 @@ func TestDebugScoring(t *testing.T) {
 }
 
 func TestHealthzWaitsForTheCache(t *testing.T) {
-	ts := newTestServer(t, defaultOptions(), state.Build(nil, nil, nil, false, now))
+	ts := newTestServer(t, defaultOptions(), state.Build(nil, nil, nil, nil, false, now))
 	get := func() int {
 		rec := httptest.NewRecorder()
 		ts.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))

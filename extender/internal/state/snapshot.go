@@ -1,7 +1,8 @@
 // Package state keeps the extender's view of the cluster: every node's
-// NodeTwin, NodeHardware and Joulie labels, fed by informers (one watch
-// each, never a list per request) and published as an immutable Snapshot
-// through an atomic pointer. A scheduling request loads the pointer once
+// NodeTwin, NodeHardware, Joulie labels and fill (its allocatable CPU and
+// GPUs against what its pods request), fed by watches (one each, never a
+// list per request) and published as an immutable Snapshot through an
+// atomic pointer. A scheduling request loads the pointer once
 // and reads that snapshot to the end, so requests never lock, never wait
 // for each other and never see a half-applied update.
 package state
@@ -13,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/powerest"
@@ -32,6 +33,9 @@ type Node struct {
 	Hardware    powerest.Node
 	// Labels are the node's Joulie labels, from the Node object.
 	Labels scoring.Labels
+	// Fill is the node's allocatable, from the Node object, and what the
+	// pods bound to it request; zero without the Node object.
+	Fill scoring.Fill
 }
 
 // Snapshot is the cluster at one moment. It is never modified once
@@ -97,11 +101,13 @@ func (s *Snapshot) Cluster(now time.Time, threshold time.Duration) scoring.Clust
 	return c
 }
 
-// Build assembles a snapshot from the informers' objects. Nodes without a
-// twin, hardware or a Joulie label are left out: to the extender they are
+// Build assembles a snapshot from the watches' objects: twins, hardware,
+// Nodes (trimmed to Joulie's labels and the allocatable the fill reads)
+// and the requests of the pods bound to each node. Nodes without a twin,
+// hardware or a Joulie label are left out: to the extender they are
 // unknown either way, and a cluster's non-Joulie nodes need not cost
 // memory here.
-func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*metav1.PartialObjectMetadata, synced bool, built time.Time) *Snapshot {
+func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*corev1.Node, requests map[string]Requests, synced bool, built time.Time) *Snapshot {
 	byName := make(map[string]*Node, max(len(twins), len(hardware)))
 	get := func(name string) *Node {
 		n, ok := byName[name]
@@ -129,6 +135,12 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*m
 			get(m.Name).Labels = l
 		}
 	}
+	// The fill of the known nodes only, after the others are left out.
+	for _, m := range nodes {
+		if n, ok := byName[m.Name]; ok {
+			n.Fill = fillOf(m, requests[m.Name])
+		}
+	}
 	s.nodes = make([]Node, 0, len(byName))
 	for _, n := range byName {
 		s.nodes = append(s.nodes, *n)
@@ -139,4 +151,19 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*m
 		s.index[s.nodes[i].Name] = int32(i)
 	}
 	return s
+}
+
+// fillOf is a node's fill: its allocatable CPU and GPUs (NVIDIA and AMD
+// together, as powerest.PodDemand counts a pod's) and what its pods
+// request.
+func fillOf(n *corev1.Node, r Requests) scoring.Fill {
+	a := n.Status.Allocatable
+	cpu := a[corev1.ResourceCPU]
+	nvidia, amd := a[joulie.ResourceNVIDIAGPU], a[joulie.ResourceAMDGPU]
+	return scoring.Fill{
+		AllocatableCPU:  float64(cpu.MilliValue()) / 1000,
+		RequestedCPU:    float64(r.CPUMilli) / 1000,
+		AllocatableGPUs: float64(nvidia.MilliValue()+amd.MilliValue()) / 1000,
+		RequestedGPUs:   float64(r.GPUMilli) / 1000,
+	}
 }

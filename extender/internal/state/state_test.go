@@ -9,9 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	metadatafake "k8s.io/client-go/metadata/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -46,22 +46,33 @@ func hardware(name string) *joulie.NodeHardware {
 	}
 }
 
-func nodeMeta(name string, labels map[string]string) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{
+// nodeObj is a Node with labels and allocatable resources given as
+// name, quantity pairs.
+func nodeObj(name string, labels map[string]string, allocatable ...string) *corev1.Node {
+	n := &corev1.Node{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 	}
+	if len(allocatable) > 0 {
+		n.Status.Allocatable = corev1.ResourceList{}
+		for i := 0; i+1 < len(allocatable); i += 2 {
+			n.Status.Allocatable[corev1.ResourceName(allocatable[i])] = resource.MustParse(allocatable[i+1])
+		}
+	}
+	return n
 }
 
 func TestBuild(t *testing.T) {
 	s := Build(
 		[]*joulie.NodeTwin{twin("b", joulie.ClassEco, 300), twin("a", joulie.ClassPerformance, 500)},
 		[]*joulie.NodeHardware{hardware("a"), hardware("c")},
-		[]*metav1.PartialObjectMetadata{
-			nodeMeta("a", map[string]string{joulie.LabelPowerProfile: "performance"}),
-			nodeMeta("d", map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "true"}),
-			nodeMeta("plain", map[string]string{"kubernetes.io/os": "linux"}),
+		[]*corev1.Node{
+			nodeObj("a", map[string]string{joulie.LabelPowerProfile: "performance"}, "cpu", "127500m", "nvidia.com/gpu", "4", "amd.com/gpu", "4"),
+			nodeObj("b", nil, "cpu", "64"),
+			nodeObj("d", map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "true"}),
+			nodeObj("plain", map[string]string{"kubernetes.io/os": "linux"}, "cpu", "8"),
 		},
+		map[string]Requests{"a": {CPUMilli: 16500, GPUMilli: 3000}, "plain": {CPUMilli: 4000}, "gone": {CPUMilli: 1000}},
 		true, updated.Time)
 
 	var names []string
@@ -78,11 +89,14 @@ func TestBuild(t *testing.T) {
 	if a.Twin == nil || a.Twin.Class != joulie.ClassPerformance || a.Twin.MeasuredW != 500 || !a.HasHardware || a.Labels.Profile != "performance" {
 		t.Errorf("node a: %+v twin %+v", a, a.Twin)
 	}
-	if b := s.Lookup([]byte("b")); b.Twin == nil || b.Twin.Class != joulie.ClassEco || b.HasHardware {
+	if a.Fill != (scoring.Fill{AllocatableCPU: 127.5, RequestedCPU: 16.5, AllocatableGPUs: 8, RequestedGPUs: 3}) {
+		t.Errorf("node a's fill %+v: want 16.5 of 127.5 cores and 3 of 8 GPUs, NVIDIA and AMD together", a.Fill)
+	}
+	if b := s.Lookup([]byte("b")); b.Twin == nil || b.Twin.Class != joulie.ClassEco || b.HasHardware || b.Fill != (scoring.Fill{AllocatableCPU: 64}) {
 		t.Errorf("node b: %+v", b)
 	}
-	if c := s.Lookup([]byte("c")); c.Twin != nil || !c.HasHardware {
-		t.Errorf("node c: %+v", c)
+	if c := s.Lookup([]byte("c")); c.Twin != nil || !c.HasHardware || c.Fill.Known() {
+		t.Errorf("node c, without a Node object: %+v", c)
 	}
 	if d := s.Lookup([]byte("d")); d.Twin != nil || d.Labels != (scoring.Labels{Profile: "eco", Draining: "true"}) {
 		t.Errorf("node d: %+v", d)
@@ -141,22 +155,22 @@ func TestHardwareOf(t *testing.T) {
 }
 
 func TestEmptySnapshotBeforeSync(t *testing.T) {
-	c := New(joulieclient.NewSimpleClientset(), metadatafake.NewSimpleMetadataClient(runtime.NewScheme()), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(joulieclient.NewSimpleClientset(), kubefake.NewClientset(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	s := c.Snapshot()
 	if s == nil || s.Synced || len(s.Nodes()) != 0 || s.Lookup([]byte("a")) != nil {
 		t.Errorf("snapshot before Run: %+v", s)
 	}
 }
 
-// The cache follows the watch: a twin created after the first sync shows
-// up in a later snapshot, and a changed Joulie label too, without any
-// list per read.
+// The cache follows the watches: a twin created after the first sync shows
+// up in a later snapshot, and so do a changed Joulie label, a changed
+// allocatable and pods bound, resized and ended, without any list per
+// read.
 func TestCacheFollowsTheWatch(t *testing.T) {
 	jc := joulieclient.NewSimpleClientset(twin("a", joulie.ClassPerformance, 100), hardware("a"))
-	scheme := metadatafake.NewTestScheme()
-	metav1.AddMetaToScheme(scheme)
-	mc := metadatafake.NewSimpleMetadataClient(scheme, nodeMeta("a", nil), nodeMeta("b", map[string]string{joulie.LabelPowerProfile: "performance"}))
-	c := New(jc, mc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	kc := kubefake.NewClientset(nodeObj("a", nil, "cpu", "64"), nodeObj("b", map[string]string{joulie.LabelPowerProfile: "performance"}),
+		podObj("ns", "early", "a", corev1.PodRunning, "6", ""))
+	c := New(jc, kc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c.coalesce = 10 * time.Millisecond
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -165,6 +179,9 @@ func TestCacheFollowsTheWatch(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	waitFor(t, c, "first sync", func(s *Snapshot) bool { return s.Synced && s.Lookup([]byte("a")) != nil })
+	if a := c.Snapshot().Lookup([]byte("a")); a.Fill != (scoring.Fill{AllocatableCPU: 64, RequestedCPU: 6}) {
+		t.Fatalf("node a after sync: fill %+v, want 6 of 64 cores", a.Fill)
+	}
 	if b := c.Snapshot().Lookup([]byte("b")); b == nil || b.Labels.Profile != "performance" {
 		t.Fatalf("node b after sync: %+v", b)
 	}
@@ -177,10 +194,39 @@ func TestCacheFollowsTheWatch(t *testing.T) {
 		return n != nil && n.Twin != nil && n.Twin.Class == joulie.ClassEco
 	})
 
-	if err := mc.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), nodeMeta("b", map[string]string{joulie.LabelPowerProfile: "eco"}), ""); err != nil {
+	nodes := kc.CoreV1().Nodes()
+	if _, err := nodes.Update(ctx, nodeObj("b", map[string]string{joulie.LabelPowerProfile: "eco"}), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, c, "label change on b", func(s *Snapshot) bool { return s.Lookup([]byte("b")).Labels.Profile == "eco" })
+	if _, err := nodes.Update(ctx, nodeObj("a", nil, "cpu", "32", "nvidia.com/gpu", "2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "allocatable change on a", func(s *Snapshot) bool {
+		return s.Lookup([]byte("a")).Fill == scoring.Fill{AllocatableCPU: 32, RequestedCPU: 6, AllocatableGPUs: 2}
+	})
+
+	pods := kc.CoreV1().Pods("ns")
+	if _, err := pods.Create(ctx, podObj("ns", "train", "a", corev1.PodPending, "4", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "a pod bound to a", func(s *Snapshot) bool { return s.Lookup([]byte("a")).Fill.RequestedCPU == 10 })
+	if _, err := pods.Update(ctx, podObj("ns", "train", "a", corev1.PodRunning, "8", "1"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "the pod resized", func(s *Snapshot) bool {
+		return s.Lookup([]byte("a")).Fill == scoring.Fill{AllocatableCPU: 32, RequestedCPU: 14, AllocatableGPUs: 2, RequestedGPUs: 1}
+	})
+	if _, err := pods.Update(ctx, podObj("ns", "train", "a", corev1.PodSucceeded, "8", "1"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "the pod ended", func(s *Snapshot) bool { return s.Lookup([]byte("a")).Fill.RequestedCPU == 6 })
+	if err := pods.Delete(ctx, "early", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, "the first pod deleted", func(s *Snapshot) bool {
+		return s.Lookup([]byte("a")).Fill == scoring.Fill{AllocatableCPU: 32, AllocatableGPUs: 2}
+	})
 
 	if err := jc.JoulieV1alpha1().NodeTwins().Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -203,7 +249,7 @@ func waitFor(t *testing.T, c *Cache, what string, cond func(*Snapshot) bool) {
 func TestClusterMemoExpiresWithTheFirstStaleTwin(t *testing.T) {
 	young := twin("young", joulie.ClassPerformance, 900) // headroom 10: congestion 90
 	young.Status.LastUpdated = metav1.NewTime(updated.Add(2 * time.Minute))
-	s := Build([]*joulie.NodeTwin{twin("old", joulie.ClassPerformance, 500), young}, nil, nil, true, updated.Time)
+	s := Build([]*joulie.NodeTwin{twin("old", joulie.ClassPerformance, 500), young}, nil, nil, nil, true, updated.Time)
 	const threshold = 5 * time.Minute
 	for _, tc := range []struct {
 		at       time.Duration // after the old twin's update
@@ -220,5 +266,21 @@ func TestClusterMemoExpiresWithTheFirstStaleTwin(t *testing.T) {
 		if c := s.Cluster(updated.Add(tc.at), threshold); c.PerfPressure != tc.pressure {
 			t.Errorf("at +%s: pressure %v, want %v", tc.at, c.PerfPressure, tc.pressure)
 		}
+	}
+}
+
+// podObj is a pod in namespace ns bound to node (none when empty) in
+// phase, requesting cpu and, when gpus is set, NVIDIA GPUs.
+func podObj(ns, name, node string, phase corev1.PodPhase, cpu, gpus string) *corev1.Pod {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	var lim corev1.ResourceList
+	if gpus != "" {
+		lim = corev1.ResourceList{joulie.ResourceNVIDIAGPU: resource.MustParse(gpus)}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main",
+			Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}},
+		Status: corev1.PodStatus{Phase: phase},
 	}
 }

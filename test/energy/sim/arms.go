@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/test/energy/schedsim"
 )
 
@@ -74,6 +75,13 @@ type ArmSpec struct {
 	Joulie bool
 	// Policy is the controller's policy when Joulie is set.
 	Policy string
+	// Scoring is the extender's scoring mode when Joulie is set; "" is
+	// the extender's default (scoring.DefaultParams).
+	Scoring scoring.Mode
+	// ExtenderWeight is the extender's weight in kube-scheduler's
+	// configuration when Joulie is set; 0 is the chart's
+	// (scoring.ChartWeight).
+	ExtenderWeight int64
 	// Caps says whether the agents enforce the controller's caps.
 	Caps bool
 	// Oracle chooses caps per job or per node (Joulie is then off).
@@ -90,13 +98,16 @@ var ArmSpecs = []ArmSpec{
 	{Arm: ArmBinPack, Profile: schedsim.MostAllocatedProfile, Describe: "MostAllocated (bin-packing), no caps, always on"},
 	{Arm: ArmPowerOff, Profile: schedsim.MostAllocatedProfile, PowerOff: AutoscalerRules,
 		Describe: "bin-packing + idle power-off: an empty node off after 10 min, a pod that fits no awake node wakes one and waits for its boot"},
-	{Arm: ArmStatic, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyStaticPartition, Caps: true,
+	// The Joulie arms below score as the extender and the chart did before
+	// issue 23 (the design's headroom formula, at weight 1), so that their
+	// results stay what they were.
+	{Arm: ArmStatic, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyStaticPartition, Caps: true, Scoring: scoring.ModeHeadroom, ExtenderWeight: 1,
 		Describe: "Joulie static_partition on the default profile"},
-	{Arm: ArmQueueAware, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true,
+	{Arm: ArmQueueAware, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, Scoring: scoring.ModeHeadroom, ExtenderWeight: 1,
 		Describe: "Joulie queue_aware_v1 on the default profile"},
-	{Arm: ArmQueueAwarePack, Profile: schedsim.MostAllocatedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true,
+	{Arm: ArmQueueAwarePack, Profile: schedsim.MostAllocatedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, Scoring: scoring.ModeHeadroom, ExtenderWeight: 1,
 		Describe: "Joulie queue_aware_v1 on the MostAllocated profile"},
-	{Arm: ArmNoCaps, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyQueueAware,
+	{Arm: ArmNoCaps, Profile: schedsim.DefaultProfile, Joulie: true, Policy: plan.PolicyQueueAware, Scoring: scoring.ModeHeadroom, ExtenderWeight: 1,
 		Describe: "as d-queue-aware, caps never enforced"},
 	{Arm: ArmOraclePhysical, Profile: schedsim.MostAllocatedProfile, Oracle: OraclePhysical, PowerOff: Foresight,
 		Describe: "oracle bound, physical: bin-packing, per-GPU caps per job and node-level CPU caps at the energy optimum, nodes off when empty and woken with foresight"},

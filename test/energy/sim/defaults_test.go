@@ -12,8 +12,9 @@ import (
 // The simulator's Joulie is the programs' Joulie: with the run's defaults
 // its controller plans with plan.DefaultSettings (the controller's key
 // table's defaults) but for the arm's policy, and its extender scores with
-// scoring.DefaultParams (the extender's). A default restated here instead
-// of taken from pkg/ would drift from the programs' and fail this.
+// scoring.DefaultParams (the extender's) at the chart's weight, but for
+// the scoring mode and weight an arm asks for. A default restated here
+// instead of taken from pkg/ would drift from the programs' and fail this.
 func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 	for _, spec := range ArmSpecs {
 		if !spec.Joulie {
@@ -28,9 +29,16 @@ func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 		if !reflect.DeepEqual(s.plan, want) {
 			t.Errorf("%s: the simulated controller plans with\n%+v\nthe controller's defaults are\n%+v", spec.Arm, s.plan, want)
 		}
-		if !reflect.DeepEqual(s.ext.params, scoring.DefaultParams()) || s.ext.Weight() != scoring.ChartWeight {
-			t.Errorf("%s: the simulated extender scores with %+v at weight %d, the extender's defaults are %+v at %d",
-				spec.Arm, s.ext.params, s.ext.Weight(), scoring.DefaultParams(), scoring.ChartWeight)
+		params, weight := scoring.DefaultParams(), int64(scoring.ChartWeight)
+		if spec.Scoring != "" {
+			params.Mode = spec.Scoring
+		}
+		if spec.ExtenderWeight != 0 {
+			weight = spec.ExtenderWeight
+		}
+		if !reflect.DeepEqual(s.ext.params, params) || s.ext.Weight() != weight {
+			t.Errorf("%s: the simulated extender scores with %+v at weight %d, want the extender's defaults with the arm's mode and weight, %+v at %d",
+				spec.Arm, s.ext.params, s.ext.Weight(), params, weight)
 		}
 		s.sched.Close()
 	}

@@ -182,6 +182,7 @@ func capFractions(spec joulie.NodePowerProfileSpec) (cpu, gpu float64) {
 type extender struct {
 	s      *simulation
 	params scoring.Params
+	weight int64
 	// The cluster aggregate of the last pod, valid while the clock and
 	// the twins are those it was computed at.
 	sum      scoring.Cluster
@@ -191,11 +192,19 @@ type extender struct {
 }
 
 func newExtender(s *simulation) *extender {
-	// The extender's defaults, which its key table takes its own from.
-	return &extender{s: s, params: scoring.DefaultParams()}
+	// The extender's defaults, which its key table takes its own from, but
+	// for the arm's scoring mode and weight.
+	e := &extender{s: s, params: scoring.DefaultParams(), weight: scoring.ChartWeight}
+	if s.spec.Scoring != "" {
+		e.params.Mode = s.spec.Scoring
+	}
+	if s.spec.ExtenderWeight != 0 {
+		e.weight = s.spec.ExtenderWeight
+	}
+	return e
 }
 
-func (e *extender) Weight() int64 { return scoring.ChartWeight }
+func (e *extender) Weight() int64 { return e.weight }
 
 func (e *extender) twinOf(name string) (scoring.Twin, bool) {
 	n := e.s.nodes[e.s.byName[name]]
@@ -231,8 +240,11 @@ func (e *extender) Prioritize(pod *v1.Pod, nodes []*v1.Node) (extenderv1.HostPri
 		if n.twin != nil {
 			tp = &n.scoringTwin
 		}
+		// No fill: the arms that run the extender score in headroom mode,
+		// which does not read it. An arm in pack mode must pass the node's
+		// allocatable and its pods' requests here.
 		out[i] = extenderv1.HostPriority{Host: node.Name,
-			Score: scoring.ExtenderPriority(batch.Score(tp, n.hardware), extenderv1.MaxExtenderPriority)}
+			Score: scoring.ExtenderPriority(batch.Score(tp, n.hardware, scoring.Fill{}), extenderv1.MaxExtenderPriority)}
 	}
 	return out, nil
 }

@@ -123,12 +123,27 @@ seccompProfile:
 {{- end }}
 {{- end }}
 
-{{/* The extender block kube-scheduler needs, as a KubeSchedulerConfiguration. */}}
+{{/*
+The KubeSchedulerConfiguration kube-scheduler needs: a profile whose
+NodeResourcesFit scores with extender.scheduler.nodeResourcesFit (the other
+plugins keep kube-scheduler's defaults), and the extender.
+*/}}
 {{- define "joulie.schedulerConfiguration" -}}
+{{- $fit := .Values.extender.scheduler.nodeResourcesFit -}}
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: {{ .Values.extender.scheduler.schedulerName }}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: {{ $fit.scoringStrategy }}
+        resources:
+        {{- range $fit.resources }}
+        - name: {{ .name }}
+          weight: {{ .weight }}
+        {{- end }}
 extenders:
 - urlPrefix: {{ include "joulie.extender.urlPrefix" . | quote }}
   filterVerb: filter
