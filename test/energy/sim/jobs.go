@@ -50,6 +50,9 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 	n.running = slices.Insert(n.running, at, idx)
 	n.podsChanged, n.park.dirty = true, true
 	s.parkArrival(j, n)
+	// A pod bound is a watch event for the controller: the node may have
+	// been the family's last idle one.
+	s.parkSoon()
 	s.acct.started(j.job)
 	if s.spec.Oracle != NoOracle {
 		j.cap = s.oracleCap(j, n)
