@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/schedsim"
