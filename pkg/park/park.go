@@ -600,19 +600,17 @@ func (f *family) unclaimedWaking() int {
 	return n
 }
 
-// park starts parks: in one hardware family at a time (the one already
-// parking, else the one with the most idle nodes above its reserve), the
-// nodes empty longest first, as long as the family keeps its reserve idle
-// and the park rate allows.
+// park starts parks: in one hardware family per pass, the one whose
+// longest-empty candidate has waited longest (so a family that keeps
+// emptying nodes cannot starve another: GPU servers idle at several times
+// a CPU server's draw), the nodes empty longest first, as long as the
+// family keeps its reserve idle and the park rate allows.
 func (d *decider) park(fams map[string]*family) {
 	if d.parkBudget <= 0 {
 		return
 	}
-	type choice struct {
-		f          *family
-		candidates []*state
-	}
-	var active, best *choice
+	var best *family
+	var bestCands []*state
 	for _, name := range sortedKeys(fams) {
 		f := fams[name]
 		var cands []*state
@@ -630,28 +628,21 @@ func (d *decider) park(fams map[string]*family) {
 		if surplus := f.Idle - f.Reserve; surplus < len(cands) {
 			cands = cands[:max(0, surplus)]
 		}
-		c := &choice{f: f, candidates: cands}
-		if f.Parking > 0 && active == nil {
-			active = c
+		if len(cands) > 0 && (best == nil || cands[0].EmptySince.Before(bestCands[0].EmptySince)) {
+			best, bestCands = f, cands
 		}
-		if len(cands) > 0 && (best == nil || len(cands) > len(best.candidates)) {
-			best = c
-		}
-	}
-	if active != nil {
-		best = active
 	}
 	if best == nil {
 		return
 	}
-	for _, n := range best.candidates {
+	for _, n := range bestCands {
 		if d.parkBudget <= 0 {
 			break
 		}
 		d.parkBudget--
 		d.move(n, joulie.PowerParking, 0, "empty for %s; family %s keeps %d idle nodes for a reserve of %d",
-			d.in.Now.Sub(n.EmptySince).Round(time.Second), best.f.Name, best.f.Idle-1, best.f.Reserve)
-		best.f.Idle--
+			d.in.Now.Sub(n.EmptySince).Round(time.Second), best.Name, best.Idle-1, best.Reserve)
+		best.Idle--
 	}
 }
 

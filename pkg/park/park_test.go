@@ -203,13 +203,13 @@ func TestDecide(t *testing.T) {
 			want:  []string{"b awake>parking"}},
 
 		// One family at a time.
-		{name: "one family parks at a time: the one with the most surplus",
-			nodes: []Node{node("c1", cpuFam, 64), node("c2", cpuFam, 64), node("g1", gpuFam, 64), node("g2", gpuFam, 64), node("g3", gpuFam, 64)},
-			want:  []string{"g1 awake>parking", "g2 awake>parking"}},
-		{name: "a family already parking keeps its turn",
+		{name: "one family parks at a time: the one whose node has been empty longest",
+			nodes: []Node{node("c1", cpuFam, 64), node("c2", cpuFam, 64, emptyFor(3*time.Hour)), node("g1", gpuFam, 64), node("g2", gpuFam, 64), node("g3", gpuFam, 64)},
+			want:  []string{"c2 awake>parking"}},
+		{name: "a family still parking does not starve another whose nodes have waited longer",
 			nodes: []Node{node("c1", cpuFam, 64, in(joulie.PowerParking, 5*time.Second)), node("c2", cpuFam, 64), node("c3", cpuFam, 64),
-				node("g1", gpuFam, 64), node("g2", gpuFam, 64), node("g3", gpuFam, 64), node("g4", gpuFam, 64)},
-			want: []string{"c2 awake>parking"}},
+				node("g1", gpuFam, 64, emptyFor(3*time.Hour)), node("g2", gpuFam, 64), node("g3", gpuFam, 64), node("g4", gpuFam, 64)},
+			want: []string{"g1 awake>parking", "g2 awake>parking", "g3 awake>parking"}},
 
 		// Park progress.
 		{name: "a park finishes after the grace while the node is still empty",

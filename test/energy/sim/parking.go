@@ -38,6 +38,10 @@ import (
 // coalescing the pods that arrive together. A stated assumption.
 const parkWatchDelay = time.Second
 
+// periodicPark marks the evPark events of a parking arm without the rest
+// of Joulie, which recur every reconcile interval.
+const periodicPark = 1
+
 // parkingState is what the controller and the agents of a parking arm
 // hold per node, as the API holds it: the NodePowerProfile spec's
 // powerState, powerStateSince and wakeAttempts, and the agent's status.
@@ -120,7 +124,7 @@ func (s *simulation) parkPass(ctx context.Context) error {
 		return nil
 	}
 	p := &s.parking
-	if p.passAt <= s.now {
+	if p.passAt >= 0 && p.passAt <= s.now {
 		p.passAt = -1
 	}
 	now := epoch.Add(s.now)

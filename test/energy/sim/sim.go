@@ -197,6 +197,10 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	}
 	if spec.Joulie {
 		heap.Push(&s.events, event{t: 0, kind: evReconcile})
+	} else if spec.PowerOff == Parking {
+		// Parking without the rest of Joulie: its passes run on their own
+		// every reconcile interval.
+		heap.Push(&s.events, event{t: 0, kind: evPark, idx: periodicPark})
 	}
 	s.ctl = controllerView{nodes: slices.Clone(objs), profiles: map[string]*joulie.NodePowerProfile{}, perfPods: map[string]int{},
 		loads: map[string]plan.NodeLoad{}}
@@ -251,6 +255,9 @@ func (s *simulation) loop(ctx context.Context) error {
 		case evPark:
 			if err := s.parkPass(ctx); err != nil {
 				return err
+			}
+			if ev.idx == periodicPark && s.done < len(s.jobs) {
+				heap.Push(&s.events, event{t: s.now + s.opts.ReconcileInterval, kind: evPark, idx: periodicPark})
 			}
 		}
 		if err := ctx.Err(); err != nil {
