@@ -129,12 +129,24 @@ type Result struct {
 	PerfPods int
 }
 
-// Eligible reports whether the node takes part in planning.
+// Eligible reports whether the node takes part in planning. A node being
+// parked, parked or not yet back from a wake (it carries the
+// joulie.io/parked taint) does not: counting it would hand the
+// performance share to nodes that are off.
 func Eligible(n *corev1.Node, sel labels.Selector) bool {
-	if n.Spec.Unschedulable || n.Labels[joulie.LabelReserved] == "true" {
+	if n.Spec.Unschedulable || n.Labels[joulie.LabelReserved] == "true" || parked(n) {
 		return false
 	}
 	return sel == nil || sel.Matches(labels.Set(n.Labels))
+}
+
+func parked(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == joulie.TaintParked {
+			return true
+		}
+	}
+	return false
 }
 
 // CurrentState reads a node's guard state from its labels.

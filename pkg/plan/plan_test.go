@@ -89,7 +89,9 @@ func TestIneligibleNodesLeaveThePlanAndAreReleased(t *testing.T) {
 	reserved := plantest.CPUNode("cpu-r", map[string]string{joulie.LabelReserved: "true"})
 	unmanaged := plantest.CPUNode("cpu-u", nil)
 	delete(unmanaged.Labels, joulie.LabelManaged)
-	in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), cordoned, reserved, unmanaged},
+	parked := plantest.CPUNode("cpu-p", nil)
+	parked.Spec.Taints = []corev1.Taint{{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule}}
+	in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), cordoned, reserved, unmanaged, parked},
 		Profiles: map[string]*joulie.NodePowerProfile{"gpu-c": {ObjectMeta: metav1.ObjectMeta{Name: "gpu-c"}}}}
 	r := Compute(in, settings(PolicyStaticPartition))
 	if r.Eligible != 1 {
@@ -101,6 +103,9 @@ func TestIneligibleNodesLeaveThePlanAndAreReleased(t *testing.T) {
 	}
 	if _, ok := got["cpu-u"]; ok {
 		t.Error("an unselected node was planned")
+	}
+	if _, ok := got["cpu-p"]; ok {
+		t.Error("a parked node without a profile was planned")
 	}
 	c, ok := got["gpu-c"]
 	if !ok || c.Managed || c.Decision.Profile != joulie.ProfilePerformance || *c.Spec.CPU.PackagePowerCapPctOfMax != 100 {

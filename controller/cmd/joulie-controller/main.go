@@ -38,6 +38,7 @@ import (
 
 	"joulie.io/joulie/controller/internal/config"
 	"joulie.io/joulie/controller/internal/facility"
+	"joulie.io/joulie/controller/internal/parking"
 	"joulie.io/joulie/controller/internal/reconcile"
 	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
@@ -112,7 +113,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, metrics: reconcile.NewMetrics(reg),
+	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."}),
 		state:  &state{interval: cfg.Settings.Interval}}
 	reg.MustRegister(r.leader)
@@ -141,14 +142,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 // replica is one controller process: the pollers every replica runs, and
 // what it needs to lead once it holds the Lease.
 type replica struct {
-	cfg      config.Config
-	log      *slog.Logger
-	kube     kubernetes.Interface
-	joulie   versioned.Interface
-	metrics  *reconcile.Metrics
-	recorder record.EventRecorder
-	leader   prometheus.Gauge
-	state    *state
+	cfg     config.Config
+	log     *slog.Logger
+	kube    kubernetes.Interface
+	joulie  versioned.Interface
+	metrics *reconcile.Metrics
+	// parkMetrics are registered on every replica, so the series exist
+	// (at zero) before and without parking.
+	parkMetrics *parking.Metrics
+	recorder    record.EventRecorder
+	leader      prometheus.Gauge
+	state       *state
 
 	// facility and keplerPower read the pollers' latest values; nil
 	// keplerPower when Kepler is not read.
@@ -229,10 +233,30 @@ func (r *replica) lead(ctx context.Context) {
 		r.log.Error("building the controller failed", "err", err)
 		return
 	}
+	var parker *parking.Controller
+	if r.cfg.Parking.Enabled {
+		// Wake-on-LAN is the waker until the BMC's is wired beside it.
+		parker, err = parking.New(r.kube, r.joulie, kf, jf, parking.Options{
+			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Settings.Catalog, Waker: parking.NewWakeOnLAN(r.joulie, kf, jf),
+			SyncInterval: r.cfg.Parking.SyncInterval, Debounce: r.cfg.Debounce,
+			Recorder: r.recorder, Metrics: r.parkMetrics, Logger: r.log,
+		})
+		if err != nil {
+			r.log.Error("building parking failed", "err", err)
+			return
+		}
+	}
 	kf.Start(ctx.Done())
 	jf.Start(ctx.Done())
 	defer kf.Shutdown()
 	defer jf.Shutdown()
+	if parker != nil {
+		go func() {
+			if err := parker.Run(ctx); err != nil {
+				r.log.Error("parking loop stopped", "err", err)
+			}
+		}()
+	}
 	if err := ctrl.Run(ctx); err != nil {
 		r.log.Error("reconcile loop stopped", "err", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/settings"
 )
@@ -68,6 +69,16 @@ type Config struct {
 	// (parking.ipmi.*); the credentials' Secrets are in LeaseNamespace,
 	// the controller's own (POD_NAMESPACE).
 	IPMI bmc.Config
+	// Parking switches idle parkable nodes off and wakes them (parking.*).
+	Parking Parking
+}
+
+// Parking is the configuration of parking: off unless Enabled, and then
+// only for nodes labelled joulie.io/parkable=true.
+type Parking struct {
+	Enabled      bool
+	Settings     park.Settings
+	SyncInterval time.Duration
 }
 
 // Default is the configuration with nothing set. Its planning settings,
@@ -85,6 +96,8 @@ func Default() Config {
 		Facility:    facility.DefaultConfig(),
 		KeplerQuery: facility.DefaultKeplerQuery, KeplerNodeLabel: facility.DefaultKeplerNodeLabel,
 		IPMI: bmc.DefaultConfig(),
+		// pkg/park's, which the energy simulator parks with too.
+		Parking: Parking{Settings: park.DefaultSettings(), SyncInterval: 5 * time.Second},
 	}
 }
 
@@ -271,5 +284,32 @@ func check(c *Config) []settings.Problem {
 			add(f.key, "%s", msg)
 		}
 	}
+	pk := c.Parking.Settings
+	nonNegative := func(key string, d time.Duration) {
+		if d < 0 {
+			add(key, "%q must not be negative", d.String())
+		}
+	}
+	nonNegative("parking.settleTime", pk.SettleTime)
+	if pk.ReserveFloor < 0 {
+		add("parking.reserveFloor", "%d must not be negative", pk.ReserveFloor)
+	}
+	if pk.ReserveSizing != park.ReservePeak && pk.ReserveSizing != park.ReserveMean {
+		add("parking.reserveSizing", "%q is not one of %s, %s", pk.ReserveSizing, park.ReservePeak, park.ReserveMean)
+	}
+	nonNegative("parking.bootTime", pk.BootTime)
+	positive("parking.lookback", pk.Lookback)
+	if pk.ParksPerMinute < 0 {
+		add("parking.parksPerMinute", "%d must not be negative (0 parks nothing)", pk.ParksPerMinute)
+	}
+	if pk.WakesPerMinute < 0 {
+		add("parking.wakesPerMinute", "%d must not be negative (0 wakes nothing)", pk.WakesPerMinute)
+	}
+	nonNegative("parking.grace", pk.ParkGrace)
+	positive("parking.resumeTimeout", pk.ResumeTimeout)
+	if pk.MaxWakeAttempts < 1 {
+		add("parking.maxWakeAttempts", "%d must be at least 1", pk.MaxWakeAttempts)
+	}
+	positive("parking.syncInterval", c.Parking.SyncInterval)
 	return ps
 }

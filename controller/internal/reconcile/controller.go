@@ -29,11 +29,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
@@ -515,19 +517,32 @@ func (c *Controller) loads(nodes []*corev1.Node) (map[string]plan.NodeLoad, erro
 	return out, nil
 }
 
-// slimPod keeps what the controller reads of a pod: identity, the
-// workload-class annotation, the node, the scheduling constraints, the
-// phase, and the effective CPU and GPU request (powerest.PodDemand) as
-// the requests of one container, in place of the whole pod spec.
+// slimPod keeps what the controller reads of a pod: identity, creation
+// time and controlling owner, the workload-class annotation, the node, the
+// scheduling constraints (node selector, node affinity, tolerations), the
+// phase and whether the scheduler found no node for it, and the pod's
+// effective requests (park.PodRequests, with the CPU of
+// powerest.PodDemand) as the requests of one container, in place of the
+// whole pod spec. Planning reads the CPU and GPUs; parking fits pending
+// pods with every resource and counts the pods no DaemonSet controls.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
 	slim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion},
-		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: p.Spec.NodeSelector},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			CreationTimestamp: p.CreationTimestamp},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: p.Spec.NodeSelector, Tolerations: p.Spec.Tolerations},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		slim.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+		}
 	}
 	if v, ok := p.Annotations[joulie.AnnotationWorkloadClass]; ok {
 		slim.Annotations = map[string]string{joulie.AnnotationWorkloadClass: v}
@@ -535,13 +550,25 @@ func slimPod(obj any) (any, error) {
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
 	}
-	if d := powerest.PodDemand(p); d.CPUCores > 0 || d.GPUs > 0 {
-		// NVIDIA and AMD GPUs are summed in the demand; one name holds
-		// both, which PodDemand reads back the same.
-		req := corev1.ResourceList{
-			corev1.ResourceCPU:       *resource.NewMilliQuantity(int64(math.Round(d.CPUCores*1000)), resource.DecimalSI),
-			joulie.ResourceNVIDIAGPU: *resource.NewMilliQuantity(int64(math.Round(d.GPUs*1000)), resource.DecimalSI),
+	req := park.PodRequests(p)
+	// As the API server defaults them: a limit without a request is the
+	// request (extended resources such as GPUs are often given so).
+	for name, q := range resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{}) {
+		if _, ok := req[name]; !ok {
+			req[name] = q
 		}
+	}
+	if d := powerest.PodDemand(p); d.CPUCores > 0 {
+		// The planner's CPU: PodDemand also reads limits where requests
+		// are missing.
+		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Round(d.CPUCores*1000)), resource.DecimalSI)
+	}
+	for name, q := range req {
+		if q.IsZero() {
+			delete(req, name)
+		}
+	}
+	if len(req) > 0 {
 		slim.Spec.Containers = []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: req}}}
 	}
 	return slim, nil

@@ -27,7 +27,7 @@ const (
 const GoalOracle = sim.ArmOraclePhysical
 
 // GoalArms are the arms the goal is stated for.
-var GoalArms = []sim.Arm{sim.ArmQueueAware, sim.ArmQueueAwarePack}
+var GoalArms = []sim.Arm{sim.ArmJoulie, sim.ArmQueueAware}
 
 // Check is one condition of the goal.
 type Check struct {

@@ -29,11 +29,10 @@ type Config struct {
 }
 
 // ChartProfile is the scheduler profile the Helm chart
-// (packaging/helm/joulie) ships, as read from it: it renders only the
-// extender block of kube-scheduler's configuration and sets no scoring
-// strategy, so a cluster that installs it keeps kube-scheduler's default.
-// TestChartProfile checks that the chart still agrees.
-const ChartProfile = "no scheduler profile of its own (no scoringStrategy, only the extender block), so kube-scheduler's default: NodeResourcesFit LeastAllocated"
+// (packaging/helm/joulie, extender.nodeResourcesFit) ships, as the report
+// names it; sim.ShippedProfile is the same profile for the simulator, and
+// TestChartProfile checks both against the chart.
+const ChartProfile = "NodeResourcesFit MostAllocated over cpu and memory at weight 1 and nvidia.com/gpu and amd.com/gpu at weight 5, with the extender at weight 2"
 
 // Write computes nothing new: it renders st into dir/report.md and the
 // plots next to it, creating dir if needed.
@@ -304,13 +303,8 @@ func Summary(st *Stats) []string {
 			}
 		}
 	}
-	var onDefault []string
-	for _, s := range sim.ArmSpecs {
-		if s.Joulie && (s.Profile.Strategy == "" || s.Profile.Strategy == configv1.LeastAllocated) {
-			onDefault = append(onDefault, string(s.Arm))
-		}
-	}
-	out = append(out, fmt.Sprintf("The Helm chart ships %s. Of Joulie's arms, %s run that profile; %s needs MostAllocated configured by hand.", ChartProfile, strings.Join(onDefault, ", "), sim.ArmQueueAwarePack))
+	out = append(out, fmt.Sprintf("The Helm chart ships %s; %s runs it with the extender's pack mode and parking. The other Joulie arms run as Joulie shipped before issue 23 (the headroom score at weight 1): %s on kube-scheduler's default profile (LeastAllocated), %s on MostAllocated over CPU and memory.",
+		ChartProfile, sim.ArmJoulie, strings.Join(onDefaultProfile(), ", "), sim.ArmQueueAwarePack))
 	var perfOnEco int
 	for _, l := range st.Levels {
 		for _, r := range l.Runs {
@@ -439,4 +433,16 @@ func joinArms(arms []sim.Arm) string {
 		s = append(s, string(a))
 	}
 	return strings.Join(s, ", ")
+}
+
+// onDefaultProfile are the Joulie arms on kube-scheduler's default
+// profile.
+func onDefaultProfile() []string {
+	var out []string
+	for _, s := range sim.ArmSpecs {
+		if s.Joulie && (s.Profile.Strategy == "" || s.Profile.Strategy == configv1.LeastAllocated) {
+			out = append(out, string(s.Arm))
+		}
+	}
+	return out
 }

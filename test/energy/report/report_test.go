@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"image/png"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+
+	"sigs.k8s.io/yaml"
 
 	"joulie.io/joulie/test/energy/sim"
 )
@@ -470,8 +471,8 @@ func TestMarkdownKeyLines(t *testing.T) {
 		"d-queue-aware -12.5% (95% CI -44.3% … +19.3%; performance p95 +0.0%)",
 		"- Issue 23's goal for d-queue-aware at load level 0.4 is not met on the means",
 		"- Issue 23's goal for d-queue-aware at load level 0.2 is not met on the means",
-		"The Helm chart ships no scheduler profile of its own",
-		"Of Joulie's arms, c-static, d-queue-aware, e-joulie-nocaps run that profile; d-pack needs MostAllocated configured by hand.",
+		"The Helm chart ships NodeResourcesFit MostAllocated",
+		"c-static, d-queue-aware, e-joulie-nocaps on kube-scheduler's default profile (LeastAllocated), d-pack on MostAllocated over CPU and memory.",
 		"| headline level | 0.4 |",
 		"sha256 abc123",
 		"| 0.2 | 1: 1 | 1h0m0s … 3h0m0s | 21.0% | 20.0% |",
@@ -669,36 +670,57 @@ func TestStretchPlotOverAWideRange(t *testing.T) {
 	}
 }
 
-// TestChartProfile reads the Helm chart for the scheduler profile it
-// ships: ChartProfile says it sets no scoring strategy, so a cluster keeps
-// kube-scheduler's default. A chart that starts shipping one must change
-// the constant (and the report's sentence).
+// TestChartProfile reads the scheduler profile the Helm chart ships
+// (extender.scheduler.nodeResourcesFit in its values) and checks that the
+// simulator's j-joulie runs the same one (sim.ShippedProfile) at the
+// chart's extender weight, and that the report names it (ChartProfile).
 func TestChartProfile(t *testing.T) {
-	chart := filepath.Join("..", "..", "..", "packaging", "helm", "joulie")
-	var seen int
-	err := filepath.WalkDir(chart, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		seen++
-		for _, word := range []string{"MostAllocated", "scoringStrategy", "RequestedToCapacityRatio", "NodeResourcesFit"} {
-			if strings.Contains(string(data), word) {
-				t.Errorf("%s mentions %s: the chart now ships a scoring profile, and ChartProfile (%q) must say which", path, word, ChartProfile)
-			}
-		}
-		return nil
-	})
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "packaging", "helm", "joulie", "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen == 0 {
-		t.Fatalf("no files under %s", chart)
+	var values struct {
+		Extender struct {
+			Scheduler struct {
+				Weight           int64 `json:"weight"`
+				NodeResourcesFit struct {
+					ScoringStrategy string `json:"scoringStrategy"`
+					Resources       []struct {
+						Name   string `json:"name"`
+						Weight int64  `json:"weight"`
+					} `json:"resources"`
+				} `json:"nodeResourcesFit"`
+			} `json:"scheduler"`
+		} `json:"extender"`
 	}
-	if !strings.Contains(ChartProfile, "LeastAllocated") {
-		t.Errorf("ChartProfile %q does not name the profile", ChartProfile)
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	sch := values.Extender.Scheduler
+	fit := sch.NodeResourcesFit
+	if string(sim.ShippedProfile.Strategy) != fit.ScoringStrategy {
+		t.Errorf("the chart scores with %q, sim.ShippedProfile with %q", fit.ScoringStrategy, sim.ShippedProfile.Strategy)
+	}
+	var chart, shipped []string
+	for _, r := range fit.Resources {
+		chart = append(chart, fmt.Sprintf("%s %d", r.Name, r.Weight))
+	}
+	for _, r := range sim.ShippedProfile.Resources {
+		shipped = append(shipped, fmt.Sprintf("%s %d", r.Name, r.Weight))
+	}
+	if !slices.Equal(chart, shipped) {
+		t.Errorf("the chart weighs %v, sim.ShippedProfile %v", chart, shipped)
+	}
+	for _, want := range []string{fit.ScoringStrategy, fmt.Sprintf("extender at weight %d", sch.Weight)} {
+		if !strings.Contains(ChartProfile, want) {
+			t.Errorf("ChartProfile %q does not say %q", ChartProfile, want)
+		}
+	}
+	spec, err := sim.Spec(sim.ArmJoulie)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Profile.Strategy != sim.ShippedProfile.Strategy || len(spec.Profile.Resources) != len(sim.ShippedProfile.Resources) || spec.ExtenderWeight != 0 {
+		t.Errorf("j-joulie runs %+v at extender weight %d, want the shipped profile at the chart's weight (0)", spec.Profile, spec.ExtenderWeight)
 	}
 }

@@ -321,7 +321,7 @@ func NewAccumulator(headline float64) *Accumulator {
 }
 
 // PowerArms are the arms of the power plot.
-var PowerArms = []sim.Arm{sim.ArmBinPack, sim.ArmPowerOff, sim.ArmQueueAware, sim.ArmQueueAwarePack}
+var PowerArms = []sim.Arm{sim.ArmBinPack, sim.ArmPowerOff, sim.ArmQueueAware, sim.ArmJoulie}
 
 // PowerSpan is how much of the run the power plot shows.
 const PowerSpan = 7 * 24 * time.Hour

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	configv1 "k8s.io/kube-scheduler/config/v1"
+
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/test/energy/schedsim"
@@ -23,6 +25,7 @@ const (
 	ArmNoCaps         Arm = "e-joulie-nocaps"    // as d, caps never enforced
 	ArmOraclePhysical Arm = "f-oracle-physical"  // oracle: per-GPU caps per job, node-level CPU caps, power-off with foresight
 	ArmOracle         Arm = "f-oracle"           // oracle: as f-oracle-physical, CPU caps per job slice (idealised)
+	ArmJoulie         Arm = "j-joulie"           // Joulie as shipped after issue 23: packing, caps that pay, parking
 )
 
 // OracleMode says how the oracle chooses caps.
@@ -58,6 +61,11 @@ const (
 	// a pod needs is Ready exactly when the pod arrives, its boot paid
 	// before: the oracle's bound.
 	Foresight
+	// Parking: Joulie's parking (pkg/park, parking.go): an empty node is
+	// parked after the settle time, keeping a warm reserve per hardware
+	// family; a pending pod that fits no awake node wakes the fewest
+	// parked nodes that fit.
+	Parking
 )
 
 // ArmSpec is what an arm runs.
@@ -86,6 +94,12 @@ type ArmSpec struct {
 	Describe string
 }
 
+// ShippedProfile is the kube-scheduler profile the Helm chart ships
+// (packaging/helm/joulie, scheduler.profile): NodeResourcesFit
+// MostAllocated over cpu and memory at weight 1 and GPUs at weight 5.
+var ShippedProfile = schedsim.Profile{Strategy: configv1.MostAllocated, Resources: []configv1.ResourceSpec{
+	{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}, {Name: "nvidia.com/gpu", Weight: 5}, {Name: "amd.com/gpu", Weight: 5}}}
+
 // ArmSpecs is every arm, in the report's order.
 var ArmSpecs = []ArmSpec{
 	{Arm: ArmDefault, Profile: schedsim.DefaultProfile, Describe: "kube-scheduler's default profile (LeastAllocated), no caps, always on"},
@@ -107,6 +121,8 @@ var ArmSpecs = []ArmSpec{
 		Describe: "oracle bound, physical: bin-packing, per-GPU caps per job and node-level CPU caps at the energy optimum, nodes off when empty and woken with foresight"},
 	{Arm: ArmOracle, Profile: schedsim.MostAllocatedProfile, Oracle: OracleSlices, PowerOff: Foresight,
 		Describe: "oracle bound, idealised: as f-oracle-physical with a CPU cap per job slice"},
+	{Arm: ArmJoulie, Profile: ShippedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
+		Describe: "Joulie as shipped: the chart's packing profile, the extender's pack mode, queue_aware_v1, idle nodes parked with a warm reserve per family"},
 }
 
 // Spec returns the spec of arm a.

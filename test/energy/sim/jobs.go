@@ -32,6 +32,10 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 		j.bootWait = s.now - j.wakeAt
 		j.waking = -1
 	}
+	if s.spec.PowerOff == Parking && j.queued && n.park.readyAt > j.queuedAt {
+		// The job waited in the queue while the node it lands on booted.
+		j.bootWait = s.now - j.queuedAt
+	}
 	if n.state != awake {
 		// Only the oracle's scheduler sees nodes that are not awake: the
 		// node it needs is Ready as the pod arrives (powerstate.go).
@@ -44,7 +48,11 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 	}
 	at, _ := slices.BinarySearch(n.running, idx)
 	n.running = slices.Insert(n.running, at, idx)
-	n.podsChanged = true
+	n.podsChanged, n.park.dirty = true, true
+	s.parkArrival(j, n)
+	// A pod bound is a watch event for the controller: the node may have
+	// been the family's last idle one.
+	s.parkSoon()
 	s.acct.started(j.job)
 	if s.spec.Oracle != NoOracle {
 		j.cap = s.oracleCap(j, n)
@@ -58,12 +66,13 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 // queue, and lets the power-off rules wake a node for it.
 func (s *simulation) enqueue(idx int) {
 	j := s.jobs[idx]
-	j.queued = true
+	j.queued, j.queuedAt = true, s.now
 	s.queue = append(s.queue, idx)
 	if j.perfPod {
 		s.pendingPerf++
 	}
 	s.wakeFor(idx)
+	s.parkSoon()
 }
 
 // nodeProfile is the node's profile as its labels say when a pod lands.
@@ -129,7 +138,7 @@ func (s *simulation) complete(ctx context.Context, idx int) error {
 	s.done++
 	at, _ := slices.BinarySearch(n.running, idx)
 	n.running = slices.Delete(n.running, at, at+1)
-	n.podsChanged = true
+	n.podsChanged, n.park.dirty = true, true
 	s.acct.stopped(j.job)
 	if err := s.sched.Remove(j.pod); err != nil {
 		return fmt.Errorf("sim: remove %s: %w", j.job.ID, err)

@@ -90,7 +90,7 @@ func (s *simulation) reconcile(ctx context.Context) error {
 	if relabelled {
 		s.retry(ctx, nil)
 	}
-	return nil
+	return s.parkPass(ctx)
 }
 
 // controllerView is what the controller's informers hold, kept current by

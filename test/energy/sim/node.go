@@ -54,6 +54,8 @@ type nodeState struct {
 	// askedCPU and askedGPU are the caps the last reconcile asked for (1:
 	// none), which the agent has applied or will.
 	askedCPU, askedGPU float64
+	// park is the node's parking state in a parking arm (parking.go).
+	park parkingState
 	// podsChanged says running changed since the controller's view of the
 	// node's pods was last counted.
 	podsChanged bool

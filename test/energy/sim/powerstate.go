@@ -115,11 +115,18 @@ func (s *simulation) powerEvent(ctx context.Context, ev event) error {
 		s.pushPower(s.now+s.model.Power.Shutdown, n, stepOff)
 	case stepOff:
 		s.setState(n, off)
+		if s.spec.PowerOff == Parking {
+			s.parkedOff(n)
+			return nil
+		}
 		// A job that found no node to wake while this one shut down may
 		// wake it now.
 		s.wakeQueued()
 	case stepReady:
 		s.setState(n, awake)
+		if s.spec.PowerOff == Parking {
+			return s.parkedReady(ctx, n)
+		}
 		if err := s.sched.SetNodeUnschedulable(n.spec.Name, false); err != nil {
 			return fmt.Errorf("sim: uncordon node %s: %w", n.spec.Name, err)
 		}

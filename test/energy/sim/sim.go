@@ -12,6 +12,7 @@ import (
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/schedsim"
@@ -21,6 +22,10 @@ import (
 // Options are a run's settings; the zero value of each field but Model
 // takes the default the real programs use.
 type Options struct {
+	// Parking replaces the parking arm's settings (nil: the controller's
+	// defaults, park.DefaultSettings), for choosing them on seeds other
+	// than the reported ones.
+	Parking *park.Settings
 	// Seed seeds the scheduler's tie-breaks.
 	Seed int64
 	// Model is the physics; required.
@@ -122,6 +127,8 @@ type jobState struct {
 	waking   int
 	wakeAt   time.Duration
 	bootWait time.Duration
+	// queuedAt is when the job last entered the queue.
+	queuedAt time.Duration
 }
 
 type simulation struct {
@@ -153,6 +160,8 @@ type simulation struct {
 	twinGen uint64
 	// power holds the power-off rules' state (powerstate.go).
 	power powerRules
+	// parking is the parking arm's controller state (parking.go).
+	parking parking
 }
 
 func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opts Options) (*simulation, error) {
@@ -160,6 +169,9 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	objs := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {
 		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
+		if spec.PowerOff == Parking {
+			objs[i].Labels[joulie.LabelParkable] = "true"
+		}
 		s.nodes = append(s.nodes, s.newNode(i, n, objs[i]))
 		s.byName[n.Name] = i
 	}
@@ -185,6 +197,10 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	}
 	if spec.Joulie {
 		heap.Push(&s.events, event{t: 0, kind: evReconcile})
+	} else if spec.PowerOff == Parking {
+		// Parking without the rest of Joulie: its passes run on their own
+		// every reconcile interval.
+		heap.Push(&s.events, event{t: 0, kind: evPark, idx: periodicPark})
 	}
 	s.ctl = controllerView{nodes: slices.Clone(objs), profiles: map[string]*joulie.NodePowerProfile{}, perfPods: map[string]int{},
 		loads: map[string]plan.NodeLoad{}}
@@ -194,6 +210,9 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 		s.setNodePower(n)
 	}
 	s.power.init(s)
+	if spec.PowerOff == Parking {
+		s.parking.init(s)
+	}
 	return s, nil
 }
 
@@ -233,6 +252,13 @@ func (s *simulation) loop(ctx context.Context) error {
 			if err := s.powerEvent(ctx, ev); err != nil {
 				return err
 			}
+		case evPark:
+			if err := s.parkPass(ctx); err != nil {
+				return err
+			}
+			if ev.idx == periodicPark && s.done < len(s.jobs) {
+				heap.Push(&s.events, event{t: s.now + s.opts.ReconcileInterval, kind: evPark, idx: periodicPark})
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -266,6 +292,9 @@ const (
 	evPower
 	evCompletion
 	evArrival
+	// evPark is the parking pass a pending pod asks for (parking.go);
+	// last, so the arms without parking keep their order.
+	evPark
 )
 
 type event struct {

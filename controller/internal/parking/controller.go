@@ -1,0 +1,395 @@
+// Package parking is joulie-controller's shell around pkg/park: it feeds
+// the pure decision core one snapshot of the cluster from the informer
+// caches, and carries out the transitions it returns through the API
+// server, where the whole state of a park or a wake lives: the node's
+// NodePowerProfile spec (powerState, powerStateSince, wakeAttempts) and
+// the node taint joulie.io/parked:NoSchedule. A restart or a new leader
+// therefore resumes a park or a wake from the objects.
+//
+// A park taints the node first, then records parking; after the grace it
+// reads the node's pods from the API server itself (not the cache) and
+// records parked only if none landed, which the node's agent acts on by
+// restoring its caps and switching the host off. A wake records waking,
+// then asks a Waker (the node's BMC, or an awake neighbour's agent by
+// Wake-on-LAN) to start the host; once the node is Ready with its agent
+// up, the state is awake and the taint goes.
+package parking
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/catalog"
+	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/pkg/generated/informers/externalversions"
+	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/hwview"
+	"joulie.io/joulie/pkg/park"
+	"joulie.io/joulie/pkg/workload"
+)
+
+// Field managers of parking's writes to NodePowerProfile spec, apart from
+// the planner's (reconcile.FieldManager), so that neither removes what
+// the other owns when it applies its own fields.
+const (
+	StateFieldManager = "joulie-controller-parking"
+	WOLFieldManager   = "joulie-controller-wol"
+)
+
+// DefaultSyncInterval is how often parking runs without a change: a park's
+// grace and a wake's timeout are counted in seconds to minutes.
+const DefaultSyncInterval = 5 * time.Second
+
+// Waker starts a parked host. Wake must be safe to call again for a node
+// it already started (a retry, or a restart in the middle of a wake).
+type Waker interface {
+	Wake(ctx context.Context, node *corev1.Node) error
+}
+
+// Options configure a Controller.
+type Options struct {
+	Settings park.Settings
+	Catalog  *catalog.Catalog
+	Waker    Waker
+	// SyncInterval is the longest time between two passes
+	// (DefaultSyncInterval when 0); Debounce delays a pass after a change.
+	SyncInterval time.Duration
+	Debounce     time.Duration
+	Recorder     record.EventRecorder
+	Metrics      *Metrics
+	Logger       *slog.Logger
+	Now          func() time.Time
+	// OnSync, when set, is told the outcome of every pass.
+	OnSync func(error)
+}
+
+// Controller parks and wakes nodes.
+type Controller struct {
+	kube   kubernetes.Interface
+	joulie versioned.Interface
+	opts   Options
+	log    *slog.Logger
+
+	nodes    corelisters.NodeLister
+	pods     cache.Indexer
+	podsOK   cache.InformerSynced
+	hardware listers.NodeHardwareLister
+	profiles listers.NodePowerProfileLister
+	synced   []cache.InformerSynced
+
+	// emptySince is when each node was first seen empty of non-DaemonSet
+	// pods. It is an observation, not parking state: after a restart the
+	// settle time starts again, which only delays a park.
+	emptySince map[string]time.Time
+
+	queue workqueue.TypedRateLimitingInterface[string]
+}
+
+const (
+	queueKey  = "parking"
+	nodeIndex = "joulie.io/park-node"
+)
+
+// New wires parking to the shared informer factories the planner uses;
+// start the factories after New. The pod informer must carry the fields
+// parking reads (reconcile's slim pods keep them).
+func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedInformerFactory, jf externalversions.SharedInformerFactory, o Options) (*Controller, error) {
+	if o.Waker == nil {
+		return nil, fmt.Errorf("parking needs a waker (BMC or Wake-on-LAN)")
+	}
+	if err := o.Settings.Validate(); err != nil {
+		return nil, err
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.Catalog == nil {
+		o.Catalog = catalog.Default()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	c := &Controller{kube: kube, joulie: jc, opts: o, log: o.Logger.With("loop", "parking"), emptySince: map[string]time.Time{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "joulie-parking"}),
+	}
+	nodeInf := kf.Core().V1().Nodes()
+	podInf := kf.Core().V1().Pods()
+	hwInf := jf.Joulie().V1alpha1().NodeHardwares()
+	nppInf := jf.Joulie().V1alpha1().NodePowerProfiles()
+	c.nodes, c.hardware, c.profiles = nodeInf.Lister(), hwInf.Lister(), nppInf.Lister()
+	if err := podInf.Informer().AddIndexers(cache.Indexers{nodeIndex: nodeIndexFunc}); err != nil {
+		return nil, fmt.Errorf("index the pod cache by node for parking: %w", err)
+	}
+	c.pods, c.podsOK = podInf.Informer().GetIndexer(), podInf.Informer().HasSynced
+	enqueue := func() { c.queue.AddAfter(queueKey, o.Debounce) }
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer(), hwInf.Informer(), nppInf.Informer()} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { enqueue() },
+			UpdateFunc: func(old, cur any) { enqueueIfChanged(old, cur, enqueue) },
+			DeleteFunc: func(any) { enqueue() },
+		}); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	return c, nil
+}
+
+// enqueueIfChanged ignores the updates parking does not read: node
+// heartbeats and the agents' power readings.
+func enqueueIfChanged(old, cur any, enqueue func()) {
+	switch o := old.(type) {
+	case *corev1.Node:
+		n, ok := cur.(*corev1.Node)
+		if ok && labels.Equals(o.Labels, n.Labels) && equality.Semantic.DeepEqual(o.Spec, n.Spec) &&
+			park.NodeReady(o) == park.NodeReady(n) && equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) {
+			return
+		}
+	case *joulie.NodePowerProfile:
+		n, ok := cur.(*joulie.NodePowerProfile)
+		if ok && o.Generation == n.Generation && o.Status.PowerState == n.Status.PowerState {
+			return
+		}
+	}
+	enqueue()
+}
+
+// nodeIndexFunc files every active pod under "node/" + its node ("node/"
+// while unscheduled: index values must not be empty).
+func nodeIndexFunc(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || !workload.IsActive(p) {
+		return nil, nil
+	}
+	return []string{"node/" + p.Spec.NodeName}, nil
+}
+
+// Run parks and wakes until ctx ends: on changes, and at least every
+// SyncInterval.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("parking: informer caches did not sync: %w", ctx.Err())
+	}
+	c.log.Info("parking and waking idle nodes", "settleTime", c.opts.Settings.SettleTime, "grace", c.opts.Settings.ParkGrace,
+		"resumeTimeout", c.opts.Settings.ResumeTimeout, "interval", c.opts.SyncInterval)
+	go func() {
+		t := time.NewTicker(c.opts.SyncInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				c.queue.ShutDown()
+				return
+			case <-t.C:
+				c.queue.Add(queueKey)
+			}
+		}
+	}()
+	c.queue.Add(queueKey)
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return nil
+		}
+		err := c.Sync(ctx)
+		if c.opts.OnSync != nil {
+			c.opts.OnSync(err)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.opts.Metrics.SyncErrors.Inc()
+			c.log.Warn("parking pass failed; retrying with backoff", "err", err)
+			c.queue.AddRateLimited(key)
+		} else {
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// view is what a pass knows about the cluster beside park's input.
+type view struct {
+	in       park.Input
+	nodes    map[string]*corev1.Node
+	profiles map[string]*joulie.NodePowerProfile
+	hardware map[string]*joulie.NodeHardware
+}
+
+// Snapshot reads one pass's input from the caches.
+func (c *Controller) Snapshot() (*view, error) {
+	now := c.opts.Now()
+	v := &view{in: park.Input{Now: now, PodsKnown: c.podsOK()}, nodes: map[string]*corev1.Node{},
+		profiles: map[string]*joulie.NodePowerProfile{}, hardware: map[string]*joulie.NodeHardware{}}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list Nodes from the cache: %w", err)
+	}
+	npps, err := c.profiles.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list NodePowerProfiles from the cache: %w", err)
+	}
+	for _, p := range npps {
+		v.profiles[p.Name] = p
+	}
+	hws, err := c.hardware.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list NodeHardware from the cache: %w", err)
+	}
+	for _, h := range hws {
+		v.hardware[h.Name] = h
+	}
+	lookback := now.Add(-c.opts.Settings.Lookback)
+	v.in.Arrivals = map[string][]park.Arrival{}
+	seen := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		v.nodes[n.Name] = n
+		seen[n.Name] = true
+		pn := park.Node{Node: n, Family: hwview.Build(n, v.hardware[n.Name], c.opts.Catalog).Family, Ready: park.NodeReady(n)}
+		if p := v.profiles[n.Name]; p != nil {
+			pn.State, pn.WakeAttempts, pn.AgentState = p.Spec.PowerState, int(p.Spec.WakeAttempts), p.Status.PowerState
+			if p.Spec.PowerStateSince != nil {
+				pn.Since = p.Spec.PowerStateSince.Time
+			}
+		}
+		pods, err := c.pods.ByIndex(nodeIndex, "node/"+n.Name)
+		if err != nil {
+			// Without its pods a node could look empty: park nothing.
+			v.in.PodsKnown = false
+			c.log.Warn("cannot read the pods of a node from the cache; parking nothing this pass", "node", n.Name, "err", err)
+		}
+		requested := corev1.ResourceList{}
+		for _, o := range pods {
+			p := o.(*corev1.Pod)
+			pn.Pods++
+			if !park.IsDaemonSetPod(p) {
+				pn.Workloads++
+			}
+			for name, q := range park.PodRequests(p) {
+				sum := requested[name]
+				sum.Add(q)
+				requested[name] = sum
+			}
+			if !p.CreationTimestamp.Time.Before(lookback) && workload.Classify(p) == workload.Performance {
+				v.in.Arrivals[pn.Family] = append(v.in.Arrivals[pn.Family], park.Arrival{Time: p.CreationTimestamp.Time, Requests: park.PodRequests(p)})
+			}
+		}
+		pn.Requested = requested
+		if pn.Workloads == 0 {
+			if _, ok := c.emptySince[n.Name]; !ok {
+				c.emptySince[n.Name] = now
+			}
+			pn.EmptySince = c.emptySince[n.Name]
+		} else {
+			delete(c.emptySince, n.Name)
+		}
+		v.in.Nodes = append(v.in.Nodes, pn)
+	}
+	for name := range c.emptySince {
+		if !seen[name] {
+			delete(c.emptySince, name)
+		}
+	}
+	pending, err := c.pods.ByIndex(nodeIndex, "node/")
+	if err != nil {
+		return nil, fmt.Errorf("read the unscheduled pods from the cache: %w", err)
+	}
+	for _, o := range pending {
+		if p := o.(*corev1.Pod); unschedulable(p) {
+			v.in.Pending = append(v.in.Pending, p)
+		}
+	}
+	return v, nil
+}
+
+// unschedulable reports whether the scheduler tried the pod and found no
+// node for it.
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// Sync runs one pass: repair what a crash may have left half done, decide,
+// and carry the transitions out.
+func (c *Controller) Sync(ctx context.Context) error {
+	v, err := c.Snapshot()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	errs = append(errs, c.repairTaints(ctx, v)...)
+	res := park.Decide(v.in, c.opts.Settings)
+	states := map[string]joulie.PowerState{}
+	for _, n := range v.in.Nodes {
+		if p := v.profiles[n.Node.Name]; p != nil || n.State != "" {
+			states[n.Node.Name] = awakeIfEmpty(n.State)
+		}
+	}
+	for _, t := range res.Transitions {
+		to, err := c.apply(ctx, v, t)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		states[t.Node] = to
+	}
+	if err := c.pruneWakeOnLAN(ctx, v, states); err != nil {
+		errs = append(errs, err)
+	}
+	counts := map[joulie.PowerState]int{}
+	for _, s := range states {
+		counts[s]++
+	}
+	for _, s := range States {
+		c.opts.Metrics.Nodes.WithLabelValues(string(s)).Set(float64(counts[s]))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d parking writes failed, first: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+func awakeIfEmpty(s joulie.PowerState) joulie.PowerState {
+	if s.Awake() {
+		return joulie.PowerAwake
+	}
+	return s
+}
+
+func nodeRef(n *corev1.Node) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", Name: n.Name, UID: n.UID, APIVersion: "v1"}
+}
+
+func (c *Controller) event(n *corev1.Node, warning bool, reason, format string, args ...any) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if warning {
+		kind = corev1.EventTypeWarning
+	}
+	c.opts.Recorder.Eventf(nodeRef(n), kind, reason, format, args...)
+}

@@ -1,0 +1,33 @@
+// Package park decides which nodes to switch off while they are idle and
+// which to switch back on before work waits for them (SPEC.md, "Power
+// states, parking and per-pod energy"; issue 23, point 3).
+//
+// Decide is a pure function: it takes one snapshot of the nodes (their
+// power state as the NodePowerProfile spec records it, what the agent
+// reports, readiness and the pods on them), the pods the scheduler could
+// not place, the recent performance arrivals per hardware family and the
+// time, and returns the power-state transitions to carry out, each with a
+// reason an operator can read. Nothing here reads the API, the clock or
+// the network. joulie-controller feeds it from its informer caches and
+// carries the transitions out through the API (taint, NodePowerProfile
+// spec, the node's BMC or a neighbour's Wake-on-LAN); the energy simulator
+// in test/energy/sim feeds it its simulated cluster, so both run the same
+// decisions.
+//
+// Every fact a decision depends on comes from the snapshot, and the
+// snapshot from the API, never from the caller's memory: the rate limits
+// count the transitions recent PowerStateSince times show, and a node's
+// park or wake goes on from whatever state its profile records, so a
+// controller restart or a new leader resumes where the last one stopped.
+//
+// The life of a parkable node:
+//
+//	awake ──(empty for SettleTime, above its family's reserve)──▶ parking
+//	parking ──(still empty after ParkGrace)──▶ parked
+//	parking ──(a pod landed, a pending pod fits, no longer parkable)──▶ awake
+//	parked ──(a pending pod fits only here, or the family's reserve is short)──▶ waking
+//	waking ──(Ready, agent up)──▶ awake
+//	waking ──(not Ready within ResumeTimeout, attempts left)──▶ waking (attempt+1)
+//	waking ──(not Ready within ResumeTimeout, no attempts left)──▶ wake-failed
+//	wake-failed ──(Ready, agent up: an operator brought it back)──▶ awake
+package park

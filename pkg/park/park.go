@@ -1,0 +1,656 @@
+package park
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/workload"
+)
+
+// Labels that mark a control-plane node; such a node is never parked.
+const (
+	LabelControlPlane       = "node-role.kubernetes.io/control-plane"
+	labelLegacyControlPlane = "node-role.kubernetes.io/master"
+)
+
+// rateWindow is the window the rate limits count over.
+const rateWindow = time.Minute
+
+// Node is one node as parking sees it.
+type Node struct {
+	// Node is the node object: labels, taints, allocatable, unschedulable.
+	Node *corev1.Node
+	// Family is the node's hardware family, hwview's View.Family (the GPU
+	// model for GPU nodes, the CPU model otherwise), the same notion of
+	// family as the policy's family floor.
+	Family string
+	// State, Since and WakeAttempts are the NodePowerProfile spec's
+	// powerState (empty means awake), powerStateSince and wakeAttempts.
+	State        joulie.PowerState
+	Since        time.Time
+	WakeAttempts int
+	// AgentState is the NodePowerProfile status's powerState, what the
+	// node's agent reports: awake while it runs, parked once it has
+	// restored the caps to switch the host off.
+	AgentState joulie.PowerState
+	// Ready is the node's Ready condition (NodeReady).
+	Ready bool
+	// Workloads counts the active pods on the node that no DaemonSet
+	// controls; Pods counts all its active pods, for its pod capacity.
+	Workloads int
+	Pods      int
+	// Requested is the sum of PodRequests of the active pods on the node.
+	Requested corev1.ResourceList
+	// EmptySince is when the node last became empty of non-DaemonSet pods;
+	// zero when it is not empty or the caller does not know since when.
+	EmptySince time.Time
+}
+
+// Arrival is one performance pod's arrival: when it was created and what
+// it requests.
+type Arrival struct {
+	Time     time.Time
+	Requests corev1.ResourceList
+}
+
+// Input is one snapshot.
+type Input struct {
+	Now   time.Time
+	Nodes []Node
+	// Pending are pods the scheduler could not place. Bound, finished and
+	// DaemonSet pods among them are ignored.
+	Pending []*corev1.Pod
+	// Arrivals are the recent performance arrivals per hardware family
+	// (the family of the node each landed on), at least Lookback of them.
+	Arrivals map[string][]Arrival
+	// PodsKnown is false when the caller cannot read the pods (its cache is
+	// not synced, or a read failed): then nothing is parked, since an empty
+	// node cannot be told from an unknown one.
+	PodsKnown bool
+}
+
+// Transition is one node's move from one power state to another.
+type Transition struct {
+	Node   string
+	Family string
+	From   joulie.PowerState
+	To     joulie.PowerState
+	// WakeAttempts is the spec's wakeAttempts after the move: 0 when a
+	// park starts, one more on every wake tried, kept once awake so the
+	// profile shows what the last wake took.
+	WakeAttempts int
+	// Reason says why, for an operator (Events, logs).
+	Reason string
+}
+
+// Wake reports whether the transition asks the node to start: the caller
+// calls its waker after recording the state.
+func (t Transition) Wake() bool { return t.To == joulie.PowerWaking }
+
+// Family is a hardware family's parking summary after the transitions.
+type Family struct {
+	Name string
+	// Demand is the performance demand expected over one boot time, in
+	// nodes of the family; Reserve = ceil(Demand) + the floor.
+	Demand  float64
+	Reserve int
+	// Idle counts awake, Ready, schedulable nodes without workloads and
+	// not claimed by a pending pod; Waking includes the wakes of this pass.
+	Idle, Parking, Parked, Waking, WakeFailed int
+}
+
+// Result is Decide's outcome.
+type Result struct {
+	// Transitions are sorted by node name; nodes that stay are absent.
+	Transitions []Transition
+	Families    []Family
+	// WaitingForRate counts pending pods a parked node would take but that
+	// wait for the wake rate limit; Unplaceable counts pending pods no
+	// node fits, awake or not.
+	WaitingForRate, Unplaceable int
+}
+
+// state is one node during a pass.
+type state struct {
+	*Node
+	cur     joulie.PowerState // the state after this pass's transitions
+	moved   bool
+	free    nodeFree
+	claimed bool // a pending pod was placed on it in this pass
+}
+
+// Decide returns the transitions to carry out now. It never moves a node
+// twice in one pass, and a node it does not mention stays as it is.
+func Decide(in Input, s Settings) Result {
+	nodes := make([]*state, len(in.Nodes))
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		cur := n.State
+		if cur.Awake() {
+			cur = joulie.PowerAwake
+		}
+		nodes[i] = &state{Node: n, cur: cur}
+	}
+	slices.SortFunc(nodes, func(a, b *state) int { return strings.Compare(a.Node.Node.Name, b.Node.Node.Name) })
+	d := &decider{in: in, s: s, nodes: nodes}
+	d.parkBudget = s.ParksPerMinute - d.recent(func(n *state) bool {
+		return n.State == joulie.PowerParking || n.State == joulie.PowerParked
+	})
+	d.wakeBudget = s.WakesPerMinute - d.recent(func(n *state) bool {
+		return n.State == joulie.PowerWaking || (n.State.Awake() && n.WakeAttempts > 0)
+	})
+
+	d.progress()
+	d.placePending()
+	fams := d.families()
+	d.refillReserves(fams)
+	d.finishParks()
+	if in.PodsKnown {
+		d.park(fams)
+	}
+	res := Result{Transitions: d.out, WaitingForRate: d.waiting, Unplaceable: d.unplaceable}
+	slices.SortFunc(res.Transitions, func(a, b Transition) int { return strings.Compare(a.Node, b.Node) })
+	for _, name := range sortedKeys(fams) {
+		f := fams[name]
+		f.count()
+		res.Families = append(res.Families, f.Family)
+	}
+	return res
+}
+
+type decider struct {
+	in                     Input
+	s                      Settings
+	nodes                  []*state
+	out                    []Transition
+	parkBudget, wakeBudget int
+	waiting, unplaceable   int
+}
+
+// recent counts the nodes whose recorded state matches and changed within
+// the rate window: parks and wakes started in the last minute, as the API
+// records them.
+func (d *decider) recent(match func(*state) bool) int {
+	n := 0
+	for _, x := range d.nodes {
+		if match(x) && !x.Since.IsZero() && d.in.Now.Sub(x.Since) < rateWindow {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *decider) move(n *state, to joulie.PowerState, attempts int, reason string, args ...any) {
+	d.out = append(d.out, Transition{Node: n.Node.Node.Name, Family: n.Family, From: n.cur, To: to,
+		WakeAttempts: attempts, Reason: fmt.Sprintf(reason, args...)})
+	n.cur, n.moved = to, true
+}
+
+// agentUp reports whether the node is back: Ready, and its agent no longer
+// reports parked (a node that has just been switched off may still show
+// Ready until the node lifecycle controller notices).
+func agentUp(n *state) bool {
+	return n.Ready && n.AgentState != joulie.PowerParked
+}
+
+// progress carries wakes in flight one step on and aborts the parks that
+// may not go on. Parks that may go on finish in finishParks, after the
+// pending pods have had the chance to claim the node.
+func (d *decider) progress() {
+	now := d.in.Now
+	for _, n := range d.nodes {
+		switch n.cur {
+		case joulie.PowerWaking:
+			switch {
+			case agentUp(n):
+				d.move(n, joulie.PowerAwake, n.WakeAttempts, "Ready with the agent up %s after wake attempt %d",
+					now.Sub(n.Since).Round(time.Second), n.WakeAttempts)
+			case now.Sub(n.Since) < d.s.ResumeTimeout:
+			case n.WakeAttempts < d.s.MaxWakeAttempts:
+				if d.wakeBudget > 0 {
+					d.wakeBudget--
+					d.move(n, joulie.PowerWaking, n.WakeAttempts+1, "not Ready %s after wake attempt %d; trying again (%d of %d)",
+						d.s.ResumeTimeout, n.WakeAttempts, n.WakeAttempts+1, d.s.MaxWakeAttempts)
+				}
+			default:
+				d.move(n, joulie.PowerWakeFailed, n.WakeAttempts, "not Ready %s after the last of %d wake attempts; check the host and its BMC, then power it on by hand",
+					d.s.ResumeTimeout, n.WakeAttempts)
+			}
+		case joulie.PowerWakeFailed:
+			if agentUp(n) {
+				d.move(n, joulie.PowerAwake, n.WakeAttempts, "Ready with the agent up after it had failed to wake")
+			}
+		case joulie.PowerParking:
+			switch {
+			case n.Workloads > 0:
+				d.move(n, joulie.PowerAwake, 0, "park aborted: %d pods landed on the node while it was being parked", n.Workloads)
+			case labelBlocker(n.Node.Node) != "":
+				d.move(n, joulie.PowerAwake, 0, "park aborted: %s", labelBlocker(n.Node.Node))
+			}
+		case joulie.PowerParked:
+			if n.Node.Node.Labels[joulie.LabelParkable] != "true" {
+				if d.wakeBudget > 0 {
+					d.wakeBudget--
+					d.move(n, joulie.PowerWaking, 1, "no longer labelled %s=true", joulie.LabelParkable)
+				}
+			}
+		}
+	}
+}
+
+// finishParks moves the parks whose grace has passed, and that nothing
+// aborted, to parked. While the pods are unknown no park finishes, since
+// one may have landed.
+func (d *decider) finishParks() {
+	if !d.in.PodsKnown {
+		return
+	}
+	for _, n := range d.nodes {
+		if n.cur == joulie.PowerParking && !n.moved && d.in.Now.Sub(n.Since) >= d.s.ParkGrace {
+			d.move(n, joulie.PowerParked, 0, "empty %s after the taint; the agent switches it off",
+				d.in.Now.Sub(n.Since).Round(time.Second))
+		}
+	}
+}
+
+// labelBlocker is why the node's labels or spec forbid parking it, or "".
+func labelBlocker(n *corev1.Node) string {
+	l := n.Labels
+	switch {
+	case l[joulie.LabelParkable] != "true":
+		return fmt.Sprintf("not labelled %s=true", joulie.LabelParkable)
+	case l[joulie.LabelReserved] == "true":
+		return fmt.Sprintf("reserved (%s=true)", joulie.LabelReserved)
+	case hasKey(l, LabelControlPlane) || hasKey(l, labelLegacyControlPlane):
+		return "a control-plane node"
+	case n.Spec.Unschedulable:
+		return "cordoned"
+	}
+	return ""
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// ParkBlocker is why node n may not be parked at all, or "" when it may
+// (settle time, reserve and rates aside): the never rules.
+func ParkBlocker(n *Node) string {
+	if r := labelBlocker(n.Node); r != "" {
+		return r
+	}
+	switch {
+	case n.Workloads > 0:
+		return fmt.Sprintf("runs %d pods that no DaemonSet controls", n.Workloads)
+	case !n.Ready:
+		return "not Ready"
+	case n.AgentState != joulie.PowerAwake:
+		return "its agent does not report awake, so nothing would switch it off"
+	}
+	return ""
+}
+
+// placePending puts the pods the scheduler could not place, performance
+// first and the largest first, on the capacity that will take them: an
+// awake node (the scheduler will place it there: nothing to do), a node
+// already waking, a node being parked (the park is aborted), a node this
+// pass wakes, and last a parked node newly woken, of the family the pod
+// needs where one fits and the one with the most room otherwise, so that
+// the fewest nodes are woken.
+func (d *decider) placePending() {
+	pods, dims := prepare(d.in.Pending)
+	for _, n := range d.nodes {
+		n.free = newNodeFree(n.Node, dims)
+	}
+	var awake, coming, parking, parked []*state
+	for _, n := range d.nodes {
+		switch n.cur {
+		case joulie.PowerAwake:
+			if n.Ready {
+				awake = append(awake, n)
+			}
+		case joulie.PowerWaking:
+			coming = append(coming, n)
+		case joulie.PowerParking:
+			parking = append(parking, n)
+		case joulie.PowerParked:
+			parked = append(parked, n)
+		}
+	}
+	fitIn := func(p *pendingPod, list []*state, off bool) *state {
+		for _, n := range list {
+			if n.free.hasRoom(p.req) && schedulable(p, n.Node.Node, off) {
+				return n
+			}
+		}
+		return nil
+	}
+	for _, p := range pods {
+		if n := fitIn(p, awake, false); n != nil {
+			n.free.take(p.req)
+			n.claimed = true
+			continue
+		}
+		if n := fitIn(p, coming, true); n != nil {
+			n.free.take(p.req)
+			n.claimed = true
+			continue
+		}
+		if n := fitIn(p, parking, true); n != nil {
+			n.free.take(p.req)
+			n.claimed = true
+			if n.cur == joulie.PowerParking {
+				d.move(n, joulie.PowerAwake, 0, "park aborted: pending pod %s fits no awake node but fits this one", podName(p.pod))
+			}
+			continue
+		}
+		n := d.pickParked(p, parked)
+		if n == nil {
+			d.unplaceable++
+			continue
+		}
+		if d.wakeBudget <= 0 {
+			d.waiting++
+			continue
+		}
+		d.wakeBudget--
+		d.move(n, joulie.PowerWaking, 1, "pending pod %s fits no awake node but fits this one", podName(p.pod))
+		n.free.take(p.req)
+		n.claimed = true
+		// It takes the next pods before another parked node is woken.
+		coming = append(coming, n)
+	}
+}
+
+// pickParked chooses the parked node to wake for p, or nil when none fits.
+func (d *decider) pickParked(p *pendingPod, parked []*state) *state {
+	var best *state
+	for _, n := range parked {
+		if n.cur != joulie.PowerParked || !n.free.hasRoom(p.req) || !schedulable(p, n.Node.Node, true) {
+			continue
+		}
+		if best == nil || better(p, n, best) {
+			best = n
+		}
+	}
+	return best
+}
+
+// better reports whether a is a better node to wake for p than b: first a
+// node of the kind of family p needs (a GPU family for a pod that asks for
+// GPUs, a CPU-only family for one that does not, so a CPU job does not
+// wake a GPU server), then the one with the most free CPU, which takes the
+// most of the pods after it, then by name.
+func better(p *pendingPod, a, b *state) bool {
+	if na, nb := needed(p, a), needed(p, b); na != nb {
+		return na
+	}
+	if ca, cb := a.free.cpu(), b.free.cpu(); ca != cb {
+		return ca > cb
+	}
+	return a.Node.Node.Name < b.Node.Node.Name
+}
+
+func needed(p *pendingPod, n *state) bool {
+	return (p.gpus > 0) == strings.HasPrefix(n.Family, "gpu:")
+}
+
+func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// prepare keeps the pending pods that may wake a node, parses their
+// constraints once, and orders them: performance pods first, then the
+// largest (GPUs, then CPU, then memory), then by name, so that the pods
+// that matter most are placed first and first-fit decreasing packs them
+// onto few nodes.
+func prepare(pending []*corev1.Pod) ([]*pendingPod, dims) {
+	out := make([]*pendingPod, 0, len(pending))
+	var d dims
+	d.index(corev1.ResourceCPU) // the tie-break between nodes to wake
+	for _, p := range pending {
+		if p == nil || p.Spec.NodeName != "" || !workload.IsActive(p) || IsDaemonSetPod(p) {
+			continue
+		}
+		req := PodRequests(p)
+		for name, q := range req {
+			if name != corev1.ResourcePods && !q.IsZero() {
+				d.index(name)
+			}
+		}
+		gpus := req[joulie.ResourceNVIDIAGPU]
+		gpus.Add(req[joulie.ResourceAMDGPU])
+		cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
+		out = append(out, &pendingPod{pod: p, perf: workload.Classify(p) == workload.Performance, requests: req,
+			affinity: nodeaffinity.GetRequiredNodeAffinity(p),
+			gpus:     gpus.MilliValue(), cpu: cpu.MilliValue(), mem: mem.MilliValue()})
+	}
+	for _, p := range out {
+		p.req = d.vector(p.requests)
+	}
+	slices.SortStableFunc(out, func(a, b *pendingPod) int {
+		if a.perf != b.perf {
+			if a.perf {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(b.gpus, a.gpus); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.cpu, a.cpu); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.mem, a.mem); c != 0 {
+			return c
+		}
+		return strings.Compare(podName(a.pod), podName(b.pod))
+	})
+	return out, d
+}
+
+// family is one hardware family during a pass.
+type family struct {
+	Family
+	nodes []*state
+}
+
+func (f *family) count() {
+	f.Idle, f.Parking, f.Parked, f.Waking, f.WakeFailed = 0, 0, 0, 0, 0
+	for _, n := range f.nodes {
+		switch n.cur {
+		case joulie.PowerAwake:
+			if idle(n) {
+				f.Idle++
+			}
+		case joulie.PowerParking:
+			f.Parking++
+		case joulie.PowerParked:
+			f.Parked++
+		case joulie.PowerWaking:
+			f.Waking++
+		case joulie.PowerWakeFailed:
+			f.WakeFailed++
+		}
+	}
+}
+
+// idle reports whether an awake node is free for the next arrival: Ready,
+// schedulable, without workloads and not taken by a pending pod.
+func idle(n *state) bool {
+	return n.cur == joulie.PowerAwake && n.Ready && !n.Node.Node.Spec.Unschedulable && n.Workloads == 0 && !n.claimed
+}
+
+// families groups the nodes by family and sizes each family's reserve.
+func (d *decider) families() map[string]*family {
+	fams := map[string]*family{}
+	for _, n := range d.nodes {
+		f := fams[n.Family]
+		if f == nil {
+			f = &family{Family: Family{Name: n.Family}}
+			fams[n.Family] = f
+		}
+		f.nodes = append(f.nodes, n)
+	}
+	for _, f := range fams {
+		f.Demand = demand(f.nodes, d.in.Arrivals[f.Name], d.in.Now, d.s)
+		f.Reserve = int(math.Ceil(f.Demand-1e-9)) + d.s.ReserveFloor
+		f.count()
+	}
+	return fams
+}
+
+// demand is the performance demand expected to arrive over one boot time,
+// in nodes of the family. Each arrival of the lookback window counts as
+// the share of an average node of the family it takes (its largest share
+// of any resource it asks for). ReserveMean scales the window's sum to one
+// boot time; ReservePeak takes the largest sum that arrived within any one
+// boot time of the window.
+func demand(nodes []*state, arrivals []Arrival, now time.Time, s Settings) float64 {
+	if len(arrivals) == 0 || len(nodes) == 0 || s.Lookback <= 0 {
+		return 0
+	}
+	avg := resources{}
+	for _, n := range nodes {
+		for name, v := range milli(n.Node.Node.Status.Allocatable) {
+			avg[name] += v
+		}
+	}
+	type share struct {
+		t time.Time
+		v float64
+	}
+	var shares []share
+	var sum float64
+	for _, a := range arrivals {
+		if a.Time.After(now) || now.Sub(a.Time) > s.Lookback {
+			continue
+		}
+		v := 0.0
+		for name, q := range milli(a.Requests) {
+			if total := avg[name]; total > 0 && name != corev1.ResourcePods {
+				v = max(v, float64(q)*float64(len(nodes))/float64(total))
+			}
+		}
+		shares = append(shares, share{a.Time, v})
+		sum += v
+	}
+	if s.ReserveSizing != ReservePeak || s.BootTime <= 0 {
+		return sum * float64(s.BootTime) / float64(s.Lookback)
+	}
+	// The largest sum over a sliding interval of one boot time.
+	slices.SortFunc(shares, func(a, b share) int { return a.t.Compare(b.t) })
+	peak, in, lo := 0.0, 0.0, 0
+	for _, x := range shares {
+		in += x.v
+		for x.t.Sub(shares[lo].t) >= s.BootTime {
+			in -= shares[lo].v
+			lo++
+		}
+		peak = max(peak, in)
+	}
+	return peak
+}
+
+// refillReserves wakes nodes of a family whose idle and waking nodes fall
+// short of its reserve: parks in progress are aborted first (the node is
+// still on), then parked nodes are woken.
+func (d *decider) refillReserves(fams map[string]*family) {
+	for _, name := range sortedKeys(fams) {
+		f := fams[name]
+		short := f.Reserve - f.Idle - f.unclaimedWaking()
+		for _, n := range f.nodes {
+			if short <= 0 {
+				break
+			}
+			if n.cur == joulie.PowerParking && !n.moved && n.Ready && n.Workloads == 0 {
+				d.move(n, joulie.PowerAwake, 0, "park aborted: family %s has %d idle nodes of a reserve of %d", f.Name, f.Idle, f.Reserve)
+				short--
+			}
+		}
+		for _, n := range f.nodes {
+			if short <= 0 || d.wakeBudget <= 0 {
+				break
+			}
+			if n.cur == joulie.PowerParked && !n.moved {
+				d.wakeBudget--
+				d.move(n, joulie.PowerWaking, 1, "family %s has %d idle and %d waking nodes of a reserve of %d (expected performance demand %.2f nodes per boot time)",
+					f.Name, f.Idle, f.unclaimedWaking(), f.Reserve, f.Demand)
+				short--
+			}
+		}
+		f.count()
+	}
+}
+
+func (f *family) unclaimedWaking() int {
+	n := 0
+	for _, x := range f.nodes {
+		if x.cur == joulie.PowerWaking && !x.claimed {
+			n++
+		}
+	}
+	return n
+}
+
+// park starts parks: in one hardware family per pass, the one whose
+// longest-empty candidate has waited longest (so a family that keeps
+// emptying nodes cannot starve another: GPU servers idle at several times
+// a CPU server's draw), the nodes empty longest first, as long as the
+// family keeps its reserve idle and the park rate allows.
+func (d *decider) park(fams map[string]*family) {
+	if d.parkBudget <= 0 {
+		return
+	}
+	var best *family
+	var bestCands []*state
+	for _, name := range sortedKeys(fams) {
+		f := fams[name]
+		var cands []*state
+		for _, n := range f.nodes {
+			if n.cur != joulie.PowerAwake || n.moved || !idle(n) || ParkBlocker(n.Node) != "" {
+				continue
+			}
+			if n.EmptySince.IsZero() || d.in.Now.Sub(n.EmptySince) < d.s.SettleTime {
+				continue
+			}
+			cands = append(cands, n)
+		}
+		// Only the surplus may go, and the longest empty go first.
+		slices.SortStableFunc(cands, func(a, b *state) int { return a.EmptySince.Compare(b.EmptySince) })
+		if surplus := f.Idle - f.Reserve; surplus < len(cands) {
+			cands = cands[:max(0, surplus)]
+		}
+		if len(cands) > 0 && (best == nil || cands[0].EmptySince.Before(bestCands[0].EmptySince)) {
+			best, bestCands = f, cands
+		}
+	}
+	if best == nil {
+		return
+	}
+	for _, n := range bestCands {
+		if d.parkBudget <= 0 {
+			break
+		}
+		d.parkBudget--
+		d.move(n, joulie.PowerParking, 0, "empty for %s; family %s keeps %d idle nodes for a reserve of %d",
+			d.in.Now.Sub(n.EmptySince).Round(time.Second), best.Name, best.Idle-1, best.Reserve)
+		best.Idle--
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

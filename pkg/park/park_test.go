@@ -1,0 +1,532 @@
+package park
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+
+const (
+	cpuFam = "cpu:amd-epyc-9654"
+	gpuFam = "gpu:nvidia-h100-sxm"
+)
+
+// node is an awake, Ready, parkable node of family with cpus cores (and 8
+// GPUs for the GPU family), empty for an hour, changed by mods.
+func node(name, family string, cpus int, mods ...func(*Node)) Node {
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(cpus), resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse("512Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	if strings.HasPrefix(family, "gpu:") {
+		alloc[joulie.ResourceNVIDIAGPU] = resource.MustParse("8")
+	}
+	n := Node{
+		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{joulie.LabelParkable: "true", "kubernetes.io/hostname": name}},
+			Status: corev1.NodeStatus{Allocatable: alloc}},
+		Family: family, State: joulie.PowerAwake, AgentState: joulie.PowerAwake, Ready: true,
+		EmptySince: t0.Add(-time.Hour),
+	}
+	for _, m := range mods {
+		m(&n)
+	}
+	return n
+}
+
+func in(state joulie.PowerState, ago time.Duration) func(*Node) {
+	return func(n *Node) {
+		n.State, n.Since = state, t0.Add(-ago)
+		if !state.Awake() {
+			n.Node.Spec.Taints = append(n.Node.Spec.Taints, corev1.Taint{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule})
+			n.EmptySince = time.Time{}
+		}
+		if state == joulie.PowerParked || state == joulie.PowerWaking || state == joulie.PowerWakeFailed {
+			// Switched off: the node lifecycle controller's taints too.
+			n.Ready, n.AgentState = false, joulie.PowerParked
+			n.Node.Spec.Taints = append(n.Node.Spec.Taints,
+				corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+				corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute})
+		}
+	}
+}
+
+func attempts(k int) func(*Node) { return func(n *Node) { n.WakeAttempts = k } }
+
+func back(n *Node) { n.Ready, n.AgentState = true, joulie.PowerAwake }
+
+func busy(pods int) func(*Node) {
+	return func(n *Node) {
+		n.Workloads, n.Pods, n.EmptySince = pods, pods, time.Time{}
+		n.Requested = corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(pods), resource.DecimalSI)}
+	}
+}
+
+func emptyFor(d time.Duration) func(*Node) { return func(n *Node) { n.EmptySince = t0.Add(-d) } }
+
+func label(k, v string) func(*Node) { return func(n *Node) { n.Node.Labels[k] = v } }
+
+func unlabel(k string) func(*Node) { return func(n *Node) { delete(n.Node.Labels, k) } }
+
+func taint(key string, effect corev1.TaintEffect) func(*Node) {
+	return func(n *Node) {
+		n.Node.Spec.Taints = append(n.Node.Spec.Taints, corev1.Taint{Key: key, Value: "x", Effect: effect})
+	}
+}
+
+// pod is a pending pod asking for cpus cores and gpus GPUs.
+func pod(name string, cpus, gpus int, mods ...func(*corev1.Pod)) *corev1.Pod {
+	req := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(cpus), resource.DecimalSI)}
+	if gpus > 0 {
+		req[joulie.ResourceNVIDIAGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: req}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func performance(p *corev1.Pod) {
+	p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: joulie.WorkloadClassPerformance}
+}
+
+func onHost(h string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": h} }
+}
+
+func tolerate(key string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	}
+}
+
+func arrivals(n int, cpus int, spread time.Duration) []Arrival {
+	out := make([]Arrival, n)
+	for i := range out {
+		out[i] = Arrival{Time: t0.Add(-spread * time.Duration(i+1) / time.Duration(n)),
+			Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(cpus), resource.DecimalSI)}}
+	}
+	return out
+}
+
+// noFloor leaves the reserve out of cases about pending pods.
+func noFloor(s *Settings) { s.ReserveFloor = 0 }
+
+func show(ts []Transition) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = fmt.Sprintf("%s %s>%s", t.Node, t.From, t.To)
+		if t.To == joulie.PowerWaking {
+			out[i] += fmt.Sprintf("#%d", t.WakeAttempts)
+		}
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	type tc struct {
+		name        string
+		nodes       []Node
+		pending     []*corev1.Pod
+		arrivals    map[string][]Arrival
+		podsUnknown bool
+		settings    func(*Settings)
+		want        []string
+		// reason, when set, must be in the first transition's reason.
+		reason string
+		check  func(t *testing.T, r Result)
+	}
+	cases := []tc{
+		// Parks.
+		{name: "empty nodes settled past the reserve park, the longest empty first",
+			nodes: []Node{node("a", cpuFam, 64, emptyFor(20*time.Minute)), node("b", cpuFam, 64, emptyFor(2*time.Hour)),
+				node("c", cpuFam, 64, emptyFor(time.Hour))},
+			want: []string{"b awake>parking", "c awake>parking"}, reason: "empty for 2h0m0s"},
+		{name: "an empty node not settled yet stays awake",
+			nodes: []Node{node("a", cpuFam, 64, emptyFor(9*time.Minute)), node("b", cpuFam, 64)},
+			want:  []string{"b awake>parking"}},
+		{name: "the reserve floor keeps the last idle node awake",
+			nodes: []Node{node("a", cpuFam, 64)}},
+		{name: "a larger reserve floor keeps more idle nodes",
+			nodes:    []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64)},
+			settings: func(s *Settings) { s.ReserveFloor = 2 },
+			want:     []string{"a awake>parking"}},
+		{name: "busy nodes are not idle: they leave the reserve to the empty ones",
+			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64), node("c", cpuFam, 64, busy(3))}},
+		{name: "a DaemonSet pod does not keep a node awake",
+			nodes: []Node{node("a", cpuFam, 64, func(n *Node) { n.Pods = 1 }), node("b", cpuFam, 64, busy(1)), node("c", cpuFam, 64)},
+			want:  []string{"a awake>parking"}},
+		{name: "an idle node a pending pod will take is not parked",
+			nodes:   []Node{node("a", cpuFam, 64), node("b", cpuFam, 64)},
+			pending: []*corev1.Pod{pod("p", 8, 0, onHost("a"))},
+			want:    nil},
+		{name: "nothing is parked while the pods are unknown",
+			nodes:       []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64)},
+			podsUnknown: true},
+
+		// The never rules: b would park (a keeps the reserve) but for one
+		// thing.
+		{name: "never a node without the parkable label",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, unlabel(joulie.LabelParkable))}},
+		{name: "never a node with the parkable label other than true",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, label(joulie.LabelParkable, "yes"))}},
+		{name: "never a reserved node",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, label(joulie.LabelReserved, "true"))}},
+		{name: "never a control-plane node",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, label(LabelControlPlane, ""))}},
+		{name: "never a node of the legacy master role",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, label("node-role.kubernetes.io/master", ""))}},
+		{name: "never a node with non-DaemonSet pods, even one empty long ago by its record",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, func(n *Node) { n.Workloads = 1 })}},
+		{name: "never a node that is not Ready",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, func(n *Node) { n.Ready = false })}},
+		{name: "never a cordoned node",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, func(n *Node) { n.Node.Spec.Unschedulable = true })}},
+		{name: "never a node whose agent does not report awake",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64, func(n *Node) { n.AgentState = "" })}},
+		{name: "the same pair parks when nothing forbids it",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable)), node("b", cpuFam, 64)},
+			want:  []string{"b awake>parking"}},
+
+		// One family at a time.
+		{name: "one family parks at a time: the one whose node has been empty longest",
+			nodes: []Node{node("c1", cpuFam, 64), node("c2", cpuFam, 64, emptyFor(3*time.Hour)), node("g1", gpuFam, 64), node("g2", gpuFam, 64), node("g3", gpuFam, 64)},
+			want:  []string{"c2 awake>parking"}},
+		{name: "a family still parking does not starve another whose nodes have waited longer",
+			nodes: []Node{node("c1", cpuFam, 64, in(joulie.PowerParking, 5*time.Second)), node("c2", cpuFam, 64), node("c3", cpuFam, 64),
+				node("g1", gpuFam, 64, emptyFor(3*time.Hour)), node("g2", gpuFam, 64), node("g3", gpuFam, 64), node("g4", gpuFam, 64)},
+			want: []string{"g1 awake>parking", "g2 awake>parking", "g3 awake>parking"}},
+
+		// Park progress.
+		{name: "a park finishes after the grace while the node is still empty",
+			nodes:  []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParking, 31*time.Second))},
+			want:   []string{"b parking>parked"},
+			reason: "empty 31s after the taint"},
+		{name: "a park waits out the grace",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParking, 10*time.Second))}},
+		{name: "a pod that landed during the park aborts it",
+			nodes:  []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute), busy(1))},
+			want:   []string{"b parking>awake"},
+			reason: "1 pods landed"},
+		{name: "a park does not finish while the pods are unknown",
+			nodes:       []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute))},
+			podsUnknown: true},
+		{name: "removing the parkable label aborts a park",
+			nodes:  []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute), unlabel(joulie.LabelParkable))},
+			want:   []string{"b parking>awake"},
+			reason: "not labelled joulie.io/parkable=true"},
+		{name: "a pending pod that fits a node being parked aborts that park rather than waking another",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)},
+			want:     []string{"b parking>awake"}, reason: "pending pod default/p"},
+
+		// Wake progress.
+		{name: "a waking node Ready with its agent up is awake",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 3*time.Minute), attempts(2), back)},
+			want:  []string{"a waking>awake"}, reason: "after wake attempt 2"},
+		{name: "a waking node Ready while its agent still reports parked is not back yet",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 3*time.Minute), attempts(1), func(n *Node) { n.Ready = true })}},
+		{name: "a waking node within the resume timeout waits",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 9*time.Minute), attempts(1))}},
+		{name: "a waking node past the resume timeout is woken again",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 10*time.Minute), attempts(1))},
+			want:  []string{"a waking>waking#2"}, reason: "trying again (2 of 3)"},
+		{name: "a waking node past the resume timeout after the last attempt has failed to wake",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 10*time.Minute), attempts(3))},
+			want:  []string{"a waking>wake-failed"}, reason: "after the last of 3 wake attempts"},
+		{name: "a node that failed to wake stays so, even if the family is short",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWakeFailed, time.Hour), attempts(3))}},
+		{name: "a node that failed to wake and came back Ready is awake",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWakeFailed, time.Hour), attempts(3), back)},
+			want:  []string{"a wake-failed>awake"}},
+		{name: "a parked node no longer labelled parkable is woken",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour), unlabel(joulie.LabelParkable))},
+			want:  []string{"b parked>waking#1"}},
+
+		// Waking for pending pods.
+		{name: "a pending pod that fits an awake node wakes nothing",
+			nodes:    []Node{node("a", cpuFam, 64, busy(32)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)}},
+		{name: "a pending pod that fits no awake node wakes a parked node that fits it",
+			nodes:    []Node{node("a", cpuFam, 64, busy(60)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			want:     []string{"b parked>waking#1"}, reason: "pending pod default/p fits no awake node"},
+		{name: "pending pods fill the awake room first: what overflows it wakes a node",
+			nodes:    []Node{node("a", cpuFam, 64, busy(32)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p1", 20, 0), pod("p2", 20, 0)},
+			want:     []string{"b parked>waking#1"}, reason: "default/p2"},
+		{name: "the fewest nodes: two pods share one large parked node rather than two small ones",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("small1", cpuFam, 16, in(joulie.PowerParked, time.Hour)),
+				node("small2", cpuFam, 16, in(joulie.PowerParked, time.Hour)), node("large", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p1", 12, 0), pod("p2", 12, 0)},
+			want:     []string{"large parked>waking#1"}},
+		{name: "the fewest nodes: pods that need two nodes wake two",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 16, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 16, in(joulie.PowerParked, time.Hour)), node("d", cpuFam, 16, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p1", 10, 0), pod("p2", 10, 0), pod("p3", 4, 0)},
+			want:     []string{"b parked>waking#1", "c parked>waking#1"}},
+		{name: "a CPU pod wakes a CPU node rather than a GPU node with more room",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("cpu", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("gpu", gpuFam, 192, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			want:     []string{"cpu parked>waking#1"}},
+		{name: "a GPU pod wakes a GPU node",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("cpu", cpuFam, 256, in(joulie.PowerParked, time.Hour)),
+				node("gpu", gpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 4)},
+			want:     []string{"gpu parked>waking#1"}},
+		{name: "a CPU pod wakes a GPU node when no CPU node fits",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("cpu", cpuFam, 8, in(joulie.PowerParked, time.Hour)),
+				node("gpu", gpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			want:     []string{"gpu parked>waking#1"}},
+		{name: "a pending pod's node selector picks the parked node it names",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0, onHost("c"))},
+			want:     []string{"c parked>waking#1"}},
+		{name: "a pending pod's required node affinity rules out a parked node",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour), label("zone", "z2"))},
+			settings: noFloor,
+			pending: []*corev1.Pod{pod("p", 16, 0, func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+						{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z2"}}}}}}}}
+			})},
+			want: []string{"c parked>waking#1"}},
+		{name: "a taint the pod does not tolerate rules out a parked node; being off does not",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour), taint("gpu-only", corev1.TaintEffectNoSchedule)),
+				node("c", cpuFam, 32, in(joulie.PowerParked, time.Hour), taint(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			want:     []string{"c parked>waking#1"}},
+		{name: "a tolerated taint does not rule out a parked node",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour), taint("gpu-only", corev1.TaintEffectNoSchedule)),
+				node("c", cpuFam, 32, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0, tolerate("gpu-only"))},
+			want:     []string{"b parked>waking#1"}},
+		{name: "an awake node with an untolerated taint is no room for the pod",
+			nodes:    []Node{node("a", cpuFam, 64, busy(1), taint("maintenance", corev1.TaintEffectNoSchedule)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			want:     []string{"b parked>waking#1"}},
+		{name: "a pending pod a waking node will take wakes nothing more",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerWaking, time.Minute), attempts(1)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)}},
+		{name: "a pending DaemonSet pod wakes nothing",
+			nodes:    []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending: []*corev1.Pod{pod("ds", 1, 0, onHost("b"), func(p *corev1.Pod) {
+				p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: new(true)}}
+			})}},
+		{name: "a pending pod too large for every node wakes nothing",
+			nodes:    []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 128, 0)},
+			check: func(t *testing.T, r Result) {
+				if r.Unplaceable != 1 {
+					t.Errorf("unplaceable %d, want 1", r.Unplaceable)
+				}
+			}},
+		{name: "a node without room for one more pod is no room",
+			nodes:    []Node{node("a", cpuFam, 64, busy(1), func(n *Node) { n.Pods = 110 }), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 1, 0)},
+			want:     []string{"b parked>waking#1"}},
+
+		// Rates.
+		{name: "the park rate counts the parks the profiles record in the last minute",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerParked, 30*time.Second)), node("b", cpuFam, 64, in(joulie.PowerParking, 20*time.Second)),
+				node("c", cpuFam, 64), node("d", cpuFam, 64), node("e", cpuFam, 64)},
+			settings: func(s *Settings) { s.ParksPerMinute = 3 },
+			want:     []string{"c awake>parking"}},
+		{name: "parks older than a minute do not count against the rate",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerParked, 2*time.Minute)), node("b", cpuFam, 64, in(joulie.PowerParked, 61*time.Second)),
+				node("c", cpuFam, 64), node("d", cpuFam, 64), node("e", cpuFam, 64)},
+			settings: func(s *Settings) { s.ParksPerMinute = 2 },
+			want:     []string{"c awake>parking", "d awake>parking"}},
+		{name: "a park rate of zero parks nothing",
+			nodes:    []Node{node("a", cpuFam, 64), node("b", cpuFam, 64)},
+			settings: func(s *Settings) { s.ParksPerMinute = 0 }},
+		{name: "the wake rate limits wakes for pending pods, performance pods first",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour)), node("d", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			pending:  []*corev1.Pod{pod("big", 60, 0), pod("perf1", 40, 0, performance), pod("perf2", 40, 0, performance)},
+			settings: func(s *Settings) { s.WakesPerMinute = 2 },
+			want:     []string{"b parked>waking#1", "c parked>waking#1"},
+			check: func(t *testing.T, r Result) {
+				for _, tr := range r.Transitions {
+					if !strings.Contains(tr.Reason, "perf") {
+						t.Errorf("%s woken for %q, want for a performance pod", tr.Node, tr.Reason)
+					}
+				}
+				if r.WaitingForRate != 1 {
+					t.Errorf("waiting for the rate %d, want 1", r.WaitingForRate)
+				}
+			}},
+		{name: "the wake rate counts wakes in flight and nodes woken within the minute",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("w", cpuFam, 64, in(joulie.PowerWaking, 30*time.Second), attempts(1)),
+				node("x", cpuFam, 64, busy(64), in(joulie.PowerAwake, 10*time.Second), attempts(1)),
+				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)), node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			pending:  []*corev1.Pod{pod("p1", 64, 0), pod("p2", 64, 0), pod("p3", 64, 0)},
+			settings: func(s *Settings) { s.WakesPerMinute = 3 },
+			want:     []string{"b parked>waking#1"}},
+
+		// The reserve.
+		{name: "performance arrivals at the mean rate over one boot time grow the reserve",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64), node("d", cpuFam, 64),
+				node("e", cpuFam, 64), node("f", cpuFam, 64)},
+			// 12 arrivals of half a node in the hour: 6 nodes an hour, 0.5
+			// per 5-minute boot, so ceil(0.5) + 1 = 2 stay.
+			arrivals: map[string][]Arrival{cpuFam: arrivals(12, 32, 59*time.Minute)},
+			settings: func(s *Settings) { s.ReserveSizing = ReserveMean },
+			want:     []string{"a awake>parking", "b awake>parking", "c awake>parking", "d awake>parking"},
+			check: func(t *testing.T, r Result) {
+				if f := r.Families[0]; f.Reserve != 2 || f.Demand != 0.5 {
+					t.Errorf("family %+v, want demand 0.5 and reserve 2", f)
+				}
+			}},
+		{name: "a burst of performance arrivals within one boot time sizes the peak reserve",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64), node("d", cpuFam, 64),
+				node("e", cpuFam, 64), node("f", cpuFam, 64)},
+			// The same 12 arrivals of half a node, but 6 of them within four
+			// minutes: a burst of 3 nodes in one boot time, which the mean
+			// rate (0.5) would miss, so 3 + 1 = 4 stay.
+			arrivals: map[string][]Arrival{cpuFam: append(arrivals(6, 32, 59*time.Minute), arrivals(6, 32, 4*time.Minute)...)},
+			want:     []string{"a awake>parking", "b awake>parking"},
+			check: func(t *testing.T, r Result) {
+				if f := r.Families[0]; f.Reserve != 4 || f.Demand != 3 {
+					t.Errorf("family %+v, want demand 3 and reserve 4", f)
+				}
+			}},
+		{name: "arrivals in another family or before the lookback do not count",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64)},
+			arrivals: map[string][]Arrival{gpuFam: arrivals(100, 64, 10*time.Minute),
+				cpuFam: {{Time: t0.Add(-61 * time.Minute), Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("640")}}}},
+			want: []string{"a awake>parking", "b awake>parking"}},
+		{name: "a family below its reserve wakes a parked node",
+			nodes: []Node{node("a", cpuFam, 64, busy(3)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			want: []string{"b parked>waking#1"}, reason: "family cpu:amd-epyc-9654 has 0 idle and 0 waking nodes of a reserve of 1"},
+		{name: "a family below its reserve aborts a park before waking a node",
+			nodes: []Node{node("a", cpuFam, 64, busy(3)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParking, 5*time.Second))},
+			want: []string{"c parking>awake"}},
+		{name: "a node waking for the reserve counts toward it",
+			nodes: []Node{node("a", cpuFam, 64, busy(3)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerWaking, time.Minute), attempts(1))}},
+		{name: "a node waking for a pending pod does not count toward the reserve",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerWaking, time.Minute), attempts(1))},
+			pending: []*corev1.Pod{pod("p", 32, 0)},
+			want:    []string{"b parked>waking#1"}, reason: "reserve"},
+		{name: "a bigger performance demand wakes more of the family",
+			nodes: []Node{node("a", cpuFam, 64, busy(3)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour)), node("d", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			// 24 whole nodes an hour: 2 per boot time, reserve 3.
+			arrivals: map[string][]Arrival{cpuFam: arrivals(24, 64, 50*time.Minute)},
+			want:     []string{"b parked>waking#1", "c parked>waking#1", "d parked>waking#1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := DefaultSettings()
+			if c.settings != nil {
+				c.settings(&s)
+			}
+			r := Decide(Input{Now: t0, Nodes: c.nodes, Pending: c.pending, Arrivals: c.arrivals, PodsKnown: !c.podsUnknown}, s)
+			if got := show(r.Transitions); !slices.Equal(got, c.want) {
+				t.Errorf("transitions %q, want %q", got, c.want)
+				for _, tr := range r.Transitions {
+					t.Logf("%s: %s", tr.Node, tr.Reason)
+				}
+			}
+			if c.reason != "" && (len(r.Transitions) == 0 || !strings.Contains(r.Transitions[0].Reason, c.reason)) {
+				t.Errorf("reasons %+v, want the first to say %q", r.Transitions, c.reason)
+			}
+			if c.check != nil {
+				c.check(t, r)
+			}
+		})
+	}
+}
+
+func TestSettingsValidate(t *testing.T) {
+	if err := DefaultSettings().Validate(); err != nil {
+		t.Fatalf("the defaults do not validate: %v", err)
+	}
+	for _, c := range []struct {
+		key string
+		mod func(*Settings)
+	}{
+		{"parking.settleTime", func(s *Settings) { s.SettleTime = -time.Second }},
+		{"parking.reserveFloor", func(s *Settings) { s.ReserveFloor = -1 }},
+		{"parking.lookback", func(s *Settings) { s.Lookback = 0 }},
+		{"parking.reserveSizing", func(s *Settings) { s.ReserveSizing = "max" }},
+		{"parking.parksPerMinute", func(s *Settings) { s.ParksPerMinute = -1 }},
+		{"parking.wakesPerMinute", func(s *Settings) { s.WakesPerMinute = -1 }},
+		{"parking.grace", func(s *Settings) { s.ParkGrace = -time.Second }},
+		{"parking.resumeTimeout", func(s *Settings) { s.ResumeTimeout = 0 }},
+		{"parking.maxWakeAttempts", func(s *Settings) { s.MaxWakeAttempts = 0 }},
+	} {
+		s := DefaultSettings()
+		c.mod(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s: error %v, want one naming the key", c.key, err)
+		}
+	}
+}
+
+func TestPodRequestsCountInitContainersAndOverhead(t *testing.T) {
+	p := pod("p", 2, 0)
+	p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}
+	p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+	if got := PodRequests(p)[corev1.ResourceCPU]; got.MilliValue() != 3500 {
+		t.Errorf("cpu request %s, want 3500m: the larger of init and app containers, plus overhead", got.String())
+	}
+}
+
+func TestNodeReadyReadsTheReadyCondition(t *testing.T) {
+	n := &corev1.Node{}
+	if NodeReady(n) {
+		t.Error("a node without conditions is Ready")
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue},
+		{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}
+	if NodeReady(n) {
+		t.Error("a node whose Ready is Unknown is Ready")
+	}
+	n.Status.Conditions[1].Status = corev1.ConditionTrue
+	if !NodeReady(n) {
+		t.Error("a node whose Ready is True is not Ready")
+	}
+}

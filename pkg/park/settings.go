@@ -1,0 +1,105 @@
+package park
+
+import (
+	"fmt"
+	"time"
+)
+
+// Settings are the parking knobs. joulie-controller's keys (parking.*)
+// take their defaults from DefaultSettings, and so does the simulator.
+type Settings struct {
+	// SettleTime is how long a node must have been empty of non-DaemonSet
+	// pods before it is parked (parking.settleTime): cluster-autoscaler's
+	// --scale-down-unneeded-time, 10m, so a node between two jobs of a
+	// stream is not switched off.
+	SettleTime time.Duration
+	// ReserveFloor is the number of idle awake nodes each hardware family
+	// keeps beyond its expected performance demand (parking.reserveFloor).
+	ReserveFloor int
+	// BootTime is how long a parked node takes to become Ready after a
+	// wake (parking.bootTime): the reserve covers the performance demand
+	// that arrives within it.
+	BootTime time.Duration
+	// Lookback is the window of recent performance arrivals the reserve
+	// estimates the arrival rate from (parking.lookback).
+	Lookback time.Duration
+	// ReserveSizing says how the performance demand per boot time is taken
+	// from the lookback's arrivals (parking.reserveSizing): ReservePeak or
+	// ReserveMean.
+	ReserveSizing ReserveSizing
+	// ParksPerMinute and WakesPerMinute limit how many parks and wakes
+	// start within any minute (parking.parksPerMinute,
+	// parking.wakesPerMinute): a wave of power-offs or power-ons at once is
+	// a load step for the PSUs and the cooling; 0 stops parks or wakes.
+	ParksPerMinute int
+	WakesPerMinute int
+	// ParkGrace is the time between tainting a node and asking its agent to
+	// switch it off (parking.grace), so that the scheduler's cache has seen
+	// the taint and a binding it had in flight has landed.
+	ParkGrace time.Duration
+	// ResumeTimeout is how long a wake may take before it is tried again
+	// (parking.resumeTimeout).
+	ResumeTimeout time.Duration
+	// MaxWakeAttempts is how many wakes are tried before the node is
+	// declared wake-failed (parking.maxWakeAttempts).
+	MaxWakeAttempts int
+}
+
+// ReserveSizing names a way of sizing the warm reserve.
+type ReserveSizing string
+
+const (
+	// ReservePeak sizes the reserve for the largest performance demand
+	// that arrived within any one boot time of the lookback: performance
+	// work comes in bursts, and a reserve sized for the mean rate makes a
+	// burst wait for boots.
+	ReservePeak ReserveSizing = "peak"
+	// ReserveMean sizes it for the mean arrival rate of the lookback,
+	// scaled to one boot time.
+	ReserveMean ReserveSizing = "mean"
+)
+
+// DefaultSettings are the parking settings with nothing configured. Every
+// call returns a fresh value.
+func DefaultSettings() Settings {
+	return Settings{
+		SettleTime:      10 * time.Minute,
+		ReserveFloor:    1,
+		BootTime:        5 * time.Minute,
+		Lookback:        time.Hour,
+		ReserveSizing:   ReservePeak,
+		ParksPerMinute:  5,
+		WakesPerMinute:  20,
+		ParkGrace:       30 * time.Second,
+		ResumeTimeout:   10 * time.Minute,
+		MaxWakeAttempts: 3,
+	}
+}
+
+// Validate reports the first setting that cannot work, naming it by its
+// configuration key.
+func (s Settings) Validate() error {
+	switch {
+	case s.SettleTime < 0:
+		return fmt.Errorf("parking.settleTime %s is negative", s.SettleTime)
+	case s.ReserveFloor < 0:
+		return fmt.Errorf("parking.reserveFloor %d is negative", s.ReserveFloor)
+	case s.BootTime < 0:
+		return fmt.Errorf("parking.bootTime %s is negative", s.BootTime)
+	case s.Lookback <= 0:
+		return fmt.Errorf("parking.lookback %s must be positive: the reserve divides the arrivals by it", s.Lookback)
+	case s.ReserveSizing != ReservePeak && s.ReserveSizing != ReserveMean:
+		return fmt.Errorf("parking.reserveSizing %q is not one of %s, %s", s.ReserveSizing, ReservePeak, ReserveMean)
+	case s.ParksPerMinute < 0:
+		return fmt.Errorf("parking.parksPerMinute %d is negative", s.ParksPerMinute)
+	case s.WakesPerMinute < 0:
+		return fmt.Errorf("parking.wakesPerMinute %d is negative", s.WakesPerMinute)
+	case s.ParkGrace < 0:
+		return fmt.Errorf("parking.grace %s is negative", s.ParkGrace)
+	case s.ResumeTimeout <= 0:
+		return fmt.Errorf("parking.resumeTimeout %s must be positive", s.ResumeTimeout)
+	case s.MaxWakeAttempts < 1:
+		return fmt.Errorf("parking.maxWakeAttempts %d must be at least 1", s.MaxWakeAttempts)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"joulie.io/joulie/test/energy/physics"
+	"joulie.io/joulie/test/energy/workload"
+)
+
+// Three CPU nodes under Joulie's parking, one kept busy all along. The two
+// empty ones are above the family's reserve of one idle node (no
+// performance arrivals yet), so one is parked after the settle time. A
+// performance job takes the idle node at once; the reserve is then short,
+// so the parked node is woken before anyone needs it, and the next
+// performance job starts on it as it arrives. Later a burst of two
+// performance jobs exceeds the reserve: the second waits for a boot, and
+// the run says so.
+func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
+	m := physics.Default()
+	nodes := workload.StandardCluster(3, 0)
+	perf := func(id string, at time.Duration) workload.Job {
+		j := cpuJob(id, at, 300, time.Hour)
+		j.Class = workload.Performance
+		return j
+	}
+	jobs := []workload.Job{
+		cpuJob("busy", 0, 300, 8*time.Hour),
+		perf("first", 2*time.Hour),
+		perf("second", 2*time.Hour+10*time.Minute),
+		perf("burst-1", 6*time.Hour),
+		perf("burst-2", 6*time.Hour),
+	}
+	r := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1})
+	byID := map[string]JobResult{}
+	for _, j := range r.Jobs {
+		byID[j.ID] = j
+	}
+	for _, id := range []string{"first", "second", "burst-1"} {
+		if j := byID[id]; j.Start != j.Arrival || j.BootWait != 0 {
+			t.Errorf("%s started %s after it arrived (boot wait %s), want at once", id, j.Start-j.Arrival, j.BootWait)
+		}
+	}
+	// The pass for the pending pod runs parkWatchDelay after it; the node
+	// is Ready a CPU boot later.
+	b2 := byID["burst-2"]
+	if want := parkWatchDelay + m.Power.BootTime(false); b2.Start-b2.Arrival != want || b2.BootWait != want {
+		t.Errorf("burst-2 waited %s (boot wait %s), want %s", b2.Start-b2.Arrival, b2.BootWait, want)
+	}
+	if r.PerfBootWaits != 1 {
+		t.Errorf("%d performance pods waited for a boot, want 1", r.PerfBootWaits)
+	}
+	// Parked: one node at 10 min; after first and second end (3 h, 3 h 10)
+	// one of their nodes is parked again; after the burst and busy end,
+	// all but the reserve.
+	if r.Shutdowns < 2 || r.Boots < 2 {
+		t.Errorf("%d shutdowns and %d boots, want at least 2 of each", r.Shutdowns, r.Boots)
+	}
+	at := func(t0 time.Duration) Parts {
+		var p Parts
+		for _, s := range r.Power {
+			if s.T <= t0 {
+				p = s.Parts
+			}
+		}
+		return p
+	}
+	parked := at(time.Hour).Off == m.Power.OffWatts
+	if !parked {
+		t.Error("no node was off at 1 h, when one of the two empty nodes is above the reserve")
+	}
+}
+
+// Nodes without the parkable label are never parked, whatever the arm.
+func TestParkingNeedsTheLabel(t *testing.T) {
+	s, err := newSimulation(mustSpec(t, ArmJoulie), workload.StandardCluster(1, 0), nil, Options{Seed: 1, Model: physics.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.nodes[0].obj.Labels["joulie.io/parkable"] != "true" {
+		t.Errorf("j-joulie's nodes are not labelled parkable: %v", s.nodes[0].obj.Labels)
+	}
+	s, err = newSimulation(mustSpec(t, ArmQueueAware), workload.StandardCluster(1, 0), nil, Options{Seed: 1, Model: physics.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.nodes[0].obj.Labels["joulie.io/parkable"]; ok {
+		t.Errorf("d-queue-aware's nodes are labelled parkable: %v", s.nodes[0].obj.Labels)
+	}
+}
+
+func mustSpec(t *testing.T, a Arm) ArmSpec {
+	t.Helper()
+	s, err := Spec(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
