@@ -68,6 +68,10 @@ type ArmSpec struct {
 	Joulie bool
 	// Policy is the controller's policy when Joulie is set.
 	Policy string
+	// CapMode and Spread are the controller's capMode and
+	// performanceSpread when Joulie is set; empty means the seeds'
+	// (plan.CapModeFixed, policy.SpreadDensity).
+	CapMode, Spread string
 	// Caps says whether the agents enforce the controller's caps.
 	Caps bool
 	// Oracle chooses caps per job or per node (Joulie is then off).
