@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -158,5 +159,57 @@ func TestDemandSpreadLetsEcoReachGPUNodes(t *testing.T) {
 	// with the demand.
 	if n := perfGPU("demand"); n != 1 {
 		t.Errorf("demand spread: %d GPU nodes planned performance, want the floor's 1", n)
+	}
+}
+
+// What the cap that pays chooses for the energy benchmark's nodes at its
+// load levels, from the utilization model of standard pods (no agent
+// reading): a CPU node, 2 × EPYC 9654, whose pods request that share of
+// its 192 cores, and a GPU node, 8 × H100 with the same host, whose pods
+// request that share of its GPUs with 12 cores each. The CPU node stays
+// uncapped until its draw passes the 530.7 W optimum: at 60% it models to
+// 513.6 W, over the 480 W eco cap but under the optimum. The GPU node's
+// host is never capped (its GPUs wait for it); its busy GPUs model to
+// 490 W each, over the 420 W eco cap, and the optimum lies deeper.
+func TestCapsOfTheBenchmarkNodes(t *testing.T) {
+	for _, tc := range []struct {
+		load            float64
+		cpuNode         string // CPU node's CPU choice
+		gpuHost, gpuGPU string // GPU node's choices
+	}{
+		{0.2, "not-binding 100", "not-binding 100", "floor 60"},
+		{0.4, "not-binding 100", "not-binding 100", "floor 60"},
+		{0.6, "not-paying 100", "not-binding 100", "floor 60"},
+		{1.0, "optimum 67", "not-binding 100", "floor 60"},
+	} {
+		cores := fmt.Sprint(int(tc.load * 192))
+		gpus := int(tc.load * 8)
+		pods := []*corev1.Pod{plantest.Requesting("cpu-job", "cpu", cores, "", "", corev1.PodRunning)}
+		for i := range gpus {
+			pods = append(pods, plantest.Requesting(fmt.Sprint("gpu-job-", i), "gpu", "12", "1", "", corev1.PodRunning))
+		}
+		in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.CPUNode("cpu", nil), plantest.GPUNode("gpu", 8, nil)}, Loads: PodLoads(pods)}
+		s := settings(PolicyStaticPartition)
+		s.StaticHPFrac, s.CapMode = 0, CapModePays
+		got := byName(Compute(in, s))
+		choice := func(c *ecocap.Choice) string {
+			pct := c.PctOfMax
+			if !c.Capped() {
+				pct = 100
+			}
+			return fmt.Sprintf("%s %g", c.Kind, pct)
+		}
+		cpu, gpu := got["cpu"].Caps, got["gpu"].Caps
+		if g := choice(cpu.CPU); g != tc.cpuNode {
+			t.Errorf("load %v: CPU node %s (draw %.1f W), want %s", tc.load, g, cpu.CPUDraw.Watts, tc.cpuNode)
+		}
+		if g := choice(gpu.CPU); g != tc.gpuHost {
+			t.Errorf("load %v: GPU node's host %s (draw %.1f W), want %s", tc.load, g, gpu.CPUDraw.Watts, tc.gpuHost)
+		}
+		if g := choice(gpu.GPU); g != tc.gpuGPU {
+			t.Errorf("load %v: GPU node's GPUs %s (draw %.1f W), want %s", tc.load, g, gpu.GPUDraw.Watts, tc.gpuGPU)
+		}
+		t.Logf("load %.0f%%: CPU node %.1f W → %s; GPU node host %.1f W → %s, GPUs %.1f W → %s",
+			tc.load*100, cpu.CPUDraw.Watts, cpu.CPU.Reason, gpu.CPUDraw.Watts, gpu.CPU.Reason, gpu.GPUDraw.Watts, gpu.GPU.Reason)
 	}
 }

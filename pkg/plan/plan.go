@@ -1,7 +1,8 @@
 // Package plan is the controller's decision step. Compute derives from the
 // nodes, their hardware, the current profiles and the pods, for every
 // managed node, the profile the policy wants, what the downgrade guard
-// allows, the NodePowerProfile spec, the node labels and the NodeTwin
+// allows, the NodePowerProfile spec (with the cap that pays on eco
+// nodes, caps.go), the node labels and the NodeTwin
 // status, with the node's power from its agent, Kepler, the utilization
 // model of its pods' requests (power.go) or its caps. Trends turns the
 // measured power it is fed into each node's trend.
