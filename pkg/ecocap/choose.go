@@ -118,7 +118,7 @@ func ChooseGPU(g GPU) Choice {
 	switch {
 	case g.Performance:
 		return uncapped(KindPerformance, "performance pods on the node")
-	case !(g.Busy > 0):
+	case !(g.Busy > 0) || g.Count <= 0:
 		return uncapped(KindNoWork, "no pod requests a GPU")
 	case !(g.MaxWatts > 0):
 		return floor(g.FloorPct, KindUnknown, "eco cap; the GPU maximum is unknown")

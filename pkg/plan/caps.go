@@ -101,27 +101,22 @@ func keplerReading(name string, in Inputs, s Settings) *NodeReading {
 // projectedDraws are a node's CPU package and GPU draws as they would be
 // uncapped, each from the first source in SPEC.md's order that tells it
 // apart: the agent's fresh reading (its CPU and GPU parts, or the whole
-// of a CPU-only node), Kepler's (a CPU-only node's whole), then the
-// utilization model of the pods' requests (load, nil when the pods are
-// not known). A reading at the cap in force (prev, the spec the agent
-// was last given) is held down by it: its draw is then taken as at
-// least the cap, or the model where that says more.
+// of a CPU-only node that reports no parts), Kepler's (a CPU-only node's
+// whole), then the utilization model of the pods' requests (load, nil
+// when the pods are not known). A reading at the cap in force (prev, the
+// spec the agent was last given) is held down by it: its draw is then
+// taken as at least the cap, or the model where that says more.
 func projectedDraws(v hwview.View, load *NodeLoad, m *joulie.MeasuredPower, k *NodeReading,
 	prev *joulie.NodePowerProfileSpec, coef powerest.Coefficients) (cpu, gpu ecocap.Draw) {
 	var cpuW, gpuW *float64
 	switch {
 	case m != nil:
+		// The agent's whole is the sum of the parts it read, so one part
+		// missing is not the whole less the other: it is unread.
 		cpuW, gpuW = m.CPUPowerWatts, m.GPUPowerWatts
-		node := m.NodePowerWatts
-		switch {
-		case cpuW == nil && v.GPUCount == 0:
-			cpuW = &node
-		case cpuW == nil && gpuW != nil:
-			w := math.Max(0, node-*gpuW)
+		if cpuW == nil && gpuW == nil && v.GPUCount == 0 {
+			w := m.NodePowerWatts
 			cpuW = &w
-		case gpuW == nil && cpuW != nil && v.GPUCount > 0:
-			w := math.Max(0, node-*cpuW)
-			gpuW = &w
 		}
 	case k != nil && v.GPUCount == 0:
 		w := k.Watts

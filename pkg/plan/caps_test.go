@@ -213,3 +213,34 @@ func TestCapsOfTheBenchmarkNodes(t *testing.T) {
 			tc.load*100, cpu.CPUDraw.Watts, cpu.CPU.Reason, gpu.CPUDraw.Watts, gpu.CPU.Reason, gpu.GPUDraw.Watts, gpu.GPU.Reason)
 	}
 }
+
+// The agent's CPU and GPU parts on a GPU node: busy GPUs held at their
+// 60% cap stay capped; busy GPUs drawing under it are left uncapped.
+func TestCapThatPaysFromTheAgentsParts(t *testing.T) {
+	eco := map[string]string{joulie.LabelPowerProfile: "eco"}
+	nodes := []*corev1.Node{plantest.GPUNode("held", 8, eco), plantest.GPUNode("light", 8, eco)}
+	var pods []*corev1.Pod
+	for i := range 8 {
+		pods = append(pods, plantest.Requesting(fmt.Sprint("h", i), "held", "12", "1", "", corev1.PodRunning),
+			plantest.Requesting(fmt.Sprint("l", i), "light", "12", "1", "", corev1.PodRunning))
+	}
+	parts := func(name string, cpuW, gpuW, gpuPct float64) *joulie.NodePowerProfile {
+		p := measured(name, cpuW+gpuW, 0)
+		p.Status.MeasuredPower.CPUPowerWatts, p.Status.MeasuredPower.GPUPowerWatts = &cpuW, &gpuW
+		p.Spec = joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco, GPU: &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: &gpuPct}}}
+		return p
+	}
+	in := Inputs{Now: t0, Nodes: nodes, Loads: PodLoads(pods), Profiles: map[string]*joulie.NodePowerProfile{
+		"held":  parts("held", 300, 8*415, 60), // 415 W a GPU under a 420 W cap
+		"light": parts("light", 300, 8*259, 100),
+	}}
+	s := settings(PolicyStaticPartition)
+	s.StaticHPFrac, s.CapMode = 0, CapModePays
+	got := byName(Compute(in, s))
+	if g := got["held"].Caps; g.GPU.Kind != ecocap.KindFloor || !g.GPUDraw.AtLeast || g.CPUDraw.Watts != 300 {
+		t.Errorf("held: %+v, draws %+v %+v; want the floor from a held reading and the agent's CPU part", g.GPU, g.GPUDraw, g.CPUDraw)
+	}
+	if g := got["light"].Caps; g.GPU.Kind != ecocap.KindNotBinding || g.GPUDraw.Watts != 8*259 {
+		t.Errorf("light: %+v, draw %+v; want uncapped under the eco cap", g.GPU, g.GPUDraw)
+	}
+}
