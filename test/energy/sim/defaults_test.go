@@ -1,17 +1,19 @@
 package sim
 
 import (
+	"cmp"
 	"reflect"
 	"testing"
 
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/test/energy/physics"
 )
 
 // The simulator's Joulie is the programs' Joulie: with the run's defaults
 // its controller plans with plan.DefaultSettings (the controller's key
-// table's defaults) but for the arm's policy, and its extender scores with
+// table's defaults) but for the arm's policy and cap and spread modes, and its extender scores with
 // scoring.DefaultParams (the extender's). A default restated here instead
 // of taken from pkg/ would drift from the programs' and fail this.
 func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
@@ -25,6 +27,11 @@ func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 		}
 		want := plan.DefaultSettings()
 		want.Policy = spec.Policy
+		// An arm that does not ask for the cap that pays or the demand
+		// spread runs the seeds' modes, which issue 14's arms were taken
+		// with (planSettings).
+		want.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
+		want.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
 		if !reflect.DeepEqual(s.plan, want) {
 			t.Errorf("%s: the simulated controller plans with\n%+v\nthe controller's defaults are\n%+v", spec.Arm, s.plan, want)
 		}
