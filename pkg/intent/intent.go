@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/ecocap"
 )
 
 // ModelCaps is one entry of GPU_MODEL_CAPS_JSON (the controller's
@@ -83,16 +84,34 @@ type Node struct {
 	// GPUProduct is the GPU's product name from the hardware view, used
 	// when no product label names it.
 	GPUProduct string
+	// CPUCap and GPUCap, when set, replace the configured eco caps of an
+	// eco node with the cap that pays (pkg/ecocap): its percentage when
+	// capped, the performance cap when not, and its reason.
+	CPUCap, GPUCap *ecocap.Choice
 }
 
 // Spec is the NodePowerProfile spec for profile on node n.
 func (c Config) Spec(profile joulie.Profile, n Node) joulie.NodePowerProfileSpec {
 	eco := profile == joulie.ProfileEco
 	spec := joulie.NodePowerProfileSpec{Profile: profile, CPU: &joulie.CPUPowerTarget{}}
+	// The cap that pays applies to eco nodes only; a performance node is
+	// never capped below its performance cap.
+	cpuChoice, gpuChoice := n.CPUCap, n.GPUCap
+	if !eco {
+		cpuChoice, gpuChoice = nil, nil
+	}
 	if c.CPUWriteAbsoluteCaps {
 		w := c.PerformanceCapWatts
 		if eco {
 			w = c.EcoCapWatts
+		}
+		if ch := cpuChoice; ch != nil {
+			switch {
+			case !ch.Capped():
+				w = c.PerformanceCapWatts
+			case n.CPUMaxWattsPerSocket > 0:
+				w = round1(ch.PctOfMax / 100 * n.CPUMaxWattsPerSocket)
+			}
 		}
 		spec.CPU.PackagePowerCapWatts = ptr(w)
 	} else {
@@ -100,12 +119,27 @@ func (c Config) Spec(profile joulie.Profile, n Node) joulie.NodePowerProfileSpec
 		if eco {
 			pct = c.CPUEcoCapPctOfMax
 		}
+		if ch := cpuChoice; ch != nil {
+			pct = c.CPUPerformanceCapPctOfMax
+			if ch.Capped() {
+				pct = ch.PctOfMax
+			}
+		}
 		spec.CPU.PackagePowerCapPctOfMax = ptr(pct)
+	}
+	if cpuChoice != nil {
+		spec.CPU.Reason = cpuChoice.Reason
 	}
 	if n.GPUCount > 0 {
 		pct := c.GPUPerformanceCapPctOfMax
 		if eco {
 			pct = c.GPUEcoCapPctOfMax
+		}
+		if ch := gpuChoice; ch != nil {
+			pct = c.GPUPerformanceCapPctOfMax
+			if ch.Capped() {
+				pct = ch.PctOfMax
+			}
 		}
 		gcap := &joulie.GPUPowerCap{CapPctOfMax: ptr(pct)}
 		if c.GPUWriteAbsoluteCaps {
@@ -114,6 +148,9 @@ func (c Config) Spec(profile joulie.Profile, n Node) joulie.NodePowerProfileSpec
 			}
 		}
 		spec.GPU = &joulie.GPUPowerTarget{PowerCap: gcap}
+		if gpuChoice != nil {
+			spec.GPU.Reason = gpuChoice.Reason
+		}
 	}
 	return spec
 }

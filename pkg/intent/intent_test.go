@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/ecocap"
 )
 
 func TestDefaultsArePercentages(t *testing.T) {
@@ -67,5 +68,39 @@ func TestParseModelCapsRefusesBadRanges(t *testing.T) {
 		if _, err := ParseModelCaps([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %s", tc.json, err, tc.want)
 		}
+	}
+}
+
+// The cap that pays replaces the eco caps on an eco node: its percentage
+// when it caps, the performance cap when it does not, with its reason;
+// a performance node ignores it.
+func TestCapThatPaysReplacesEcoCaps(t *testing.T) {
+	capped := &ecocap.Choice{PctOfMax: 67, Kind: ecocap.KindOptimum, Reason: "capped at 67%: energy optimum for standard work"}
+	free := &ecocap.Choice{Kind: ecocap.KindNotBinding, Reason: "uncapped: draw under the 480 W eco cap"}
+	n := Node{GPUCount: 8, CPUMaxWattsPerSocket: 400, CPUCap: capped, GPUCap: free}
+	c := Default()
+	eco := c.Spec(joulie.ProfileEco, n)
+	if *eco.CPU.PackagePowerCapPctOfMax != 67 || eco.CPU.Reason != capped.Reason {
+		t.Errorf("eco CPU %+v, want 67%% with its reason", eco.CPU)
+	}
+	if *eco.GPU.PowerCap.CapPctOfMax != 100 || eco.GPU.Reason != free.Reason {
+		t.Errorf("eco GPU %+v (%+v), want the performance cap with its reason", eco.GPU, eco.GPU.PowerCap)
+	}
+	perf := c.Spec(joulie.ProfilePerformance, n)
+	if *perf.CPU.PackagePowerCapPctOfMax != 100 || perf.CPU.Reason != "" || perf.GPU.Reason != "" {
+		t.Errorf("performance %+v, want 100%% and no reason", perf.CPU)
+	}
+
+	c.CPUWriteAbsoluteCaps, c.PerformanceCapWatts, c.EcoCapWatts = true, 400, 240
+	if w := *c.Spec(joulie.ProfileEco, n).CPU.PackagePowerCapWatts; w != 268 {
+		t.Errorf("absolute: 67%% of 400 W = %v W, want 268", w)
+	}
+	n.CPUCap = free
+	if w := *c.Spec(joulie.ProfileEco, n).CPU.PackagePowerCapWatts; w != 400 {
+		t.Errorf("absolute, uncapped: %v W, want the 400 W performance cap", w)
+	}
+	n.CPUCap, n.CPUMaxWattsPerSocket = capped, 0
+	if w := *c.Spec(joulie.ProfileEco, n).CPU.PackagePowerCapWatts; w != 240 {
+		t.Errorf("absolute, no package maximum: %v W, want the 240 W eco cap", w)
 	}
 }

@@ -44,5 +44,7 @@ func DefaultSettings() Settings {
 		RackCapacityW:     twin.DefaultReferenceRackCapacityW,
 		MeasurementMaxAge: 3 * time.Minute,
 		Coefficients:      powerest.DefaultCoefficients(),
+		CapMode:           CapModePays,
+		Spread:            policy.SpreadDemand,
 	}
 }

@@ -19,7 +19,8 @@ func TestDefaultSettings(t *testing.T) {
 	if s.NodeSelector == nil || s.NodeSelector.String() != "joulie.io/managed=true" || s.Policy != PolicyQueueAware ||
 		s.StaticHPFrac != 0.5 || s.Queue != policy.DefaultQueueAware() || s.Interval != time.Minute ||
 		s.MinEcoDwell != 5*time.Minute || s.Cooling != twin.DefaultLinearCoolingModel() || s.RackCapacityW != 50000 ||
-		s.MeasurementMaxAge != 3*time.Minute || s.Catalog != nil || s.Coefficients != powerest.DefaultCoefficients() {
+		s.MeasurementMaxAge != 3*time.Minute || s.Catalog != nil || s.Coefficients != powerest.DefaultCoefficients() ||
+		s.CapMode != CapModePays || s.Spread != policy.SpreadDemand {
 		t.Errorf("DefaultSettings() = %+v", s)
 	}
 	if !reflect.DeepEqual(s.Intent, intent.Default()) {

@@ -1,7 +1,8 @@
 // Package plan is the controller's decision step. Compute derives from the
 // nodes, their hardware, the current profiles and the pods, for every
 // managed node, the profile the policy wants, what the downgrade guard
-// allows, the NodePowerProfile spec, the node labels and the NodeTwin
+// allows, the NodePowerProfile spec (with the cap that pays on eco
+// nodes, caps.go), the node labels and the NodeTwin
 // status, with the node's power from its agent, Kepler, the utilization
 // model of its pods' requests (power.go) or its caps. Trends turns the
 // measured power it is fed into each node's trend.
@@ -63,6 +64,13 @@ type Settings struct {
 	// Coefficients are the marginal-power coefficients of the utilization
 	// model, the extender's MARGINAL_* settings.
 	Coefficients powerest.Coefficients
+	// CapMode is how eco nodes are capped: CapModePays, or CapModeFixed
+	// (the seeds', also what an empty value means).
+	CapMode string
+	// Spread is how the performance count is shared out beyond the family
+	// floor: policy.SpreadDemand, or policy.SpreadDensity (the seeds',
+	// also what an empty value means).
+	Spread string
 }
 
 // Facility is the facility poller's latest reading; nil fields are
@@ -113,6 +121,9 @@ type NodePlan struct {
 	Decision policy.Decision
 	// Spec is the NodePowerProfile spec to publish.
 	Spec joulie.NodePowerProfileSpec
+	// Caps is the cap that pays an eco node gets in capMode pays; nil on
+	// other nodes and in capMode fixed.
+	Caps *Caps
 	// LastTransition is when the guard state last changed.
 	LastTransition time.Time
 	PerfPods       int
@@ -175,7 +186,12 @@ func Compute(in Inputs, s Settings) Result {
 	res := decide(in, s, cat, byName)
 	for i := range res.Nodes {
 		p := &res.Nodes[i]
-		p.Spec = s.Intent.Spec(p.Decision.Profile, intentNode(p, byName[p.Name]))
+		n := intentNode(p, byName[p.Name])
+		if s.CapMode == CapModePays && p.Decision.Profile == joulie.ProfileEco {
+			p.Caps = chooseCaps(p, in, s)
+			n.CPUCap, n.GPUCap = p.Caps.CPU, p.Caps.GPU
+		}
+		p.Spec = s.Intent.Spec(p.Decision.Profile, n)
 	}
 	twins(res.Nodes, byName, in, s)
 	slices.SortFunc(res.Nodes, func(a, b NodePlan) int { return strings.Compare(a.Name, b.Name) })
@@ -215,10 +231,10 @@ func decide(in Inputs, s Settings, cat *catalog.Catalog, byName map[string]*core
 		res.HPCount = plan.PerformanceCount()
 	case PolicyStaticPartition:
 		res.HPCount = policy.StaticHPCount(len(eligible), s.StaticHPFrac)
-		plan = policy.Assign(eligible, res.HPCount)
+		plan = assign(eligible, res.HPCount, views, in.Loads, s.Spread)
 	default:
 		res.HPCount = s.Queue.HPCount(len(eligible), res.PerfPods)
-		plan = policy.Assign(eligible, res.HPCount)
+		plan = assign(eligible, res.HPCount, views, in.Loads, s.Spread)
 	}
 
 	// rule_swap_v1 exists to show a swap every RECONCILE_INTERVAL; a dwell
@@ -252,6 +268,35 @@ func decide(in Inputs, s Settings, cat *catalog.Catalog, byName map[string]*core
 			Decision: d, LastTransition: last, PerfPods: perfOnNode[n.Name]})
 	}
 	return res
+}
+
+// assign places the performance count on nodes: by density after the
+// family floor (the seeds'), or with policy.SpreadDemand in proportion to
+// each family's performance demand, measured in node-equivalents: the
+// share of each node's cores or GPUs, whichever is larger, that its
+// active performance pods request. Pods not yet scheduled are not
+// counted: they have no family yet, and they raise the count itself.
+func assign(eligible []policy.Node, hp int, views map[string]hwview.View, loads map[string]NodeLoad, spread string) policy.Plan {
+	if spread != policy.SpreadDemand {
+		return policy.Assign(eligible, hp)
+	}
+	demand := map[string]float64{}
+	for _, n := range eligible {
+		l, ok := loads[n.Name]
+		if !ok {
+			continue
+		}
+		v := views[n.Name]
+		var share float64
+		if v.CPUTotalCores > 0 {
+			share = l.Performance.CPUCores / float64(v.CPUTotalCores)
+		}
+		if v.GPUCount > 0 {
+			share = math.Max(share, l.Performance.GPUs/float64(v.GPUCount))
+		}
+		demand[n.Family] += math.Min(share, 1)
+	}
+	return policy.AssignByDemand(eligible, hp, demand)
 }
 
 // intentNode is what the intent step reads of a node: its labels and the

@@ -135,6 +135,101 @@ func Assign(nodes []Node, hpCount int) Plan {
 	return plan
 }
 
+// How a plan shares its performance count out beyond the family floor
+// (performanceSpread).
+const (
+	// SpreadDensity is the seeds' order: after the family floor, the
+	// densest nodes (Assign). Density counts GPUs, so on a cluster of CPU
+	// and GPU nodes every GPU node is performance before any CPU node,
+	// and no GPU ever runs under an eco cap.
+	SpreadDensity = "density"
+	// SpreadDemand shares the count beyond the floor out among the
+	// families in proportion to their performance demand
+	// (AssignByDemand).
+	SpreadDemand = "demand"
+)
+
+// AssignByDemand puts hpCount nodes on performance and the rest on eco,
+// like Assign, but shares the count out among hardware families in
+// proportion to demand, each family's performance demand (in any one
+// unit; the planner uses node-equivalents of performance requests):
+// first the family floor as in Assign, then one node at a time to the
+// family with the highest demand / (2 × nodes it has + 1), the
+// Sainte-Laguë rule, which makes each family's share of the count, floor
+// included, as nearly proportional to its demand as whole nodes allow.
+// Within a family, nodes go in density order. When no family has any
+// demand the families' sizes stand in for it; a family with none gets
+// nothing beyond its floor until the families with demand are full, and
+// then the rest goes by density as in Assign.
+//
+// So a family whose performance work is light, often the GPU nodes when
+// most performance pods want CPUs only, keeps eco nodes where a GPU eco
+// cap can save energy on standard work, while every family keeps its
+// densest node on performance.
+func AssignByDemand(nodes []Node, hpCount int, demand map[string]float64) Plan {
+	ordered := ByDensity(nodes)
+	hpCount = clampInt(hpCount, 0, len(ordered))
+	plan := make(Plan, len(ordered))
+	var families []string
+	members := map[string][]Node{}
+	for _, n := range ordered {
+		plan[n.Name] = joulie.ProfileEco
+		if _, ok := members[n.Family]; !ok {
+			families = append(families, n.Family)
+		}
+		members[n.Family] = append(members[n.Family], n)
+	}
+	chosen := 0
+	taken := make([]int, len(families))
+	for i, f := range families { // the family floor
+		if chosen == hpCount {
+			break
+		}
+		plan[members[f][0].Name] = joulie.ProfilePerformance
+		taken[i], chosen = 1, chosen+1
+	}
+	weights := make([]float64, len(families))
+	var total float64
+	for i, f := range families {
+		if d := demand[f]; d > 0 && !math.IsInf(d, 1) {
+			weights[i] = d
+			total += d
+		}
+	}
+	if total == 0 {
+		for i, f := range families {
+			weights[i] = float64(len(members[f]))
+		}
+	}
+	for chosen < hpCount {
+		best, bestQ := -1, 0.0
+		for i, f := range families {
+			if taken[i] == len(members[f]) || weights[i] == 0 {
+				continue
+			}
+			if q := weights[i] / float64(2*taken[i]+1); best < 0 || q > bestQ {
+				best, bestQ = i, q
+			}
+		}
+		if best < 0 {
+			break
+		}
+		plan[members[families[best]][taken[best]].Name] = joulie.ProfilePerformance
+		taken[best]++
+		chosen++
+	}
+	for _, n := range ordered { // the families without demand, by density
+		if chosen == hpCount {
+			break
+		}
+		if plan[n.Name] != joulie.ProfilePerformance {
+			plan[n.Name] = joulie.ProfilePerformance
+			chosen++
+		}
+	}
+	return plan
+}
+
 // RuleSwap is the debug policy rule_swap_v1: the phase of the wall clock
 // in units of the reconcile interval picks which of the first two nodes
 // (by density) runs eco; every other node stays performance, so each

@@ -2,6 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,5 +151,67 @@ func TestGuard(t *testing.T) {
 				t.Fatalf("Guard = %+v, want %s/%s/draining=%v/%s/%q", d, tc.want, tc.profile, tc.drain, tc.class, tc.tr)
 			}
 		})
+	}
+}
+
+func TestAssignByDemandSharesTheCountByFamilyDemand(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hp     int
+		demand map[string]float64
+		want   string
+	}{
+		{"the count is never raised by the floor", 1, map[string]float64{"epyc-9654": 3}, "[h100-a]"},
+		{"the floor first", 3, map[string]float64{"epyc-9654": 3}, "[h100-a l40s-a cpu-a]"},
+		// epyc 3/(2×1+1) = 1 against h100 1/3: the CPU family's second node
+		// before the densest family's second.
+		{"the family with the demand next", 4, map[string]float64{"epyc-9654": 3, "h100": 1}, "[h100-a l40s-a cpu-a cpu-b]"},
+		{"then the next highest average", 5, map[string]float64{"epyc-9654": 3, "h100": 1}, "[h100-a h100-b l40s-a cpu-a cpu-b]"},
+		{"families without demand by density once the others are full", 5, map[string]float64{"epyc-9654": 3}, "[h100-a h100-b l40s-a cpu-a cpu-b]"},
+		{"no demand at all: family sizes stand in", 4, nil, "[h100-a h100-b l40s-a cpu-a]"},
+		{"negative, NaN and infinite demand count as none", 4, map[string]float64{"h100": -5, "l40s": math.NaN(), "epyc-9654": math.Inf(1)}, "[h100-a h100-b l40s-a cpu-a]"},
+		{"every node", 9, map[string]float64{"h100": 1}, "[h100-a h100-b h100-c l40s-a cpu-a cpu-b]"},
+	} {
+		p := AssignByDemand(cluster(), tc.hp, tc.demand)
+		if got := perfNodes(p); got != tc.want {
+			t.Errorf("%s: AssignByDemand(hp=%d) performance = %s, want %s", tc.name, tc.hp, got, tc.want)
+		}
+		if len(p) != len(cluster()) || p.PerformanceCount() != min(tc.hp, len(cluster())) {
+			t.Errorf("%s: planned %d nodes, %d performance", tc.name, len(p), p.PerformanceCount())
+		}
+	}
+}
+
+// On the benchmark's shape, CPU nodes (density 50) and GPU nodes (density
+// 100), the seeds' order puts every GPU node on performance; by demand the
+// count splits as the demand does.
+func TestAssignByDemandLetsEcoReachGPUNodes(t *testing.T) {
+	var nodes []Node
+	for i := range 100 {
+		nodes = append(nodes, Node{fmt.Sprintf("cpu-%03d", i), "cpu:amd-epyc-9654", 50})
+	}
+	for i := range 25 {
+		nodes = append(nodes, Node{fmt.Sprintf("gpu-%03d", i), "gpu:nvidia-h100-sxm", 100})
+	}
+	count := func(p Plan, prefix string) int {
+		n := 0
+		for name, prof := range p {
+			if prof == joulie.ProfilePerformance && strings.HasPrefix(name, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	seeds := Assign(nodes, 60)
+	if count(seeds, "gpu-") != 25 {
+		t.Fatalf("seeds' order: %d GPU nodes on performance, want all 25", count(seeds, "gpu-"))
+	}
+	p := AssignByDemand(nodes, 60, map[string]float64{"cpu:amd-epyc-9654": 30, "gpu:nvidia-h100-sxm": 10})
+	if c, g := count(p, "cpu-"), count(p, "gpu-"); c != 45 || g != 15 {
+		t.Errorf("by demand 3:1: %d CPU and %d GPU nodes on performance, want 45 and 15", c, g)
+	}
+	shuffled := append(slices.Clone(nodes[60:]), nodes[:60]...)
+	if !maps.Equal(p, AssignByDemand(shuffled, 60, map[string]float64{"cpu:amd-epyc-9654": 30, "gpu:nvidia-h100-sxm": 10})) {
+		t.Errorf("input order changes the plan")
 	}
 }

@@ -245,9 +245,21 @@ func TestControllerPlansAMixedCluster(t *testing.T) {
 	if d := twins[gpuB].Status.HardwareDensityScore; d <= 25 || d >= 100 {
 		t.Errorf("gpu-b density %v, want between the CPU-only and the 8-GPU node", d)
 	}
+	// cpu-b is eco and idle: its draw (one EPYC 9654 package, as its
+	// labels and no CPU capacity say, idling at 64.8 W) is under the
+	// 240 W eco cap, which would not bind, so the cap that pays leaves
+	// it uncapped and the profile says why.
 	if pm := twins[cpuB].Status.PowerMeasurement; pm == nil || pm.GPUTdpW != 0 || pm.CPUTdpW <= 0 ||
-		pm.NodeCappedPowerW != float64(int(pm.CPUTdpW*0.6*10+0.5))/10 || twins[cpuB].Status.LastUpdated.IsZero() {
-		t.Errorf("cpu-b (labels only, eco) power measurement %+v", pm)
+		pm.NodeCappedPowerW != pm.CPUTdpW || twins[cpuB].Status.LastUpdated.IsZero() {
+		t.Errorf("cpu-b (labels only, eco, uncapped) power measurement %+v", pm)
+	}
+	nppB, err := view.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, cpuB, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := nppB.Spec.CPU; c == nil || c.PackagePowerCapPctOfMax == nil || *c.PackagePowerCapPctOfMax != 100 ||
+		c.Reason != "uncapped: draw under the 240 W eco cap" {
+		t.Errorf("cpu-b's profile, stored by the API server: CPU %+v, want 100%% with the reason", c)
 	}
 
 	// One performance pod runs on gpu-b; the other two go away, so the

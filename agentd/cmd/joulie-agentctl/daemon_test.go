@@ -104,6 +104,8 @@ func clusterAgent() *fakeAgent {
 					{ID: "1", Result: joulie.ResultApplied, AppliedCapWatts: ptr(420)},
 					{ID: "2", Result: joulie.ResultError, Message: "nvmlDeviceSetPowerManagementLimit: GPU is lost"},
 					{ID: "3", Result: joulie.ResultApplied, AppliedCapWatts: ptr(420)}}},
+			CPUCapReason:      "capped at 60%: eco cap; the energy optimum lies deeper",
+			GPUCapReason:      "capped at 60%: eco cap; the energy optimum lies deeper",
 			MeasuredPower:     &joulie.MeasuredPower{CPUPowerWatts: ptr(388.54), GPUPowerWatts: ptr(1201), NodePowerWatts: 1589.54, Time: at(2 * time.Second)},
 			LastSync:          &lastSync,
 			Failsafe:          localapi.FailsafeState{Mode: "keep"},
@@ -139,7 +141,8 @@ func clusterAgent() *fakeAgent {
 		profile: localapi.ProfileState{Node: "gpu-07", Source: localapi.SourceCluster, Generation: 12,
 			Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco,
 				CPU: &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: ptr(60)},
-				GPU: &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: ptr(420), CapPctOfMax: ptr(60)}}}},
+				GPU: &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapWattsPerGpu: ptr(420), CapPctOfMax: ptr(60)},
+					Reason: "capped at 60%: eco cap; the energy optimum lies deeper"}}},
 	}
 }
 

@@ -175,7 +175,13 @@ func writeProfileAs(w io.Writer, output string, p localapi.ProfileState) error {
 	}
 	s.add("Profile", "%s", orDash(string(p.Spec.Profile)))
 	s.add("CPU cap", "%s", cpuTarget(p.Spec.CPU))
+	if c := p.Spec.CPU; c != nil && c.Reason != "" {
+		s.add("", "why: %s", c.Reason)
+	}
 	s.add("GPU cap", "%s", gpuTarget(p.Spec.GPU))
+	if g := p.Spec.GPU; g != nil && g.Reason != "" {
+		s.add("", "why: %s", g.Reason)
+	}
 	return s.write(w)
 }
 

@@ -60,8 +60,8 @@ func writeStatus(w io.Writer, st localapi.Status, now time.Time) error {
 		s.add("Profile", "%s (from %s)", st.Profile, st.Source)
 	}
 	addPower(&s, st, now)
-	addControl(&s, "CPU", "package", st.CPU, st.CPUMode)
-	addControl(&s, "GPU", "device", st.GPU, "")
+	addControl(&s, "CPU", "package", st.CPU, st.CPUMode, st.CPUCapReason)
+	addControl(&s, "GPU", "device", st.GPU, "", st.GPUCapReason)
 	if mp := st.MeasuredPower; mp != nil {
 		var parts []string
 		if mp.CPUPowerWatts != nil {
@@ -129,14 +129,17 @@ func addPower(s *sheet, st localapi.Status, now time.Time) {
 }
 
 // addControl shows one device class's outcome: backend, result, cap and
-// throttle on one line, the message under it, then every device that did
-// not apply.
-func addControl(s *sheet, label, unit string, cs *joulie.ControlStatus, mode joulie.ControlBackend) {
+// throttle on one line, the message under it, why the controller chose
+// the cap (reason, when it says), then every device that did not apply.
+func addControl(s *sheet, label, unit string, cs *joulie.ControlStatus, mode joulie.ControlBackend, reason string) {
 	if cs == nil {
 		if mode != "" {
 			s.add(label, "%s, nothing enforced yet", mode)
 		} else {
 			s.add(label, "nothing enforced yet")
+		}
+		if reason != "" {
+			s.add("", "why: %s", reason)
 		}
 		return
 	}
@@ -163,6 +166,9 @@ func addControl(s *sheet, label, unit string, cs *joulie.ControlStatus, mode jou
 	default:
 		s.add(label, "%s", strings.Join(parts, ", "))
 		s.add("", "%s", cs.Message)
+	}
+	if reason != "" {
+		s.add("", "why: %s", reason)
 	}
 	for _, d := range cs.Devices {
 		if d.Result == joulie.ResultApplied || d.Result == joulie.ResultNone {

@@ -26,6 +26,12 @@ func (a apiAdapter) Status() localapi.Status {
 	}
 	if s.Spec != nil {
 		st.Profile = s.Spec.Profile
+		if s.Spec.CPU != nil {
+			st.CPUCapReason = s.Spec.CPU.Reason
+		}
+		if s.Spec.GPU != nil {
+			st.GPUCapReason = s.Spec.GPU.Reason
+		}
 	}
 	if !s.Standalone {
 		ps := s.ProfileStatus(nil)

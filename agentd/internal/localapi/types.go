@@ -96,6 +96,10 @@ type Status struct {
 	// on NodePowerProfile status.
 	CPU *joulie.ControlStatus `json:"cpu,omitempty"`
 	GPU *joulie.ControlStatus `json:"gpu,omitempty"`
+	// CPUCapReason and GPUCapReason are why the controller chose the caps
+	// in force (the spec's cpu.reason and gpu.reason), when it says.
+	CPUCapReason string `json:"cpuCapReason,omitempty"`
+	GPUCapReason string `json:"gpuCapReason,omitempty"`
 	// MeasuredPower is the agent's latest reading, taken every tick (the
 	// API gets it less often).
 	MeasuredPower *joulie.MeasuredPower `json:"measuredPower,omitempty"`

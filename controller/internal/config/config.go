@@ -26,6 +26,7 @@ import (
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/settings"
 )
 
@@ -204,6 +205,11 @@ func check(c *Config) []settings.Problem {
 	default:
 		add("policy", "%q is not one of static_partition, queue_aware_v1, rule_swap_v1", s.Policy)
 	}
+	switch s.Spread {
+	case policy.SpreadDemand, policy.SpreadDensity:
+	default:
+		add("performanceSpread", "%q is not one of demand, density", s.Spread)
+	}
 	positive("reconcileInterval", s.Interval)
 	fraction("staticHpFrac", s.StaticHPFrac)
 	fraction("queue.hpBaseFrac", s.Queue.BaseFrac)
@@ -242,6 +248,11 @@ func check(c *Config) []settings.Problem {
 	}
 	pct("gpu.performanceCapPctOfMax", in.GPUPerformanceCapPctOfMax)
 	pct("gpu.ecoCapPctOfMax", in.GPUEcoCapPctOfMax)
+	switch s.CapMode {
+	case plan.CapModePays, plan.CapModeFixed:
+	default:
+		add("capMode", "%q is not one of pays, fixed", s.CapMode)
+	}
 
 	fraction("marginal.cpuUtilCoeff", s.Coefficients.CPUUtil)
 	fraction("marginal.gpuUtilCoeffStandard", s.Coefficients.GPUUtilStandard)

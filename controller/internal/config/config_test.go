@@ -163,6 +163,8 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 		{"absolute caps without watts", map[string]string{"CPU_WRITE_ABSOLUTE_CAPS": "true"}, nil, []string{"cpu.writeAbsoluteCaps: true needs"}},
 		{"model range", map[string]string{"GPU_MODEL_CAPS_JSON": `{"H100": {"minCapWatts": 800, "maxCapWatts": 700}}`}, nil, []string{"gpu.modelCapsJSON", "GPU_MODEL_CAPS_JSON", "H100"}},
 		{"model JSON", map[string]string{"GPU_MODEL_CAPS_JSON": `[1,2]`}, nil, []string{"GPU_MODEL_CAPS_JSON"}},
+		{"cap mode", map[string]string{"CAP_MODE": "always"}, nil, []string{`capMode: "always" is not one of pays, fixed (from CAP_MODE)`}},
+		{"spread", nil, []string{"--performance-spread", "random"}, []string{`performanceSpread: "random" is not one of demand, density`, "--performance-spread"}},
 		{"coefficient", map[string]string{"MARGINAL_GPU_UTIL_COEFF_PERFORMANCE": "-0.1"}, nil, []string{"marginal.gpuUtilCoeffPerformance: -0.1", "MARGINAL_GPU_UTIL_COEFF_PERFORMANCE"}},
 		{"coefficient NaN", map[string]string{"MARGINAL_CPU_UTIL_COEFF": "NaN"}, nil, []string{`MARGINAL_CPU_UTIL_COEFF="NaN" is not a number`}},
 		{"poll interval", map[string]string{"FACILITY_POLL_INTERVAL": "30"}, nil, []string{`facility.pollInterval: FACILITY_POLL_INTERVAL="30" is not a duration`}},

@@ -13,10 +13,13 @@ func specEqual(a, b joulie.NodePowerProfileSpec) bool {
 		return false
 	}
 	if a.CPU != nil && !(ptrEqual(a.CPU.PackagePowerCapWatts, b.CPU.PackagePowerCapWatts) &&
-		ptrEqual(a.CPU.PackagePowerCapPctOfMax, b.CPU.PackagePowerCapPctOfMax)) {
+		ptrEqual(a.CPU.PackagePowerCapPctOfMax, b.CPU.PackagePowerCapPctOfMax) && a.CPU.Reason == b.CPU.Reason) {
 		return false
 	}
 	if a.GPU != nil {
+		if a.GPU.Reason != b.GPU.Reason {
+			return false
+		}
 		x, y := a.GPU.PowerCap, b.GPU.PowerCap
 		if (x == nil) != (y == nil) {
 			return false

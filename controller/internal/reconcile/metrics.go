@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/ecocap"
 	"joulie.io/joulie/pkg/plan"
 )
 
@@ -84,6 +85,7 @@ type twinCollector struct {
 	last                                   atomic.Pointer[[]nodeMetric]
 	headroom, cooling, psu, density, power *prometheus.Desc
 	profile                                *prometheus.Desc
+	capPct, capDraw                        *prometheus.Desc
 }
 
 type nodeMetric struct {
@@ -91,6 +93,16 @@ type nodeMetric struct {
 	headroom, cooling, psu, density float64
 	measuredW                       float64
 	source                          string
+	caps                            []capMetric
+}
+
+// capMetric is the cap that pays chosen for one device class of an eco
+// node.
+type capMetric struct {
+	device, kind string
+	pct          float64 // 100: uncapped
+	draw         float64
+	drawKnown    bool
 }
 
 func newTwinCollector() *twinCollector {
@@ -102,11 +114,17 @@ func newTwinCollector() *twinCollector {
 		density:  prometheus.NewDesc("joulie_twin_hardware_density_score", "NodeTwin hardwareDensityScore (0..100).", node, nil),
 		power:    prometheus.NewDesc("joulie_twin_node_power_watts", "NodeTwin powerMeasurement.measuredNodePowerW, by source (agent, kepler, static).", []string{"node", "source"}, nil),
 		profile:  prometheus.NewDesc("joulie_controller_node_profile", "1 for each planned node's profile and schedulable class.", []string{"node", "profile", "class"}, nil),
+		capPct: prometheus.NewDesc("joulie_controller_node_cap_pct_of_max",
+			"The cap that pays (capMode pays) chosen for an eco node's CPU packages or GPUs, in percent of their maximum (100: uncapped), with the kind of reason: not-binding, not-paying, optimum, floor, performance-pods, no-work or unknown.",
+			[]string{"node", "device", "reason"}, nil),
+		capDraw: prometheus.NewDesc("joulie_controller_node_cap_draw_watts",
+			"The projected uncapped draw of an eco node's CPU packages or GPUs that the cap that pays weighed.",
+			[]string{"node", "device"}, nil),
 	}
 }
 
 func (c *twinCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.headroom, c.cooling, c.psu, c.density, c.power, c.profile} {
+	for _, d := range []*prometheus.Desc{c.headroom, c.cooling, c.psu, c.density, c.power, c.profile, c.capPct, c.capDraw} {
 		ch <- d
 	}
 }
@@ -123,7 +141,34 @@ func (c *twinCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.density, prometheus.GaugeValue, n.density, n.node)
 		ch <- prometheus.MustNewConstMetric(c.power, prometheus.GaugeValue, n.measuredW, n.node, n.source)
 		ch <- prometheus.MustNewConstMetric(c.profile, prometheus.GaugeValue, 1, n.node, n.profile, n.class)
+		for _, cm := range n.caps {
+			ch <- prometheus.MustNewConstMetric(c.capPct, prometheus.GaugeValue, cm.pct, n.node, cm.device, cm.kind)
+			if cm.drawKnown {
+				ch <- prometheus.MustNewConstMetric(c.capDraw, prometheus.GaugeValue, cm.draw, n.node, cm.device)
+			}
+		}
 	}
+}
+
+// capMetrics are the cap choices of an eco node (none without them).
+func capMetrics(c *plan.Caps) []capMetric {
+	if c == nil {
+		return nil
+	}
+	var out []capMetric
+	add := func(device string, ch *ecocap.Choice, d ecocap.Draw) {
+		if ch == nil {
+			return
+		}
+		pct := ch.PctOfMax
+		if !ch.Capped() {
+			pct = 100
+		}
+		out = append(out, capMetric{device: device, kind: string(ch.Kind), pct: pct, draw: d.Watts, drawKnown: d.Known})
+	}
+	add("cpu", c.CPU, c.CPUDraw)
+	add("gpu", c.GPU, c.GPUDraw)
+	return out
 }
 
 func (c *twinCollector) observe(r plan.Result) {
@@ -131,7 +176,7 @@ func (c *twinCollector) observe(r plan.Result) {
 	for _, n := range r.Nodes {
 		m := nodeMetric{node: n.Name, profile: string(n.Decision.Profile), class: string(n.Twin.SchedulableClass),
 			headroom: n.Twin.PredictedPowerHeadroomScore, cooling: n.Twin.PredictedCoolingStressScore,
-			psu: n.Twin.PredictedPsuStressScore, density: n.Twin.HardwareDensityScore}
+			psu: n.Twin.PredictedPsuStressScore, density: n.Twin.HardwareDensityScore, caps: capMetrics(n.Caps)}
 		if pm := n.Twin.PowerMeasurement; pm != nil {
 			m.measuredW, m.source = pm.MeasuredNodePowerW, string(pm.Source)
 		}

@@ -298,6 +298,13 @@ func schema_pkg_apis_joulie_v1alpha1_CPUPowerTarget(ref common.ReferenceCallback
 							Format:      "double",
 						},
 					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason says why the controller chose this cap, e.g. \"uncapped: draw under the 480 W eco cap\" or \"capped at 67%: energy optimum for standard work\". The agent shows it and enforces only the numbers.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
@@ -747,6 +754,13 @@ func schema_pkg_apis_joulie_v1alpha1_GPUPowerTarget(ref common.ReferenceCallback
 						SchemaProps: spec.SchemaProps{
 							Description: "PowerCap is the per-device cap.",
 							Ref:         ref("joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerCap"),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason says why the controller chose this cap, as for the CPU.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},

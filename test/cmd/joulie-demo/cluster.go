@@ -31,8 +31,13 @@ const (
 // report. The extender's address is added at run time. A demo cluster is
 // small and runs few performance pods at once, so the queue-aware policy
 // starts from fewer performance nodes and adds one per three performance
-// pods: the plan then follows the workload's bursts within the run.
+// pods: the plan then follows the workload's bursts within the run. The
+// demo shows caps enforced through both agent paths (daemon and pool), so
+// it keeps the seeds' fixed eco caps: its short run rarely loads a CPU
+// node past the point where the cap that pays (the chart's default,
+// caps.mode pays) would cap it.
 var demoValues = []report.Setting{
+	{Component: "chart", Name: "controller.caps.mode", Value: "fixed"},
 	{Component: "chart", Name: "controller.policy.reconcileInterval", Value: "5s"},
 	{Component: "chart", Name: "controller.policy.queueHpBaseFrac", Value: "0.3"},
 	{Component: "chart", Name: "controller.policy.queuePerfPerHpNode", Value: "3"},

@@ -84,6 +84,10 @@ type ArmSpec struct {
 	// configuration when Joulie is set; 0 is the chart's
 	// (scoring.ChartWeight).
 	ExtenderWeight int64
+	// CapMode and Spread are the controller's capMode and
+	// performanceSpread when Joulie is set; empty means the seeds'
+	// (plan.CapModeFixed, policy.SpreadDensity).
+	CapMode, Spread string
 	// Caps says whether the agents enforce the controller's caps.
 	Caps bool
 	// Oracle chooses caps per job or per node (Joulie is then off).

@@ -1,20 +1,23 @@
 package sim
 
 import (
+	"cmp"
 	"reflect"
 	"testing"
 
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/test/energy/physics"
 )
 
 // The simulator's Joulie is the programs' Joulie: with the run's defaults
 // its controller plans with plan.DefaultSettings (the controller's key
-// table's defaults) but for the arm's policy, and its extender scores with
-// scoring.DefaultParams (the extender's) at the chart's weight, but for
-// the scoring mode and weight an arm asks for. A default restated here
-// instead of taken from pkg/ would drift from the programs' and fail this.
+// table's defaults) but for the arm's policy and its cap and spread modes,
+// and its extender scores with scoring.DefaultParams (the extender's) at
+// the chart's weight, but for the scoring mode and weight an arm asks for.
+// A default restated here instead of taken from pkg/ would drift from the
+// programs' and fail this.
 func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 	for _, spec := range ArmSpecs {
 		if !spec.Joulie {
@@ -26,6 +29,11 @@ func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 		}
 		want := plan.DefaultSettings()
 		want.Policy = spec.Policy
+		// An arm that does not ask for the cap that pays or the demand
+		// spread runs the seeds' modes, which issue 14's arms were taken
+		// with (planSettings).
+		want.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
+		want.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
 		if !reflect.DeepEqual(s.plan, want) {
 			t.Errorf("%s: the simulated controller plans with\n%+v\nthe controller's defaults are\n%+v", spec.Arm, s.plan, want)
 		}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/workload"
@@ -290,9 +292,14 @@ type capsChange struct {
 
 // planSettings are the controller's defaults (plan.DefaultSettings, which
 // its key table takes its own from) with the arm's policy and the run's
-// reconcile interval and intent.
+// reconcile interval and intent. An arm runs the seeds' fixed eco caps
+// and density order, which issue 14's results were taken with, unless its
+// spec asks for the cap that pays or the demand spread (issue 23), the
+// controller's defaults since.
 func planSettings(spec ArmSpec, opts Options) plan.Settings {
 	ps := plan.DefaultSettings()
+	ps.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
+	ps.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
 	ps.Policy = spec.Policy
 	ps.Interval = opts.ReconcileInterval
 	if opts.Intent != nil {

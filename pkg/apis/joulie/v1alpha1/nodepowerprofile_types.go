@@ -18,6 +18,8 @@ import (
 // +kubebuilder:printcolumn:name="GPU",type=string,JSONPath=`.status.gpu.result`
 // +kubebuilder:printcolumn:name="Power-W",type=number,JSONPath=`.status.measuredPower.nodePowerWatts`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.powerState`
+// +kubebuilder:printcolumn:name="CPU-Cap-Reason",type=string,JSONPath=`.spec.cpu.reason`,priority=1
+// +kubebuilder:printcolumn:name="GPU-Cap-Reason",type=string,JSONPath=`.spec.gpu.reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // NodePowerProfile is the power target the controller sets for one node,
@@ -108,6 +110,12 @@ type CPUPowerTarget struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	PackagePowerCapPctOfMax *float64 `json:"packagePowerCapPctOfMax,omitempty"`
+	// Reason says why the controller chose this cap, e.g. "uncapped: draw
+	// under the 480 W eco cap" or "capped at 67%: energy optimum for
+	// standard work". The agent shows it and enforces only the numbers.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // GPUPowerTarget caps each GPU of the node.
@@ -115,6 +123,10 @@ type GPUPowerTarget struct {
 	// PowerCap is the per-device cap.
 	// +optional
 	PowerCap *GPUPowerCap `json:"powerCap,omitempty"`
+	// Reason says why the controller chose this cap, as for the CPU.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // GPUPowerCap is a per-device GPU power cap. The controller may write both

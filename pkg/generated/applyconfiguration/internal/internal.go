@@ -292,6 +292,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: packagePowerCapWatts
       type:
         scalar: numeric
+    - name: reason
+      type:
+        scalar: string
 - name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.ControlCapability
   map:
     fields:
@@ -460,6 +463,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: powerCap
       type:
         namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUPowerCap
+    - name: reason
+      type:
+        scalar: string
 - name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.MeasuredPower
   map:
     fields:

@@ -21,6 +21,10 @@ type CPUPowerTargetApplyConfiguration struct {
 	// of that package's maximum (the RAPL zone's max power when the kernel
 	// gives it, else the catalog TDP of the model).
 	PackagePowerCapPctOfMax *float64 `json:"packagePowerCapPctOfMax,omitempty"`
+	// Reason says why the controller chose this cap, e.g. "uncapped: draw
+	// under the 480 W eco cap" or "capped at 67%: energy optimum for
+	// standard work". The agent shows it and enforces only the numbers.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // CPUPowerTargetApplyConfiguration constructs a declarative configuration of the CPUPowerTarget type for use with
@@ -42,5 +46,13 @@ func (b *CPUPowerTargetApplyConfiguration) WithPackagePowerCapWatts(value float6
 // If called multiple times, the PackagePowerCapPctOfMax field is set to the value of the last call.
 func (b *CPUPowerTargetApplyConfiguration) WithPackagePowerCapPctOfMax(value float64) *CPUPowerTargetApplyConfiguration {
 	b.PackagePowerCapPctOfMax = &value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *CPUPowerTargetApplyConfiguration) WithReason(value string) *CPUPowerTargetApplyConfiguration {
+	b.Reason = &value
 	return b
 }

@@ -15,6 +15,8 @@ package v1alpha1
 type GPUPowerTargetApplyConfiguration struct {
 	// PowerCap is the per-device cap.
 	PowerCap *GPUPowerCapApplyConfiguration `json:"powerCap,omitempty"`
+	// Reason says why the controller chose this cap, as for the CPU.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // GPUPowerTargetApplyConfiguration constructs a declarative configuration of the GPUPowerTarget type for use with
@@ -28,5 +30,13 @@ func GPUPowerTarget() *GPUPowerTargetApplyConfiguration {
 // If called multiple times, the PowerCap field is set to the value of the last call.
 func (b *GPUPowerTargetApplyConfiguration) WithPowerCap(value *GPUPowerCapApplyConfiguration) *GPUPowerTargetApplyConfiguration {
 	b.PowerCap = value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *GPUPowerTargetApplyConfiguration) WithReason(value string) *GPUPowerTargetApplyConfiguration {
+	b.Reason = &value
 	return b
 }
