@@ -239,6 +239,20 @@ func (h *fakeHosts) states(node string) []string {
 	return slices.Clone(h.history[node])
 }
 
+// statesUntil is states once the last one seen is last, or after timeout:
+// the hosts look at the profiles every 100 ms, behind the test's own
+// reads.
+func (h *fakeHosts) statesUntil(node, last string, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		got := h.states(node)
+		if (len(got) > 0 && got[len(got)-1] == last) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (h *fakeHosts) wokenBy(node string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -340,7 +354,7 @@ func TestParkingWakesAParkedNodeForAPendingPod(t *testing.T) {
 	if by := hosts.wokenBy("park-wake-big"); !slices.Equal(by, []string{"park-wake-small"}) {
 		t.Errorf("park-wake-big was woken through %v, want once through the awake park-wake-small's agent", by)
 	}
-	if got := hosts.states("park-wake-big"); !slices.Equal(got, []string{"parked", "waking", "awake"}) {
+	if got := hosts.statesUntil("park-wake-big", "awake", 2*time.Second); !slices.Equal(got, []string{"parked", "waking", "awake"}) {
 		t.Errorf("park-wake-big went through %v, want parked, waking, awake", got)
 	}
 	ev := nodeEvents(t, "park-wake-big")
@@ -413,7 +427,7 @@ func TestParkingResumesAfterTheControllerIsKilled(t *testing.T) {
 	if got := cp.WaitForPodBound(t, pod.Namespace, pod.Name, 60*time.Second); got != "park-resume-p" {
 		t.Fatalf("the pod went to %s", got)
 	}
-	if got := hosts.states("park-resume-p"); !slices.Equal(got, []string{"parking", "parked", "waking", "awake"}) {
+	if got := hosts.statesUntil("park-resume-p", "awake", 2*time.Second); !slices.Equal(got, []string{"parking", "parked", "waking", "awake"}) {
 		t.Errorf("park-resume-p went through %v, want parking, parked, waking, awake once each", got)
 	}
 }
