@@ -4,6 +4,7 @@
 # Makefile and installed with `go install`; this script covers the system
 # packages: gcc and the C library headers for cgo and the race detector,
 # the Prometheus server the controller's facility poller is tested against,
+# the IPMI BMC simulator its BMC client is tested against,
 # what `make test-package` checks the .deb and .rpm with, Chromium for the
 # demo report's check, and what
 # `make test-install` boots a Debian container and runs Ansible with.
@@ -34,6 +35,12 @@ command -v man >/dev/null 2>&1 || need+=(man-db)
 # enters its container with nsenter(1).
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+# The agent's power-off path is tested against a private D-Bus bus with a
+# fake logind on it (agentd/internal/logind/logindtest).
+command -v dbus-daemon >/dev/null 2>&1 || need+=(dbus-daemon)
+# The controller's BMC client is tested against Debian's IPMI BMC
+# simulator, ipmi_sim.
+command -v ipmi_sim >/dev/null 2>&1 || need+=(openipmi)
 # The demo's test (test/cmd/joulie-demo) renders its HTML report in a
 # headless browser and fails on a blank or broken page.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)

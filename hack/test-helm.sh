@@ -96,6 +96,28 @@ nowant "$out/controller-legacy.yaml" "^ *($facility):" "extender.enableFacilityM
 config extender --set extender.tls.secretName=joulie-extender-tls >"$out/extender-tls.yaml"
 wantkey "$out/extender-tls.yaml" certFile /etc/joulie-extender/tls/tls.crt
 
+# BMC credentials: the controller may get Secrets of the release
+# namespace through a Role, never list or watch them, and no ClusterRole
+# names Secrets; secretNames narrows the Role to those names. The IPMI
+# keys reach the controller's file.
+rbac() { render --show-only templates/controller-rbac.yaml "$@"; }
+rbac >"$out/rbac-default.yaml"
+awk '/^kind: Role$/{r=1} /^---/{r=0} r' "$out/rbac-default.yaml" >"$out/rbac-roles.yaml"
+want "$out/rbac-roles.yaml" 'name: joulie-controller-bmc-credentials$' "the Role for BMC credentials"
+want "$out/rbac-roles.yaml" '^  namespace: joulie-system$' "the Role in the release namespace"
+want "$out/rbac-roles.yaml" 'resources: \["secrets"\]' "the Role names Secrets"
+awk '/^kind: ClusterRole$/{r=1} /^---/{r=0} r' "$out/rbac-default.yaml" >"$out/rbac-clusterrole.yaml"
+want "$out/rbac-clusterrole.yaml" 'resources: \["nodes"\]' "the controller's ClusterRole"
+nowant "$out/rbac-clusterrole.yaml" 'secrets' "no ClusterRole reaches Secrets"
+secretRule=$(grep -A1 'resources: \["secrets"\]' "$out/rbac-roles.yaml" | tail -1)
+[ "$secretRule" = '  verbs: ["get"]' ] || fail "the Secrets rule grants $secretRule, want get only"
+nowant "$out/rbac-roles.yaml" '^  resourceNames:' "any Secret name by default"
+rbac --set-json 'controller.parking.ipmi.secretNames=["bmc-rack-1"]' >"$out/rbac-names.yaml"
+want "$out/rbac-names.yaml" '^    - bmc-rack-1$' "secretNames narrows the Role"
+wantkey "$out/controller-default.yaml" cipherSuites '"17,3"'
+wantkey "$out/controller-default.yaml" privilege '"operator"'
+wantkey "$out/controller-default.yaml" callTimeout '"30s"'
+
 # Each rendered file is one its program accepts: the programs' own
 # loaders read them (a Go test that runs only when given the files).
 mkdir "$out/configs"
@@ -112,7 +134,9 @@ JOULIE_CHART_CONFIGS="$out/configs" ${GO:-go} test -count=1 -run TestDocumentsAn
 for bad in controller.policy.type=greedy controller.caps.cpuEcoCapPctOfMax=0 controller.policy.reconcileInterval=soon \
 	controller.unknownKey=1 extender.logFormat=xml agents.group=bad\'quote \
 	facilityMetrics.prometheusUrl=prom:9090 facilityMetrics.prometheusUrl=http://prom:9090/?x=1 \
-	facilityMetrics.pollInterval=often facilityMetrics.kepler.unknownKey=1; do
+	facilityMetrics.pollInterval=often facilityMetrics.kepler.unknownKey=1 \
+	controller.parking.ipmi.cipherSuites=0 'controller.parking.ipmi.cipherSuites=17\,2' controller.parking.ipmi.privilege=root \
+	controller.parking.ipmi.retries=-1 controller.parking.ipmi.timeout=soon; do
 	if render --set "$bad" >/dev/null 2>"$out/err"; then
 		fail "the schema accepted --set $bad"
 	fi

@@ -3,6 +3,7 @@ module joulie.io/joulie/test
 go 1.26.0
 
 require (
+	github.com/godbus/dbus/v5 v5.2.2
 	github.com/prometheus/procfs v0.23.0
 	github.com/spf13/pflag v1.0.10
 	go.etcd.io/etcd/server/v3 v3.7.0

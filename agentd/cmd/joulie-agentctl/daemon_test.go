@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,11 +249,32 @@ func TestStatusTables(t *testing.T) {
 			joulie.DeviceControlStatus{ID: strconv.Itoa(i), Result: joulie.ResultBlocked, Message: why})
 	}
 	unreachable.status.MeasuredPower = &joulie.MeasuredPower{CPUPowerWatts: ptr(388.54), NodePowerWatts: 388.54, Time: at(2 * time.Second)}
+	// A park under way: caps restored, logind asked.
+	parked := clusterAgent()
+	parked.status.PowerState = joulie.PowerParked
+	parked.status.Conditions = []metav1.Condition{{Type: "Parked", Status: metav1.ConditionTrue, Reason: "PowerOffRequested",
+		Message: "every cap is restored to its original; logind accepted the power-off", LastTransitionTime: at(3 * time.Second)}}
+	parked.status.CPU = &joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone,
+		Message: "original settings restored for the park; nothing is enforced while the node is parked"}
+	parked.status.GPU = parked.status.CPU
+	parked.status.OriginalsRecorded = 0
+
+	// An awake agent asked to wake two parked neighbours, one of them on
+	// a network it cannot reach.
+	waker := clusterAgent()
+	waker.status.PowerState = joulie.PowerAwake
+	sent, tried := at(4*time.Second), at(9*time.Second)
+	waker.status.WakeOnLAN = []localapi.WakeOnLANTarget{
+		{MAC: "0c:c4:7a:12:34:56", PacketsSent: 7, LastSent: &sent},
+		{MAC: "0c:c4:7a:ab:cd:ef", Errors: 2, LastSent: &tried,
+			LastError: "send Wake-on-LAN packet for 0c:c4:7a:ab:cd:ef to 10.9.0.255:9: sendto: network is unreachable"}}
 	for _, tc := range []struct {
 		name  string
 		agent *fakeAgent
 	}{
 		{"status-cluster", clusterAgent()},
+		{"status-parked", parked},
+		{"status-waking-neighbours", waker},
 		{"status-cluster-failsafe", failsafe},
 		{"status-standalone-dvfs", standaloneAgent()},
 		{"status-paused", paused},
@@ -449,5 +471,34 @@ func TestDaemonVerbsExitCodes(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d with %q", code, errOut, tc.code, tc.message)
 			}
 		})
+	}
+}
+
+// The power state and the Wake-on-LAN targets carry the API's own field
+// names: status.powerState and status.conditions of NodePowerProfile,
+// spec.wakeOnLAN.
+func TestStatusJSONNamesParkingAsTheAPI(t *testing.T) {
+	agent := clusterAgent()
+	agent.status.PowerState = joulie.PowerParked
+	agent.status.Conditions = []metav1.Condition{{Type: "Parked", Status: metav1.ConditionTrue, Reason: "PoweringOff", LastTransitionTime: at(time.Second)}}
+	sent := at(2 * time.Second)
+	agent.status.WakeOnLAN = []localapi.WakeOnLANTarget{{MAC: "0c:c4:7a:12:34:56", PacketsSent: 3, LastSent: &sent}}
+	out := ctlOK(t, "--socket", startForReads(t, agent), "status", "-o", "json")
+	tag := func(v any, field string) string {
+		f, ok := reflect.TypeOf(v).FieldByName(field)
+		if !ok {
+			t.Fatalf("%T has no %s", v, field)
+		}
+		return strings.Split(f.Tag.Get("json"), ",")[0]
+	}
+	for _, key := range []string{
+		`"` + tag(joulie.NodePowerProfileStatus{}, "PowerState") + `": "parked"`,
+		`"` + tag(joulie.NodePowerProfileStatus{}, "Conditions") + `": [`,
+		`"` + tag(joulie.NodePowerProfileSpec{}, "WakeOnLAN") + `": [`,
+		`"mac": "0c:c4:7a:12:34:56"`, `"packetsSent": 3`, `"reason": "PoweringOff"`,
+	} {
+		if !strings.Contains(out, key) {
+			t.Errorf("status JSON lacks %s:\n%s", key, out)
+		}
 	}
 }

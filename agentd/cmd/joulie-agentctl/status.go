@@ -59,6 +59,7 @@ func writeStatus(w io.Writer, st localapi.Status, now time.Time) error {
 	default:
 		s.add("Profile", "%s (from %s)", st.Profile, st.Source)
 	}
+	addPower(&s, st, now)
 	addControl(&s, "CPU", "package", st.CPU, st.CPUMode)
 	addControl(&s, "GPU", "device", st.GPU, "")
 	if mp := st.MeasuredPower; mp != nil {
@@ -97,6 +98,34 @@ func writeStatus(w io.Writer, st localapi.Status, now time.Time) error {
 		s.add("Originals", "%s recorded; `joulie-agentctl restore` puts them back", plural(st.OriginalsRecorded, "control", "controls"))
 	}
 	return s.write(w)
+}
+
+// addPower shows the power state the agent reports, why when a park is
+// under way, and the Wake-on-LAN targets it sends packets to.
+func addPower(s *sheet, st localapi.Status, now time.Time) {
+	if st.PowerState != "" {
+		line := string(st.PowerState)
+		for _, c := range st.Conditions {
+			if c.Type == "Parked" {
+				line += fmt.Sprintf(" (park %s: %s)", c.Reason, c.Message)
+			}
+		}
+		s.add("Power state", "%s", line)
+	}
+	for i, w := range st.WakeOnLAN {
+		label := ""
+		if i == 0 {
+			label = "Wake-on-LAN"
+		}
+		line := w.MAC + ": " + plural(int(w.PacketsSent), "packet", "packets") + " sent"
+		if w.LastSent != nil {
+			line += ", last " + age(now, w.LastSent.Time)
+		}
+		if w.LastError != "" {
+			line += fmt.Sprintf("; %s, last: %s", plural(int(w.Errors), "error", "errors"), w.LastError)
+		}
+		s.add(label, "%s", line)
+	}
 }
 
 // addControl shows one device class's outcome: backend, result, cap and

@@ -3,7 +3,9 @@
 // standalone profile of the config file, or from an operator's local
 // override), enforces it on every tick through the hardware layer, applies
 // the failsafe when the desired state goes stale, and restores the host's
-// original settings on start after a crash and on stop.
+// original settings on start after a crash and on stop. For a park it
+// restores every cap and powers the host off once (park.go); for a wake
+// it sends Wake-on-LAN packets to the MACs its profile lists.
 //
 // Everything else (the Kubernetes sync, the local socket, metrics, systemd)
 // reads the agent through Snapshot and feeds it through SetDesired; none of
@@ -70,9 +72,11 @@ type Options struct {
 	KeepCapsOnStop bool
 	// Standalone is the target of standalone mode; nil in cluster mode.
 	Standalone *joulie.NodePowerProfileSpec
-	Version    string
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// Parking says what a parked target and a Wake-on-LAN list may do.
+	Parking Parking
+	Version string
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // Agent is one node's reconcile loop. Its methods are safe for concurrent
@@ -94,6 +98,12 @@ type Agent struct {
 	failsafeSince time.Time
 	failsafeDone  bool // the restore failsafe ran
 	snap          Snapshot
+	parkState     ParkState
+	wol           map[string]*WakeTarget // by MAC, every one ever listed
+
+	// parkMu serializes the steps of a park (restore, record, power-off),
+	// which run outside mu.
+	parkMu sync.Mutex
 }
 
 // Snapshot is the agent's state after its last tick.
@@ -114,6 +124,20 @@ type Snapshot struct {
 	LastSync      time.Time
 	SyncError     string
 	Failsafe      FailsafeState
+	// Park is the agent's side of a park; zero unless the target says
+	// parked.
+	Park ParkState
+	// WakeOnLAN counts the magic packets sent, per MAC ever listed.
+	WakeOnLAN []WakeTarget
+}
+
+// PowerState is the power state the agent reports on its status:
+// parked while it powers the host off, awake otherwise.
+func (s Snapshot) PowerState() joulie.PowerState {
+	if s.Park.Parked {
+		return joulie.PowerParked
+	}
+	return joulie.PowerAwake
 }
 
 // FailsafeState says whether the failsafe is in force and why.
@@ -138,7 +162,10 @@ func New(hw Hardware, opts Options) *Agent {
 	if opts.Failsafe == "" {
 		opts.Failsafe = FailsafeKeep
 	}
-	a := &Agent{opts: opts, hw: hw, log: opts.Logger, kick: make(chan struct{}, 1)}
+	if opts.Parking.WakeEvery <= 0 {
+		opts.Parking.WakeEvery = 10 * time.Second
+	}
+	a := &Agent{opts: opts, hw: hw, log: opts.Logger, kick: make(chan struct{}, 1), wol: map[string]*WakeTarget{}}
 	a.snap = Snapshot{Node: opts.Node, Version: opts.Version, Standalone: opts.Standalone != nil, Source: SourceNone}
 	return a
 }
@@ -382,11 +409,25 @@ func (a *Agent) Reconcile() {
 			a.log.Error("failsafe restore failed", "err", err)
 		}
 	}
+	var park ParkState
+	parked := spec != nil && spec.PowerState == joulie.PowerParked
+	if parked {
+		park = a.park(spec, source, now)
+	} else {
+		a.mu.Lock()
+		if a.parkState.Reason != "" {
+			a.log.Info("the target no longer says parked; enforcing it again", "source", source)
+		}
+		a.parkState = ParkState{}
+		a.mu.Unlock()
+	}
+	wol := a.wake(spec, source, now)
 
 	var res enforce.Result
 	// An empty spec lifts every cap (the enforcers restore originals);
-	// after a restore there is nothing left to lift, only to measure.
-	if spec != nil || source != SourcePaused && !restoreFailsafe {
+	// after a restore there is nothing left to lift, only to measure. A
+	// parked host keeps its originals: the park restored them.
+	if !parked && (spec != nil || source != SourcePaused && !restoreFailsafe) {
 		enforced := joulie.NodePowerProfileSpec{}
 		if spec != nil {
 			enforced = *spec
@@ -395,6 +436,9 @@ func (a *Agent) Reconcile() {
 	} else {
 		res = a.hw.Enforce(now, nil)
 		res.CPU = joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "original settings restored; enforcement paused"}
+		if parked {
+			res.CPU.Message = "original settings restored for the park; nothing is enforced while the node is parked"
+		}
 		res.GPU = res.CPU
 	}
 	res.CPU.LastTransitionTime = transition(prev.CPU, res.CPU, now)
@@ -404,7 +448,7 @@ func (a *Agent) Reconcile() {
 	a.snap = Snapshot{
 		Node: a.opts.Node, Version: a.opts.Version, Standalone: a.opts.Standalone != nil,
 		Spec: spec, Source: source, Generation: generation, Result: res,
-		LastReconcile: now, Failsafe: fs,
+		LastReconcile: now, Failsafe: fs, Park: park, WakeOnLAN: wol,
 	}
 	a.mu.Unlock()
 
@@ -417,10 +461,14 @@ func (a *Agent) Reconcile() {
 }
 
 // Reconfigure applies the options a SIGHUP reload may change while the
-// agent runs: failsafe, its timeout, keepCapsOnStop and the standalone
-// profile. A pause by the operator ends: the reload is a new target.
-// The interval takes effect after Run is restarted.
+// agent runs: failsafe, its timeout, keepCapsOnStop, the standalone
+// profile and parking.allowPowerOff (for the next park). A pause by the
+// operator ends: the reload is a new target. The interval takes effect
+// after Run is restarted.
 func (a *Agent) Reconfigure(o Options) {
+	a.parkMu.Lock()
+	a.opts.Parking.AllowPowerOff = o.Parking.AllowPowerOff
+	a.parkMu.Unlock()
 	a.mu.Lock()
 	a.opts.Failsafe, a.opts.FailsafeTimeout, a.opts.KeepCapsOnStop = o.Failsafe, o.FailsafeTimeout, o.KeepCapsOnStop
 	if a.opts.Failsafe == "" {

@@ -58,7 +58,15 @@ func ShouldPublishPower(published, cur *joulie.MeasuredPower) bool {
 // results, and the measured power when it is due (else the one already
 // published, so a status write does not churn it).
 func (s Snapshot) ProfileStatus(published *joulie.MeasuredPower) joulie.NodePowerProfileStatus {
-	st := joulie.NodePowerProfileStatus{ObservedGeneration: s.Generation}
+	st := joulie.NodePowerProfileStatus{ObservedGeneration: s.Generation, PowerState: s.PowerState()}
+	if p := s.Park; p.Reason != "" {
+		c := metav1.Condition{Type: ConditionParked, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
+			Reason: p.Reason, Message: p.Message, LastTransitionTime: newTime(p.At)}
+		if p.Parked {
+			c.Status = metav1.ConditionTrue
+		}
+		st.Conditions = []metav1.Condition{c}
+	}
 	cpu, gpu := s.CPU, s.GPU
 	st.CPU, st.GPU = &cpu, &gpu
 	if cur := s.MeasuredPower(); ShouldPublishPower(published, cur) {

@@ -30,6 +30,7 @@ import (
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/dvfs"
+	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/settings"
 )
@@ -100,6 +101,9 @@ type Config struct {
 	// DVFS tunes the DVFS fallback controller.
 	DVFS dvfs.Config `json:"dvfs"`
 
+	// Parking is the host's side of parking: power-off and Wake-on-LAN.
+	Parking Parking `json:"parking"`
+
 	// Backend is where controls and telemetry go: host (the machine's own
 	// sysfs, NVML, amd-smi) or http (a simulator, see HTTP).
 	Backend joulie.EndpointType `json:"backend"`
@@ -136,6 +140,21 @@ type StandaloneMode struct {
 	// NodePowerProfile.spec. The default, performance with no CPU or GPU
 	// block, leaves the hardware at its original limits.
 	Profile joulie.NodePowerProfileSpec `json:"profile"`
+}
+
+// Parking configures what the agent does when the node's
+// NodePowerProfile parks it or asks it to wake a neighbour. Parking is
+// decided by the controller, for nodes labelled joulie.io/parkable=true;
+// nothing here turns it on, and standalone mode never parks.
+type Parking struct {
+	// AllowPowerOff lets the agent power the host off through logind when
+	// the node is parked (true). False is the host's veto: the agent
+	// restores the caps and reports the park as refused.
+	AllowPowerOff bool `json:"allowPowerOff"`
+	// WakeAddress lists, comma-separated, the host:port destinations
+	// of the magic packets the agent sends for the controller
+	// (wol.DefaultAddress).
+	WakeAddress string `json:"wakeAddress"`
 }
 
 // Pool configures pool mode (agent seed, "Runtime modes"), for simulated
@@ -179,6 +198,7 @@ func Default() Config {
 		LogLevel:          "info",
 		LogFormat:         "text",
 		DVFS:              dvfs.DefaultConfig(),
+		Parking:           Parking{AllowPowerOff: true, WakeAddress: wol.DefaultAddress},
 		Backend:           joulie.EndpointHost,
 		HTTP:              HTTP{Timeout: metav1.Duration{Duration: joulie.DefaultEndpointTimeout}},
 		StandaloneMode:    StandaloneMode{Profile: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}},

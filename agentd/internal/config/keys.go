@@ -63,6 +63,11 @@ var keys = []key{
 	{Path: "dvfs.minFreqKHz", Env: []string{"DVFS_MIN_FREQ_KHZ"}, Usage: "frequency ceiling of a throttled CPU in kHz; 0 is the CPU's minimum",
 		Ref: func(c *Config) any { return &c.DVFS.MinFreqKHz }},
 
+	{Path: "parking.allowPowerOff", Usage: "let the agent power the host off through logind when the controller parks the node",
+		Ref: func(c *Config) any { return &c.Parking.AllowPowerOff }},
+	{Path: "parking.wakeAddress", Usage: "host:port destinations, comma-separated, of the Wake-on-LAN packets sent for the controller",
+		Ref: func(c *Config) any { return &c.Parking.WakeAddress }},
+
 	{Path: "backend", Usage: "where controls and telemetry go: host or http",
 		Ref: func(c *Config) any { return &c.Backend }},
 	{Path: "http.telemetryURL", Usage: "base URL serving GET /telemetry for backend http; {node} is the node name",
@@ -139,6 +144,8 @@ func category(path string) string {
 		return "Standalone target"
 	case strings.HasPrefix(path, "pool."):
 		return "Pool mode"
+	case strings.HasPrefix(path, "parking."):
+		return "Parking"
 	}
 	return ""
 }

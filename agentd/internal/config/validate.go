@@ -17,6 +17,7 @@ import (
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/settings"
 )
@@ -112,6 +113,10 @@ func (c Config) problems() []problem {
 	// its key under dvfs.
 	for _, p := range c.DVFS.Problems() {
 		add("dvfs."+p.Field, "%s", p.Msg)
+	}
+
+	if _, err := wol.ParseAddresses(c.Parking.WakeAddress); err != nil {
+		add("parking.wakeAddress", "%s", err)
 	}
 
 	switch c.Backend {

@@ -27,6 +27,16 @@ func (a apiAdapter) Status() localapi.Status {
 	if s.Spec != nil {
 		st.Profile = s.Spec.Profile
 	}
+	if !s.Standalone {
+		ps := s.ProfileStatus(nil)
+		st.PowerState, st.Conditions = ps.PowerState, ps.Conditions
+	}
+	for _, w := range s.WakeOnLAN {
+		if w.Listed {
+			st.WakeOnLAN = append(st.WakeOnLAN, localapi.WakeOnLANTarget{MAC: w.MAC, PacketsSent: w.Packets, Errors: w.Errors,
+				LastSent: timePtr(w.LastSent), LastError: w.LastError})
+		}
+	}
 	return st
 }
 

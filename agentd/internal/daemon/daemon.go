@@ -27,9 +27,11 @@ import (
 	"joulie.io/joulie/agentd/internal/host"
 	"joulie.io/joulie/agentd/internal/kubesync"
 	"joulie.io/joulie/agentd/internal/localapi"
+	"joulie.io/joulie/agentd/internal/logind"
 	"joulie.io/joulie/agentd/internal/metrics"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
+	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/version"
 )
@@ -42,6 +44,9 @@ type Daemon struct {
 	agent  *agent.Agent
 	notify *systemd.Notifier
 	sync   *kubesync.Syncer // nil in standalone mode
+	// onHost is true when the agent drives this machine, not a simulator:
+	// only then may a park power it off or Wake-on-LAN packets go out.
+	onHost bool
 }
 
 // New builds the daemon from cfg: the hardware layer, the agent and, in
@@ -61,13 +66,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 	if err != nil {
 		return nil, err
 	}
-	if hw == nil {
+	onHost := hw == nil
+	if onHost {
 		if hw, err = openHost(cfg); err != nil {
 			return nil, err
 		}
 	}
-	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier()}
-	d.agent = agent.New(hw, agentOptions(cfg, log))
+	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier(), onHost: onHost}
+	d.agent = agent.New(hw, d.agentOptions(cfg))
 	if !cfg.Standalone() {
 		if d.sync, err = kubesync.New(cfg, d.agent, log); err != nil {
 			hw.Close()
@@ -112,14 +118,24 @@ func (l lockedHost) Close() error {
 	return errors.Join(l.Host.Close(), l.unlock())
 }
 
-func agentOptions(cfg config.Config, log *slog.Logger) agent.Options {
+func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 	o := agent.Options{
 		Node: cfg.NodeName, Interval: cfg.ReconcileInterval.Duration,
 		Failsafe: string(cfg.Failsafe), FailsafeTimeout: cfg.FailsafeTimeout.Duration,
-		KeepCapsOnStop: cfg.KeepCapsOnStop, Version: version.Version, Logger: log,
+		KeepCapsOnStop: cfg.KeepCapsOnStop, Version: version.Version, Logger: d.log,
+		Parking: agent.Parking{AllowPowerOff: cfg.Parking.AllowPowerOff, StateDir: cfg.StateDir},
 	}
 	if cfg.Standalone() {
 		o.Standalone = cfg.StandaloneMode.Profile.DeepCopy()
+	}
+	// Only the NodePowerProfile of cluster mode can park the node or list
+	// Wake-on-LAN targets, and only a real host is switched off or sends
+	// packets onto the network.
+	if d.onHost && !cfg.Standalone() {
+		o.Parking.PowerOff = logind.Client{}.PowerOff
+		o.Parking.BootID = host.BootID(cfg.HostRoot)
+		addrs, _ := wol.ParseAddresses(cfg.Parking.WakeAddress) // validated with the config
+		o.Parking.WakeOnLAN = wol.Sender{Addresses: addrs}.Send
 	}
 	return o
 }
@@ -265,14 +281,16 @@ func (d *Daemon) reload() {
 		{"hostRoot", d.cfg.HostRoot, next.HostRoot}, {"stateDir", d.cfg.StateDir, next.StateDir},
 		{"socket", d.cfg.Socket, next.Socket}, {"metricsAddress", d.cfg.MetricsAddress, next.MetricsAddress},
 		{"backend", d.cfg.Backend, next.Backend}, {"reconcileInterval", d.cfg.ReconcileInterval, next.ReconcileInterval},
+		{"parking.wakeAddress", d.cfg.Parking.WakeAddress, next.Parking.WakeAddress},
 	} {
 		if c.old != c.next {
 			d.log.Warn("changing this key needs a restart; the running value stays", "key", c.key, "running", c.old, "configured", c.next)
 		}
 	}
-	d.agent.Reconfigure(agentOptions(next, d.log))
+	d.agent.Reconfigure(d.agentOptions(next))
 	d.log.Info("configuration reloaded", "failsafe", next.Failsafe, "keepCapsOnStop", next.KeepCapsOnStop)
 	d.cfg.Failsafe, d.cfg.FailsafeTimeout, d.cfg.KeepCapsOnStop, d.cfg.StandaloneMode = next.Failsafe, next.FailsafeTimeout, next.KeepCapsOnStop, next.StandaloneMode
+	d.cfg.Parking.AllowPowerOff = next.Parking.AllowPowerOff
 }
 
 // statusLine is what `systemctl status` shows.
@@ -284,6 +302,9 @@ func (d *Daemon) statusLine() string {
 	}
 	if s.Failsafe.Active {
 		line += "; failsafe " + s.Failsafe.Mode
+	}
+	if s.Park.Reason != "" {
+		line += "; parked: " + s.Park.Reason
 	}
 	if p := s.MeasuredPower(); p != nil {
 		line += fmt.Sprintf("; %.0f W", p.NodePowerWatts)

@@ -26,6 +26,7 @@ import (
 	"joulie.io/joulie/agentd/internal/cpuinfo"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	"joulie.io/joulie/agentd/internal/enforce"
+	"joulie.io/joulie/agentd/internal/netif"
 	"joulie.io/joulie/agentd/internal/nodehardware"
 	"joulie.io/joulie/agentd/internal/nvml"
 	"joulie.io/joulie/agentd/internal/rapl"
@@ -235,6 +236,7 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 		PackageBackend: h.pkgBackend,
 		CPUEnergy:      h.meter != nil,
 		MemoryBytes:    int64(h.cpu.MemTotalBytes),
+		Network:        netif.Discover(h.fs),
 		Warnings:       append([]string(nil), h.warnings...),
 		AgentVersion:   h.cfg.AgentVersion,
 	}
@@ -330,4 +332,20 @@ func (h *Host) Close() error {
 		errs = append(errs, h.amdsmiLib.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// BootIDFile is where the kernel gives this boot's random ID, under the
+// host root.
+const BootIDFile = "proc/sys/kernel/random/boot_id"
+
+// BootID is the kernel's ID of this boot, which the park record compares
+// to tell a restart of the daemon from the next boot; empty when
+// unreadable (a restart and a reboot then look alike, and a park still
+// never powers off twice).
+func BootID(root string) string {
+	id, err := sysfs.New(root).ReadString(BootIDFile)
+	if err != nil {
+		return ""
+	}
+	return id
 }

@@ -5,6 +5,7 @@
 //     own name, so a new target reaches the agent within a second;
 //   - the agent's results go to NodePowerProfile.status only when they
 //     change, measured power at most once a minute or on a change over 10%;
+//     a park's power-off waits until the status saying parked is written;
 //   - NodeHardware is published when the hardware changes and refreshed by
 //     a slow heartbeat;
 //   - a light probe (one GET of the profile every failsafeTimeout/4)
@@ -123,7 +124,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.node).String()
 	}
 	profiles := s.cs.NodePowerProfiles()
-	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+	// The wrapper lets a client that cannot stream a list as watch events
+	// (client-go's fakes) say so; the API server's clients can.
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			byName(&o)
 			return profiles.List(ctx, o)
@@ -132,7 +135,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			byName(&o)
 			return profiles.Watch(ctx, o)
 		},
-	}, &joulie.NodePowerProfile{}, 0, cache.Indexers{})
+	}, s.cs), &joulie.NodePowerProfile{}, 0, cache.Indexers{})
 	lister := listers.NewNodePowerProfileLister(inf.GetIndexer())
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		s.agent.SyncFailed(fmt.Errorf("watch NodePowerProfile %s: %w", s.node, err))
@@ -214,6 +217,11 @@ func (s *Syncer) publish(ctx context.Context, get func(string) (*joulie.NodePowe
 			} else {
 				s.writtenStatus, s.publishedPow = &st, st.MeasuredPower
 			}
+		}
+		// A park powers the host off only once the cluster knows: the
+		// status saying parked, caps restored, is written first.
+		if s.writtenStatus != nil && reflect.DeepEqual(*s.writtenStatus, st) && st.PowerState == joulie.PowerParked {
+			s.agent.ParkReported(ctx)
 		}
 	}
 	s.publishHardware(ctx)

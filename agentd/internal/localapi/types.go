@@ -110,6 +110,28 @@ type Status struct {
 	// OriginalsRecorded counts the controls whose original values are
 	// journaled, that is the controls Restore would put back.
 	OriginalsRecorded int `json:"originalsRecorded"`
+	// PowerState is what the agent reports on NodePowerProfile
+	// status.powerState: parked while it powers the host off, awake
+	// otherwise; absent in standalone mode, which never parks.
+	PowerState joulie.PowerState `json:"powerState,omitempty"`
+	// Conditions are the agent's status conditions, as on the
+	// NodePowerProfile: Parked while the profile says parked.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// WakeOnLAN lists the MACs the profile's spec.wakeOnLAN asks the agent
+	// to wake, and the packets sent to each.
+	WakeOnLAN []WakeOnLANTarget `json:"wakeOnLAN,omitempty"`
+}
+
+// WakeOnLANTarget is one MAC the agent sends magic packets to.
+type WakeOnLANTarget struct {
+	MAC string `json:"mac"`
+	// PacketsSent and Errors count the sends since the daemon started.
+	PacketsSent int64 `json:"packetsSent"`
+	Errors      int64 `json:"errors,omitempty"`
+	// LastSent is when a packet was last sent or tried.
+	LastSent *metav1.Time `json:"lastSent,omitempty"`
+	// LastError is why the last send failed; empty when it worked.
+	LastError string `json:"lastError,omitempty"`
 }
 
 // FailsafeState is the agent's failsafe: configured, and whether in force.

@@ -35,6 +35,14 @@ func ValidateSpec(spec joulie.NodePowerProfileSpec) error {
 		add(checkWatts("spec.gpu.powerCap.capWattsPerGpu", g.PowerCap.CapWattsPerGpu))
 		add(checkPct("spec.gpu.powerCap.capPctOfMax", g.PowerCap.CapPctOfMax))
 	}
+	// Parking is the controller's alone: a local profile must never power
+	// the host off or make it send packets.
+	if !spec.PowerState.Awake() {
+		add(fmt.Sprintf("spec.powerState %q is the controller's to set: a local profile cannot park the host", spec.PowerState))
+	}
+	if spec.PowerStateSince != nil || spec.WakeAttempts != 0 || len(spec.WakeOnLAN) > 0 {
+		add("spec.powerStateSince, spec.wakeAttempts and spec.wakeOnLAN are the controller's to set, not a local profile's")
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidSpec, strings.Join(problems, "; "))
 	}

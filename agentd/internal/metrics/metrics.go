@@ -68,7 +68,20 @@ var (
 	failsafe = prometheus.NewDesc("joulie_failsafe_active",
 		"1 while the failsafe is in force because the desired state went stale.",
 		[]string{"node", "mode"}, nil)
+	powerState = prometheus.NewDesc("joulie_agent_power_state",
+		"1 for the power state the agent reports on its NodePowerProfile status (awake, parked), 0 for the other.",
+		[]string{"node", "state"}, nil)
+	wolPackets = prometheus.NewDesc("joulie_wake_on_lan_packets_total",
+		"Wake-on-LAN magic packets sent to a MAC for the controller, since the agent started.",
+		[]string{"node", "mac"}, nil)
+	wolErrors = prometheus.NewDesc("joulie_wake_on_lan_errors_total",
+		"Wake-on-LAN magic packets to a MAC that could not be sent, since the agent started.",
+		[]string{"node", "mac"}, nil)
 )
+
+// agentPowerStates are the states an agent reports: it is on, or
+// powering its host off.
+var agentPowerStates = []joulie.PowerState{joulie.PowerAwake, joulie.PowerParked}
 
 // Collector exports snapshots.
 type Collector struct{ source Source }
@@ -79,7 +92,8 @@ func NewCollector(source Source) *Collector { return &Collector{source: source} 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{info, backendMode, throttlePct, aboveTrip, belowTrip, dvfsActions,
-		controlResult, gpuResult, capWatts, powerWatts, lastReconcile, lastSync, syncUp, failsafe} {
+		controlResult, gpuResult, capWatts, powerWatts, lastReconcile, lastSync, syncUp, failsafe,
+		powerState, wolPackets, wolErrors} {
 		ch <- d
 	}
 }
@@ -150,6 +164,13 @@ func collect(ch chan<- prometheus.Metric, s agent.Snapshot) {
 		}
 		gauge(syncUp, b2f(s.SyncError == "" && !s.LastSync.IsZero()), node)
 		gauge(failsafe, b2f(s.Failsafe.Active), node, s.Failsafe.Mode)
+		for _, st := range agentPowerStates {
+			gauge(powerState, b2f(s.PowerState() == st), node, string(st))
+		}
+	}
+	for _, w := range s.WakeOnLAN {
+		ch <- prometheus.MustNewConstMetric(wolPackets, prometheus.CounterValue, float64(w.Packets), node, w.MAC)
+		ch <- prometheus.MustNewConstMetric(wolErrors, prometheus.CounterValue, float64(w.Errors), node, w.MAC)
 	}
 }
 

@@ -145,3 +145,33 @@ func TestStandaloneHasNoSyncMetrics(t *testing.T) {
 		t.Fatalf("standalone exports %d sync metrics", n)
 	}
 }
+
+// A parking agent says parked; an awake one counts the Wake-on-LAN
+// packets it sends for the controller, per MAC.
+func TestPowerStateAndWakeOnLANMetrics(t *testing.T) {
+	s := snapshot()
+	s.Park = agent.ParkState{Parked: true, Reason: agent.ReasonPowerOffRequested}
+	s.WakeOnLAN = []agent.WakeTarget{{MAC: "0c:c4:7a:12:34:56", Listed: true, Packets: 7}, {MAC: "0c:c4:7a:ab:cd:ef", Packets: 2, Errors: 1}}
+	c := NewCollector(func() []agent.Snapshot { return []agent.Snapshot{s} })
+	want := `
+# HELP joulie_agent_power_state 1 for the power state the agent reports on its NodePowerProfile status (awake, parked), 0 for the other.
+# TYPE joulie_agent_power_state gauge
+joulie_agent_power_state{node="node-a",state="awake"} 0
+joulie_agent_power_state{node="node-a",state="parked"} 1
+# HELP joulie_wake_on_lan_errors_total Wake-on-LAN magic packets to a MAC that could not be sent, since the agent started.
+# TYPE joulie_wake_on_lan_errors_total counter
+joulie_wake_on_lan_errors_total{mac="0c:c4:7a:12:34:56",node="node-a"} 0
+joulie_wake_on_lan_errors_total{mac="0c:c4:7a:ab:cd:ef",node="node-a"} 1
+# HELP joulie_wake_on_lan_packets_total Wake-on-LAN magic packets sent to a MAC for the controller, since the agent started.
+# TYPE joulie_wake_on_lan_packets_total counter
+joulie_wake_on_lan_packets_total{mac="0c:c4:7a:12:34:56",node="node-a"} 7
+joulie_wake_on_lan_packets_total{mac="0c:c4:7a:ab:cd:ef",node="node-a"} 2
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "joulie_agent_power_state", "joulie_wake_on_lan_packets_total", "joulie_wake_on_lan_errors_total"); err != nil {
+		t.Fatal(err)
+	}
+	s.Standalone = true
+	if n := testutil.CollectAndCount(c, "joulie_agent_power_state"); n != 0 {
+		t.Fatalf("standalone never parks, yet exports %d power-state series", n)
+	}
+}

@@ -44,6 +44,8 @@ type Facts struct {
 	GPUError error
 	// MemoryBytes is the host's physical memory.
 	MemoryBytes int64
+	// Network is the host's physical Ethernet interfaces (netif).
+	Network []joulie.NetworkInterface
 	// Warnings come from the backends' discovery.
 	Warnings     []string
 	AgentVersion string
@@ -79,6 +81,7 @@ func Build(f Facts, cat *catalog.Catalog, now time.Time) joulie.NodeHardwareStat
 	warnings := append([]string(nil), f.Warnings...)
 	st := joulie.NodeHardwareStatus{
 		MemoryBytes:  f.MemoryBytes,
+		Network:      f.Network,
 		AgentVersion: f.AgentVersion,
 		LastUpdated:  metav1.NewTime(now.UTC().Truncate(time.Second)),
 	}

@@ -52,6 +52,7 @@ func TestBuild(t *testing.T) {
 				Packages: []PackageFacts{{ID: 0, Zone: "intel-rapl:0"}, {ID: 1, Zone: "intel-rapl:1"}}, CPUEnergy: true,
 				Frequency:  &FrequencyFacts{Driver: "amd-pstate-epp", Governor: "performance", MinKHz: 400000, MaxKHz: 3709000, Writable: true},
 				GPUBackend: joulie.BackendNVML, GPUs: h100s(8), MemoryBytes: 1536 << 30, AgentVersion: "v0.1.0",
+				Network: []joulie.NetworkInterface{{Name: "eno1", MAC: "0c:c4:7a:12:34:56", WakeOnLAN: true}, {Name: "eno2", MAC: "0c:c4:7a:12:34:57"}},
 			},
 			check: func(t *testing.T, st joulie.NodeHardwareStatus) {
 				if st.CPU.Control.Backend != joulie.BackendDVFS || st.CPU.CapRange.Source != "catalog" || st.CPU.CapRange.MaxWatts != 360 {

@@ -246,33 +246,43 @@ func (j *Journal) persist() error {
 	if err != nil {
 		return fmt.Errorf("encode journal: %w", err)
 	}
-	path := j.Path()
-	tmp, err := os.CreateTemp(j.dir, FileName+".tmp-*")
+	if err := writeAtomic(j.dir, FileName, append(data, '\n')); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// writeAtomic replaces dir/name with data: a temporary file, fsync,
+// rename over the file, fsync of the directory. A crash at any point
+// leaves either the old or the new file, never a torn one.
+func writeAtomic(dir, name string, data []byte) error {
+	path := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, name+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write journal %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write journal %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("sync journal %s: %w", path, err)
+		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write journal %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("replace journal %s: %w", path, err)
+		return fmt.Errorf("replace %s: %w", path, err)
 	}
-	dir, err := os.Open(j.dir)
+	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("sync state directory %s: %w", j.dir, err)
+		return fmt.Errorf("sync state directory %s: %w", dir, err)
 	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil {
-		return fmt.Errorf("sync state directory %s: %w", j.dir, err)
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync state directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/park"
@@ -64,6 +65,10 @@ type Config struct {
 	Kepler          bool
 	KeplerQuery     string
 	KeplerNodeLabel string
+	// IPMI is how parked nodes are woken through their BMCs
+	// (parking.ipmi.*); the credentials' Secrets are in LeaseNamespace,
+	// the controller's own (POD_NAMESPACE).
+	IPMI bmc.Config
 	// Parking switches idle parkable nodes off and wakes them (parking.*).
 	Parking Parking
 }
@@ -92,6 +97,7 @@ func Default() Config {
 		KeplerQuery: facility.DefaultKeplerQuery, KeplerNodeLabel: facility.DefaultKeplerNodeLabel,
 		// pkg/park's, which the energy simulator parks with too.
 		Parking: Parking{Settings: park.DefaultSettings(), SyncInterval: 5 * time.Second},
+		IPMI:    bmc.DefaultConfig(),
 	}
 }
 
@@ -290,5 +296,17 @@ func check(c *Config) []settings.Problem {
 		add("parking.maxWakeAttempts", "%d must be at least 1", pk.MaxWakeAttempts)
 	}
 	positive("parking.syncInterval", c.Parking.SyncInterval)
+	ipmi := c.IPMI.Problems()
+	for _, f := range []struct{ field, key string }{
+		{"CipherSuites", "parking.ipmi.cipherSuites"},
+		{"Privilege", "parking.ipmi.privilege"},
+		{"Timeout", "parking.ipmi.timeout"},
+		{"Retries", "parking.ipmi.retries"},
+		{"CallTimeout", "parking.ipmi.callTimeout"},
+	} {
+		if msg, ok := ipmi[f.field]; ok {
+			add(f.key, "%s", msg)
+		}
+	}
 	return ps
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"joulie.io/joulie/pkg/settings/settingstest"
 
+	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/plan"
@@ -88,6 +90,9 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(s.Intent, intent.Default()) || s.Coefficients != powerest.DefaultCoefficients() || c.Facility != facility.DefaultConfig() {
 		t.Errorf("intent, coefficients or facility defaults: %+v %+v %+v", s.Intent, s.Coefficients, c.Facility)
 	}
+	if !reflect.DeepEqual(c.IPMI, bmc.DefaultConfig()) {
+		t.Errorf("IPMI defaults %+v, want bmc.DefaultConfig() %+v", c.IPMI, bmc.DefaultConfig())
+	}
 }
 
 // The knobs once read by their own packages (intent, powerest, facility)
@@ -104,6 +109,10 @@ gpu:
   modelCapsJSON: '{"NVIDIA L4": {"minCapWatts": 40, "maxCapWatts": 72}}'
 facility:
   pollInterval: 1m
+parking:
+  ipmi:
+    cipherSuites: "3"
+    timeout: 1s
 `
 	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
@@ -111,8 +120,8 @@ facility:
 	c, err := load(t, map[string]string{
 		"ECO_CAP_WATTS": "210", "GPU_PRODUCT_LABEL_KEYS": " a , b ", "MARGINAL_CPU_UTIL_COEFF": "0.5",
 		"ENABLE_FACILITY_METRICS": "true", "FACILITY_PROMETHEUS_URL": "https://thanos.example:10902/prom",
-		"FACILITY_QUERY_TIMEOUT": " 2s ", "QUEUE_HP_MIN": "3",
-	}, "--config", file, "--queue-hp-min", "4", "--gpu-eco-cap-pct-of-max", "50")
+		"FACILITY_QUERY_TIMEOUT": " 2s ", "QUEUE_HP_MIN": "3", "PARKING_IPMI_RETRIES": "4",
+	}, "--config", file, "--queue-hp-min", "4", "--gpu-eco-cap-pct-of-max", "50", "--parking-ipmi-privilege", "administrator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +132,10 @@ facility:
 		c.Settings.Coefficients.CPUUtil != 0.5 || !c.Facility.Enabled || c.Facility.Interval != time.Minute ||
 		c.Facility.Timeout != 2*time.Second || c.Facility.PrometheusURL != "https://thanos.example:10902/prom" {
 		t.Errorf("config %+v", c)
+	}
+	if ipmi := c.IPMI; !slices.Equal(ipmi.CipherSuites, bmc.CipherSuites{3}) || ipmi.Timeout != time.Second || ipmi.Retries != 4 ||
+		ipmi.Privilege != bmc.PrivilegeAdministrator || ipmi.CallTimeout != bmc.DefaultCallTimeout {
+		t.Errorf("IPMI config %+v", ipmi)
 	}
 }
 
@@ -156,6 +169,12 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 		{"zero timeout", map[string]string{"FACILITY_QUERY_TIMEOUT": "0"}, nil, []string{`facility.queryTimeout: "0s" must be positive (from FACILITY_QUERY_TIMEOUT)`}},
 		{"url", map[string]string{"ENABLE_FACILITY_METRICS": "true", "FACILITY_PROMETHEUS_URL": "http://p:9090/?x=1"}, nil, []string{`facility.prometheusURL: "http://p:9090/?x=1"`}},
 		{"url unused", map[string]string{"FACILITY_PROMETHEUS_URL": "not a url", "FACILITY_IT_POWER_METRIC": " "}, nil, nil},
+		{"insecure cipher suite", map[string]string{"PARKING_IPMI_CIPHER_SUITES": "17,0"}, nil,
+			[]string{"parking.ipmi.cipherSuites", "cipher suite 0 does not authenticate", "PARKING_IPMI_CIPHER_SUITES"}},
+		{"privilege", nil, []string{"--parking-ipmi-privilege", "root"}, []string{`parking.ipmi.privilege: "root" is not one of operator, administrator`}},
+		{"call shorter than a message", map[string]string{"PARKING_IPMI_TIMEOUT": "5s", "PARKING_IPMI_CALL_TIMEOUT": "1s"}, nil,
+			[]string{`parking.ipmi.callTimeout: "1s" is shorter than one message's timeout "5s"`}},
+		{"negative retries", map[string]string{"PARKING_IPMI_RETRIES": "-1"}, nil, []string{"parking.ipmi.retries: -1 must not be negative"}},
 		{"every problem at once", map[string]string{"FACILITY_POLL_INTERVAL": "abc", "FACILITY_QUERY_TIMEOUT": "-1s", "ENABLE_FACILITY_METRICS": "on"}, nil,
 			[]string{"FACILITY_POLL_INTERVAL=", "facility.queryTimeout", "ENABLE_FACILITY_METRICS="}},
 	} {

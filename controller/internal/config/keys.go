@@ -139,6 +139,16 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.Parking.Settings.MaxWakeAttempts }},
 	{Path: "parking.syncInterval", Env: []string{"PARKING_SYNC_INTERVAL"}, Usage: "longest time between two parking passes",
 		Ref: func(c *Config) any { return &c.Parking.SyncInterval }},
+	{Path: "parking.ipmi.cipherSuites", Env: []string{"PARKING_IPMI_CIPHER_SUITES"}, Usage: "RMCP+ cipher suites offered to BMCs, in order: 17 (SHA-256), then 3 (SHA-1, which older BMCs and ipmi_sim offer); only suites that authenticate and encrypt with AES",
+		Ref: func(c *Config) any { return &c.IPMI.CipherSuites }},
+	{Path: "parking.ipmi.privilege", Env: []string{"PARKING_IPMI_PRIVILEGE"}, Usage: "privilege level asked of BMCs: operator (enough for chassis power) or administrator",
+		Ref: func(c *Config) any { return &c.IPMI.Privilege }},
+	{Path: "parking.ipmi.timeout", Env: []string{"PARKING_IPMI_TIMEOUT"}, Usage: "wait for a BMC's answer to one message before sending it again",
+		Ref: func(c *Config) any { return &c.IPMI.Timeout }},
+	{Path: "parking.ipmi.retries", Env: []string{"PARKING_IPMI_RETRIES"}, Usage: "times an unanswered message to a BMC is sent again (refused credentials are never retried)",
+		Ref: func(c *Config) any { return &c.IPMI.Retries }},
+	{Path: "parking.ipmi.callTimeout", Env: []string{"PARKING_IPMI_CALL_TIMEOUT"}, Usage: "limit of one call to a BMC: session, command and close",
+		Ref: func(c *Config) any { return &c.IPMI.CallTimeout }},
 }
 
 // category groups the flags of a block in --help.
