@@ -55,6 +55,9 @@ func benchCluster() Input {
 	return input
 }
 
+// BenchmarkDecide2500Nodes500Pending measured 16-50 ms, 2.3 MB and 21,400
+// allocations per Decide on the shared 2-core machine while other work ran
+// (load 12-16); the spread is the load's.
 func BenchmarkDecide2500Nodes500Pending(b *testing.B) {
 	in := benchCluster()
 	s := DefaultSettings()

@@ -129,23 +129,50 @@ func sortedNames(m map[string]int) []string {
 func (h *fakeHosts) startParked(node string) {
 	h.t.Helper()
 	ctx := context.Background()
-	npp, err := h.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
+	// The hosts' loop writes the same objects: retry on conflicts.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		npp, err := h.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		npp.Spec.PowerState, npp.Spec.PowerStateSince = joulie.PowerParked, &metav1.Time{Time: time.Now().Add(-time.Hour)}
+		_, err = h.joulie.JoulieV1alpha1().NodePowerProfiles().Update(ctx, npp, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	npp.Spec.PowerState, npp.Spec.PowerStateSince = joulie.PowerParked, &metav1.Time{Time: time.Now().Add(-time.Hour)}
-	if _, err := h.joulie.JoulieV1alpha1().NodePowerProfiles().Update(ctx, npp, metav1.UpdateOptions{}); err != nil {
-		h.t.Fatal(err)
-	}
-	n, err := h.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := h.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule})
+		_, err = h.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule})
-	if _, err := h.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		h.t.Fatal(err)
+	h.waitOff(node)
+}
+
+// waitOff waits until the simulated host of node has switched off.
+func (h *fakeHosts) waitOff(node string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.mu.Lock()
+		off := h.parked[node]
+		h.mu.Unlock()
+		if off {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the host of %s did not switch off within 10s of being parked", node)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	h.switchOff(ctx, node)
 }
 
 func (h *fakeHosts) keepDown(node string, down bool) {
@@ -237,6 +264,20 @@ func (h *fakeHosts) states(node string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.history[node])
+}
+
+// statesUntil is states once the last one seen is last, or after timeout:
+// the hosts look at the profiles every 100 ms, behind the test's own
+// reads.
+func (h *fakeHosts) statesUntil(node, last string, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		got := h.states(node)
+		if (len(got) > 0 && got[len(got)-1] == last) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (h *fakeHosts) wokenBy(node string) []string {
@@ -340,7 +381,7 @@ func TestParkingWakesAParkedNodeForAPendingPod(t *testing.T) {
 	if by := hosts.wokenBy("park-wake-big"); !slices.Equal(by, []string{"park-wake-small"}) {
 		t.Errorf("park-wake-big was woken through %v, want once through the awake park-wake-small's agent", by)
 	}
-	if got := hosts.states("park-wake-big"); !slices.Equal(got, []string{"parked", "waking", "awake"}) {
+	if got := hosts.statesUntil("park-wake-big", "awake", 2*time.Second); !slices.Equal(got, []string{"parked", "waking", "awake"}) {
 		t.Errorf("park-wake-big went through %v, want parked, waking, awake", got)
 	}
 	ev := nodeEvents(t, "park-wake-big")
@@ -397,6 +438,7 @@ func TestParkingResumesAfterTheControllerIsKilled(t *testing.T) {
 
 	b := runController(t, "joulie-controller-b", selector, env...)
 	hosts.expect("the second controller finishes the park", "park-resume-p", "parked/tainted/unlisted", 30*time.Second)
+	hosts.waitOff("park-resume-p")
 
 	// A pod for the parked node; the host will not come back until told.
 	hosts.keepDown("park-resume-p", true)
@@ -413,7 +455,7 @@ func TestParkingResumesAfterTheControllerIsKilled(t *testing.T) {
 	if got := cp.WaitForPodBound(t, pod.Namespace, pod.Name, 60*time.Second); got != "park-resume-p" {
 		t.Fatalf("the pod went to %s", got)
 	}
-	if got := hosts.states("park-resume-p"); !slices.Equal(got, []string{"parking", "parked", "waking", "awake"}) {
+	if got := hosts.statesUntil("park-resume-p", "awake", 2*time.Second); !slices.Equal(got, []string{"parking", "parked", "waking", "awake"}) {
 		t.Errorf("park-resume-p went through %v, want parking, parked, waking, awake once each", got)
 	}
 }
