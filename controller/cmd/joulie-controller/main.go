@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
+	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/config"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/controller/internal/parking"
@@ -113,7 +114,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
+	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, bmc: bmc.New(cfg.IPMI, kube.CoreV1().Secrets(cfg.LeaseNamespace), cfg.LeaseNamespace, reg, log), metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."}),
 		state:  &state{interval: cfg.Settings.Interval}}
 	reg.MustRegister(r.leader)
@@ -150,9 +151,12 @@ type replica struct {
 	// parkMetrics are registered on every replica, so the series exist
 	// (at zero) before and without parking.
 	parkMetrics *parking.Metrics
-	recorder    record.EventRecorder
-	leader      prometheus.Gauge
-	state       *state
+	// bmc wakes parked nodes through their BMCs; built once, as it
+	// registers its metrics.
+	bmc      *bmc.Client
+	recorder record.EventRecorder
+	leader   prometheus.Gauge
+	state    *state
 
 	// facility and keplerPower read the pollers' latest values; nil
 	// keplerPower when Kepler is not read.
@@ -235,9 +239,11 @@ func (r *replica) lead(ctx context.Context) {
 	}
 	var parker *parking.Controller
 	if r.cfg.Parking.Enabled {
-		// Wake-on-LAN is the waker until the BMC's is wired beside it.
+		// A node's BMC when it names one, else Wake-on-LAN from an awake
+		// neighbour.
+		waker := parking.ByBMCAddress{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf)}
 		parker, err = parking.New(r.kube, r.joulie, kf, jf, parking.Options{
-			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Settings.Catalog, Waker: parking.NewWakeOnLAN(r.joulie, kf, jf),
+			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Settings.Catalog, Waker: waker,
 			SyncInterval: r.cfg.Parking.SyncInterval, Debounce: r.cfg.Debounce,
 			Recorder: r.recorder, Metrics: r.parkMetrics, Logger: r.log,
 		})

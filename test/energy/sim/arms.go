@@ -7,6 +7,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 
 	"joulie.io/joulie/pkg/plan"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/test/energy/schedsim"
 )
@@ -126,7 +127,8 @@ var ArmSpecs = []ArmSpec{
 	{Arm: ArmOracle, Profile: schedsim.MostAllocatedProfile, Oracle: OracleSlices, PowerOff: Foresight,
 		Describe: "oracle bound, idealised: as f-oracle-physical with a CPU cap per job slice"},
 	{Arm: ArmJoulie, Profile: ShippedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
-		Describe: "Joulie as shipped: the chart's packing profile, the extender's pack mode, queue_aware_v1, idle nodes parked with a warm reserve per family"},
+		CapMode: plan.CapModePays, Spread: policy.SpreadDemand,
+		Describe: "Joulie as shipped: the chart's packing profile, the extender's pack mode, queue_aware_v1 with performance spread by demand, caps only where they pay, idle nodes parked with a warm reserve per family"},
 }
 
 // Spec returns the spec of arm a.

@@ -242,11 +242,13 @@ func (e *extender) Prioritize(pod *v1.Pod, nodes []*v1.Node) (extenderv1.HostPri
 		if n.twin != nil {
 			tp = &n.scoringTwin
 		}
-		// No fill: the arms that run the extender score in headroom mode,
-		// which does not read it. An arm in pack mode must pass the node's
-		// allocatable and its pods' requests here.
+		// The fill the extender's pod store sums: the node's allocatable
+		// and its jobs' requests (headroom mode does not read it).
+		cpu, _, gpus := e.s.free(n)
+		fill := scoring.Fill{AllocatableCPU: float64(n.spec.CPUMilli) / 1000, RequestedCPU: float64(n.spec.CPUMilli-cpu) / 1000,
+			AllocatableGPUs: float64(n.spec.GPUs), RequestedGPUs: float64(n.spec.GPUs - gpus)}
 		out[i] = extenderv1.HostPriority{Host: node.Name,
-			Score: scoring.ExtenderPriority(batch.Score(tp, n.hardware, scoring.Fill{}), extenderv1.MaxExtenderPriority)}
+			Score: scoring.ExtenderPriority(batch.Score(tp, n.hardware, fill), extenderv1.MaxExtenderPriority)}
 	}
 	return out, nil
 }
