@@ -60,8 +60,14 @@ func writeStatus(w io.Writer, st localapi.Status, now time.Time) error {
 		s.add("Profile", "%s (from %s)", st.Profile, st.Source)
 	}
 	addPower(&s, st, now)
-	addControl(&s, "CPU", "package", st.CPU, st.CPUMode, st.CPUCapReason)
-	addControl(&s, "GPU", "device", st.GPU, "", st.GPUCapReason)
+	cpuWhy, gpuWhy := st.CPUCapReason, st.GPUCapReason
+	if st.PowerState == joulie.PowerParked {
+		// The caps are restored for the park: why the controller chose
+		// them would read as if they were in force.
+		cpuWhy, gpuWhy = "", ""
+	}
+	addControl(&s, "CPU", "package", st.CPU, st.CPUMode, cpuWhy)
+	addControl(&s, "GPU", "device", st.GPU, "", gpuWhy)
 	if mp := st.MeasuredPower; mp != nil {
 		var parts []string
 		if mp.CPUPowerWatts != nil {
