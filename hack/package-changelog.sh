@@ -29,8 +29,12 @@ echo "    distributions: [stable]"
 echo "  changes:"
 git log --no-merges --max-count=30 --format='%h %s' "$range" |
 	while read -r sha subject; do
-		# Debian changelog lines stay under 80 columns.
-		[ "${#subject}" -le 72 ] || subject="${subject:0:69}..."
+		# Debian changelog lines stay under 80 columns. Cut at a space:
+		# a word cut short ("befor...") is a spelling error to lintian.
+		if [ "${#subject}" -gt 72 ]; then
+			subject="${subject:0:70}"
+			subject="${subject% *}..."
+		fi
 		echo "    - commit: $sha"
 		echo "      note: $(quote "$subject")"
 	done
