@@ -203,7 +203,7 @@ func TestDefaultArmsAreAllOfSims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sim.Arms(); !slices.Equal(o.arms, want) || len(want) != 9 {
+	if want := sim.Arms(); !slices.Equal(o.arms, want) || len(want) != 10 {
 		t.Errorf("default arms %v, want %v", o.arms, want)
 	}
 }
