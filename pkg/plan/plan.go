@@ -281,10 +281,21 @@ func assign(eligible []policy.Node, hp int, views map[string]hwview.View, loads 
 		return policy.Assign(eligible, hp)
 	}
 	demand := map[string]float64{}
-	for _, n := range eligible {
+	for i, n := range eligible {
 		l, ok := loads[n.Name]
 		if !ok {
+			if loads != nil {
+				eligible[i].Use = policy.UseEmpty // pods known, none on it
+			}
 			continue
+		}
+		switch {
+		case l.Performance != (powerest.Demand{}):
+			eligible[i].Use = policy.UsePerformance
+		case l.Standard != (powerest.Demand{}):
+			eligible[i].Use = policy.UseStandard
+		default:
+			eligible[i].Use = policy.UseEmpty
 		}
 		v := views[n.Name]
 		var share float64

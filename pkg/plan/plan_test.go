@@ -367,3 +367,24 @@ func TestUtilizationModelFeedsPSUStress(t *testing.T) {
 		t.Errorf("PSU stress %v from caps, %v from the model; want 100 and 13.8", static.PredictedPsuStressScore, modelled.PredictedPsuStressScore)
 	}
 }
+
+// With performanceSpread demand the planner reads what each node runs:
+// of four equal CPU nodes, the performance count of two goes to the node
+// running a performance pod and to the empty one, not to the nodes running
+// standard work, whose eco caps pay (and, by name, would come first).
+func TestDemandSpreadPutsPerformanceOnBusyPerformanceAndEmptyNodes(t *testing.T) {
+	nodes := []*corev1.Node{plantest.CPUNode("n0", nil), plantest.CPUNode("n1", nil), plantest.CPUNode("n2", nil), plantest.CPUNode("n3", nil)}
+	pods := []*corev1.Pod{
+		plantest.Requesting("std-0", "n0", "8", "", "", corev1.PodRunning),
+		plantest.Requesting("std-1", "n1", "8", "", "", corev1.PodRunning),
+		plantest.Requesting("perf", "n3", "8", "", joulie.WorkloadClassPerformance, corev1.PodRunning),
+	}
+	s := settings(PolicyStaticPartition) // half: two of four
+	s.Spread = policy.SpreadDemand
+	got := byName(Compute(Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods), Loads: PodLoads(pods)}, s))
+	for name, want := range map[string]joulie.Profile{"n0": "eco", "n1": "eco", "n2": "performance", "n3": "performance"} {
+		if got[name].Planned != want {
+			t.Errorf("%s planned %s, want %s", name, got[name].Planned, want)
+		}
+	}
+}

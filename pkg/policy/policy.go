@@ -27,6 +27,41 @@ type Node struct {
 	// Density is the node's normalized compute density; denser nodes
 	// supply performance first.
 	Density float64
+	// Use is what the node runs, which AssignByDemand orders the nodes of
+	// a family by; UseUnknown when its pods are not known.
+	Use Use
+}
+
+// Use is what a node runs, as the demand spread orders a family's nodes
+// for performance: equally dense nodes are interchangeable for the
+// count, but not for what their profile costs.
+type Use uint8
+
+const (
+	// UseUnknown: nothing said; ordered between empty and standard.
+	UseUnknown Use = iota
+	// UsePerformance: the node runs performance pods. It stays
+	// performance first, so they are not moved through draining.
+	UsePerformance
+	// UseEmpty: no workload pods. An eco cap on an idle node binds on no
+	// draw and buys nothing, while it turns away the next performance
+	// pod, which then waits for a flip or a boot.
+	UseEmpty
+	// UseStandard: standard pods only, where an eco cap pays: last.
+	UseStandard
+)
+
+// rank is u's place in a family's order for performance.
+func (u Use) rank() int {
+	switch u {
+	case UsePerformance:
+		return 0
+	case UseEmpty:
+		return 1
+	case UseStandard:
+		return 3
+	}
+	return 2
 }
 
 // Plan maps each node to the profile it should supply.
@@ -157,7 +192,9 @@ const (
 // family with the highest demand / (2 × nodes it has + 1), the
 // Sainte-Laguë rule, which makes each family's share of the count, floor
 // included, as nearly proportional to its demand as whole nodes allow.
-// Within a family, nodes go in density order. When no family has any
+// Within a family, nodes go in density order, then by Use (nodes running
+// performance pods, then empty ones, then those running standard work
+// only), then by name. When no family has any
 // demand the families' sizes stand in for it; a family with none gets
 // nothing beyond its floor until the families with demand are full, and
 // then the rest goes by density as in Assign.
@@ -167,7 +204,16 @@ const (
 // cap can save energy on standard work, while every family keeps its
 // densest node on performance.
 func AssignByDemand(nodes []Node, hpCount int, demand map[string]float64) Plan {
-	ordered := ByDensity(nodes)
+	ordered := slices.Clone(nodes)
+	slices.SortStableFunc(ordered, func(a, b Node) int {
+		switch {
+		case a.Density != b.Density:
+			return cmpDesc(a.Density, b.Density)
+		case a.Use.rank() != b.Use.rank():
+			return a.Use.rank() - b.Use.rank()
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	hpCount = clampInt(hpCount, 0, len(ordered))
 	plan := make(Plan, len(ordered))
 	var families []string
@@ -228,6 +274,13 @@ func AssignByDemand(nodes []Node, hpCount int, demand map[string]float64) Plan {
 		}
 	}
 	return plan
+}
+
+func cmpDesc(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 1
 }
 
 // RuleSwap is the debug policy rule_swap_v1: the phase of the wall clock

@@ -63,9 +63,9 @@ func TestQueueAwareIsMonotonicInPressure(t *testing.T) {
 
 func cluster() []Node {
 	return []Node{
-		{"cpu-a", "epyc-9654", 1.0}, {"cpu-b", "epyc-9654", 1.0},
-		{"h100-a", "h100", 9.0}, {"h100-b", "h100", 8.5}, {"h100-c", "h100", 8.5},
-		{"l40s-a", "l40s", 3.0},
+		{Name: "cpu-a", Family: "epyc-9654", Density: 1.0}, {Name: "cpu-b", Family: "epyc-9654", Density: 1.0},
+		{Name: "h100-a", Family: "h100", Density: 9.0}, {Name: "h100-b", Family: "h100", Density: 8.5}, {Name: "h100-c", Family: "h100", Density: 8.5},
+		{Name: "l40s-a", Family: "l40s", Density: 3.0},
 	}
 }
 
@@ -188,10 +188,10 @@ func TestAssignByDemandSharesTheCountByFamilyDemand(t *testing.T) {
 func TestAssignByDemandLetsEcoReachGPUNodes(t *testing.T) {
 	var nodes []Node
 	for i := range 100 {
-		nodes = append(nodes, Node{fmt.Sprintf("cpu-%03d", i), "cpu:amd-epyc-9654", 50})
+		nodes = append(nodes, Node{Name: fmt.Sprintf("cpu-%03d", i), Family: "cpu:amd-epyc-9654", Density: 50})
 	}
 	for i := range 25 {
-		nodes = append(nodes, Node{fmt.Sprintf("gpu-%03d", i), "gpu:nvidia-h100-sxm", 100})
+		nodes = append(nodes, Node{Name: fmt.Sprintf("gpu-%03d", i), Family: "gpu:nvidia-h100-sxm", Density: 100})
 	}
 	count := func(p Plan, prefix string) int {
 		n := 0
@@ -213,5 +213,40 @@ func TestAssignByDemandLetsEcoReachGPUNodes(t *testing.T) {
 	shuffled := append(slices.Clone(nodes[60:]), nodes[:60]...)
 	if !maps.Equal(p, AssignByDemand(shuffled, 60, map[string]float64{"cpu:amd-epyc-9654": 30, "gpu:nvidia-h100-sxm": 10})) {
 		t.Errorf("input order changes the plan")
+	}
+}
+
+// Within a family the demand spread puts on performance the nodes running
+// performance pods first, then empty ones, and the nodes running standard
+// work only last, where an eco cap pays; without use, the order is the
+// seeds' (density, then name).
+func TestAssignByDemandPrefersPerformanceThenEmptyNodes(t *testing.T) {
+	nodes := []Node{
+		{Name: "a", Family: "f", Density: 1, Use: UseStandard},
+		{Name: "b", Family: "f", Density: 1, Use: UseEmpty},
+		{Name: "c", Family: "f", Density: 1, Use: UsePerformance},
+		{Name: "d", Family: "f", Density: 1},
+		{Name: "e", Family: "f", Density: 1, Use: UseStandard},
+	}
+	perf := func(p Plan) []string {
+		var out []string
+		for _, n := range []string{"a", "b", "c", "d", "e"} {
+			if p[n] == joulie.ProfilePerformance {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	demand := map[string]float64{"f": 1}
+	for count, want := range map[int][]string{1: {"c"}, 2: {"b", "c"}, 3: {"b", "c", "d"}, 4: {"a", "b", "c", "d"}} {
+		if got := perf(AssignByDemand(nodes, count, demand)); !slices.Equal(got, want) {
+			t.Errorf("count %d: performance %v, want %v", count, got, want)
+		}
+	}
+	for i := range nodes {
+		nodes[i].Use = UseUnknown
+	}
+	if got := perf(AssignByDemand(nodes, 2, demand)); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("without use: performance %v, want [a b] (name order)", got)
 	}
 }
