@@ -25,7 +25,7 @@ func gpuFill(requestedCPU, requestedGPUs float64) Fill {
 
 // The fill term, case by case. The fill is what the node would have
 // reserved with the pod on it; GPUs weigh GPUFillWeight (5) against
-// CPU's 1 and count only for a pod that asks for them.
+// CPU's 1, and a pod that asks for none fills none of them.
 func TestPackFill(t *testing.T) {
 	cpu8 := powerest.Demand{CPUCores: 8}
 	gpuPod := powerest.Demand{CPUCores: 16, GPUs: 2}
@@ -48,8 +48,8 @@ func TestPackFill(t *testing.T) {
 		{"GPU pod on a GPU node", gpuPod, gpuFill(16, 2), 25, 50, true, true, (25.0 + 50*5) / 6},
 		// CPU 24/64 = 37.5, GPUs none: (37.5 + 0) / 6.
 		{"GPU pod on a CPU node", gpuPod, cpuFill(8), 37.5, 0, true, true, 37.5 / 6},
-		// A CPU pod fills a GPU node by its CPUs alone.
-		{"CPU pod on a GPU node", cpu8, gpuFill(24, 6), 25, 0, false, true, 25},
+		// A CPU pod fills none of a GPU node's GPUs: (25 + 0) / 6.
+		{"CPU pod on a GPU node", cpu8, gpuFill(24, 6), 25, 0, true, true, 25.0 / 6},
 		{"node without allocatable", cpu8, Fill{}, 0, 0, false, false, NeutralScore},
 		{"GPU pod, node without allocatable", gpuPod, Fill{RequestedCPU: 4}, 0, 0, false, false, NeutralScore},
 		{"GPUs but no CPU allocatable, CPU pod", cpu8, Fill{AllocatableGPUs: 8}, 0, 0, false, false, NeutralScore},
@@ -103,11 +103,12 @@ func TestPackPrefersTheFullerNode(t *testing.T) {
 	}
 }
 
-// A performance pod is scored by the design's headroom formula in pack
-// mode too, term for term: it goes where the power headroom is, however
-// full the node.
-func TestPackKeepsHeadroomForPerformancePods(t *testing.T) {
+// In pack-standard mode a performance pod is scored by the design's
+// headroom formula, term for term: it goes where the power headroom is,
+// however full the node.
+func TestPackStandardKeepsHeadroomForPerformancePods(t *testing.T) {
 	pack, headroom := packParams(), designParams()
+	pack.Mode = ModePackStandard
 	pod := Pod{Performance: true, Demand: powerest.Demand{CPUCores: 8}}
 	busy := measured(joulie.ClassPerformance, 1000, 800, 20, 30)
 	idle := measured(joulie.ClassPerformance, 1000, 100, 20, -30)
@@ -116,7 +117,7 @@ func TestPackKeepsHeadroomForPerformancePods(t *testing.T) {
 			got := pack.Explain(pod, Cluster{PerfPressure: 40, TrendWPerMin: 100}, tw, cpuNode, f, now)
 			want := headroom.Explain(pod, Cluster{PerfPressure: 40, TrendWPerMin: 100}, tw, cpuNode, f, now)
 			if got != want || got.Formula != ModeHeadroom {
-				t.Errorf("twin %+v, fill %+v:\npack mode     %+v\nheadroom mode %+v", tw, f, got, want)
+				t.Errorf("twin %+v, fill %+v:\npack-standard %+v\nheadroom mode %+v", tw, f, got, want)
 			}
 		}
 	}
@@ -124,6 +125,46 @@ func TestPackKeepsHeadroomForPerformancePods(t *testing.T) {
 	empty := pack.Score(pod, Cluster{}, idle, cpuNode, cpuFill(4), now)
 	if !(empty > full) {
 		t.Errorf("performance pod: busy, fuller node %v, idle emptier node %v; want the idle one higher", full, empty)
+	}
+}
+
+// In pack mode a performance pod packs too, onto the fullest performance
+// node that fits it: spread by headroom, performance pods kept every GPU
+// node of the benchmark busy, so none could be parked. It gets neither the
+// eco bonus nor the pressure relief, which steer standard pods.
+func TestPackPacksPerformancePods(t *testing.T) {
+	p := packParams()
+	pod := Pod{Performance: true, Demand: powerest.Demand{CPUCores: 8}}
+	busy := measured(joulie.ClassPerformance, 1000, 800, 20, 30)
+	idle := measured(joulie.ClassPerformance, 1000, 100, 20, -30)
+	full := p.Explain(pod, Cluster{PerfPressure: 40}, busy, cpuNode, cpuFill(48), now)
+	empty := p.Explain(pod, Cluster{PerfPressure: 40}, idle, cpuNode, cpuFill(4), now)
+	if !(full.Total > empty.Total) || full.Formula != ModePack {
+		t.Errorf("performance pod: fuller node %+v\nemptier node %+v\nwant the fuller one higher, by the pack formula", full, empty)
+	}
+	if full.PressureRelief != 0 || full.ProfileBonus != 0 {
+		t.Errorf("performance pod got the standard pods' terms: %+v", full)
+	}
+}
+
+// In pack mode a pod that asks for no GPUs counts a GPU node's GPUs as a
+// resource it fills nothing of: it takes the spare cores of a GPU node only
+// when no CPU node is nearly as full, so GPU nodes empty and can be
+// parked. pack-standard leaves the GPUs out, as kube-scheduler does.
+func TestPackKeepsCPUPodsOffGPUNodes(t *testing.T) {
+	p := packParams()
+	eco := measured(joulie.ClassEco, 1000, 500, 20, 0)
+	std := Pod{Demand: powerest.Demand{CPUCores: 8}}
+	onGPU := p.Explain(std, Cluster{}, eco, cpuNode, Fill{AllocatableCPU: 64, RequestedCPU: 48, AllocatableGPUs: 8, RequestedGPUs: 2}, now)
+	onCPU := p.Explain(std, Cluster{}, eco, cpuNode, cpuFill(8), now)
+	if !(onCPU.Total > onGPU.Total) || !onGPU.GPUCounted || onGPU.GPUFill != 0 || onGPU.Fill != 87.5/6 {
+		t.Errorf("CPU pod: on a GPU node with 87.5%% of its cores taken %+v\non a CPU node with 25%% %+v\nwant the CPU node higher, the GPUs counted as filled 0", onGPU, onCPU)
+	}
+	p.Mode = ModePackStandard
+	onGPU = p.Explain(std, Cluster{}, eco, cpuNode, Fill{AllocatableCPU: 64, RequestedCPU: 48, AllocatableGPUs: 8, RequestedGPUs: 2}, now)
+	onCPU = p.Explain(std, Cluster{}, eco, cpuNode, cpuFill(8), now)
+	if !(onGPU.Total > onCPU.Total) || onGPU.GPUCounted {
+		t.Errorf("pack-standard, CPU pod: on the GPU node %+v\non the CPU node %+v\nwant the fuller GPU node higher, GPUs left out", onGPU, onCPU)
 	}
 }
 
@@ -151,7 +192,7 @@ func TestPackNeutralWithoutAFreshTwin(t *testing.T) {
 }
 
 func TestMode(t *testing.T) {
-	for _, s := range []string{"pack", "headroom"} {
+	for _, s := range []string{"pack", "pack-standard", "headroom"} {
 		var m Mode
 		if err := m.UnmarshalText([]byte(s)); err != nil || string(m) != s {
 			t.Errorf("UnmarshalText(%q) = %q, %v", s, m, err)
@@ -165,7 +206,8 @@ func TestMode(t *testing.T) {
 	}
 	var m Mode
 	err := m.UnmarshalText([]byte("binpack"))
-	if err == nil || err.Error() != `unknown scoring mode "binpack": use pack (standard pods fill the fullest node that fits them) or headroom (the design's power-headroom formula for every pod)` {
+	if err == nil || err.Error() != `unknown scoring mode "binpack": use pack (every pod fills the fullest node that fits it), `+
+		`pack-standard (standard pods pack, performance pods by power headroom) or headroom (the design's power-headroom formula for every pod)` {
 		t.Errorf("error %v", err)
 	}
 	if text, _ := Mode("").MarshalText(); string(text) != "pack" {

@@ -48,15 +48,24 @@ const (
 // GPUs are equally full.
 const GPUFillWeight = 5
 
-// Mode names the formula standard pods are scored by; performance pods
-// are scored by the design's headroom formula in every mode.
+// Mode names the formula pods are scored by.
 type Mode string
 
 const (
-	// ModePack, the default: a standard pod prefers the node it fills
-	// best, so that work packs onto few nodes and the rest can idle, be
-	// capped or be switched off. The zero Mode scores as ModePack.
+	// ModePack, the default: every pod prefers the node it fills best
+	// among those the filter lets it use (a performance pod, the
+	// performance nodes), so that work packs onto few nodes and the rest
+	// can idle, be capped or be switched off; and a pod that asks for no
+	// GPUs keeps off GPU nodes while a node without GPUs takes it, so
+	// GPU nodes empty and can be parked (GPUs idle at several times a
+	// CPU server's draw). The zero Mode scores as ModePack.
 	ModePack Mode = "pack"
+	// ModePackStandard packs standard pods as ModePack does, and scores
+	// performance pods by the design's headroom formula, which spreads
+	// them over the performance nodes. Measured on the energy benchmark's
+	// tuning seeds, the spread keeps nearly every GPU node busy, so none
+	// can be parked: kept for comparison.
+	ModePackStandard Mode = "pack-standard"
 	// ModeHeadroom is the scheduler-extender design's formula for every
 	// pod: projected power headroom, cooling and power trend.
 	ModeHeadroom Mode = "headroom"
@@ -65,11 +74,12 @@ const (
 // UnmarshalText accepts the modes' names.
 func (m *Mode) UnmarshalText(text []byte) error {
 	switch v := Mode(text); v {
-	case ModePack, ModeHeadroom:
+	case ModePack, ModePackStandard, ModeHeadroom:
 		*m = v
 		return nil
 	}
-	return fmt.Errorf("unknown scoring mode %q: use pack (standard pods fill the fullest node that fits them) or headroom (the design's power-headroom formula for every pod)", text)
+	return fmt.Errorf("unknown scoring mode %q: use pack (every pod fills the fullest node that fits it), "+
+		"pack-standard (standard pods pack, performance pods by power headroom) or headroom (the design's power-headroom formula for every pod)", text)
 }
 
 // MarshalText writes the mode's name; the zero Mode is pack.
@@ -78,6 +88,17 @@ func (m Mode) MarshalText() ([]byte, error) {
 		m = ModePack
 	}
 	return []byte(m), nil
+}
+
+// packs reports whether mode m scores pod by the fill.
+func (m Mode) packs(pod Pod) bool {
+	switch m {
+	case ModeHeadroom:
+		return false
+	case ModePackStandard:
+		return !pod.Performance
+	}
+	return true
 }
 
 // Twin is the part of a NodeTwin's status the extender uses. Scores run
@@ -156,7 +177,7 @@ func (f Fill) Known() bool { return f.AllocatableCPU > 0 || f.AllocatableGPUs > 
 
 // Params are the operator's settings that shape the score.
 type Params struct {
-	// Mode is the formula for standard pods (SCORING_MODE).
+	// Mode is the scoring formula (SCORING_MODE).
 	Mode         Mode
 	Coefficients powerest.Coefficients
 	// FacilityMetrics turns on PUE weighting of marginal power
@@ -319,6 +340,7 @@ type Batch struct {
 	p          *Params
 	pod        Pod
 	pack       bool      // the pod is scored by the pack formula
+	avoidGPUs  bool      // a pod without GPUs fills none of a GPU node's
 	cutoff     time.Time // twins last updated before it are stale
 	trendScale float64
 	relief     float64 // for a standard pod on a performance node
@@ -330,7 +352,8 @@ func (p *Params) Batch(pod Pod, c Cluster, now time.Time) Batch {
 	return Batch{
 		p:          p,
 		pod:        pod,
-		pack:       !pod.Performance && p.Mode != ModeHeadroom,
+		pack:       p.Mode.packs(pod),
+		avoidGPUs:  p.Mode != ModePackStandard,
 		cutoff:     now.Add(-p.StalenessThreshold),
 		trendScale: TrendScale(c.TrendWPerMin),
 		relief:     -clamp(c.PerfPressure, 0, 100) * pressureWeight,
@@ -405,10 +428,14 @@ func (b *Batch) explain(twin *Twin, hw powerest.Node, fill Fill, r *Breakdown) {
 // MostAllocated strategy: each resource's share of the node's allocatable
 // reserved once the pod is placed (capped at 100), weighted. CPU counts on
 // every node that has some, also for a pod that requests none, so that such
-// a pod still goes to the fullest node; GPUs count only for a pod that
-// requests them, as MostAllocated leaves out extended resources a pod does
-// not request. A GPU pod on a node without GPUs (which kube-scheduler's
-// own fit check turns away) counts as filling none.
+// a pod still goes to the fullest node. GPUs count for a pod that requests
+// them; for a pod that requests none, ModePack counts a GPU node's GPUs as
+// a resource the pod fills nothing of, at GPUFillWeight, so a CPU-only pod
+// takes a GPU node's spare cores only when no CPU node fills as well by
+// more than about five times (kube-scheduler's MostAllocated leaves such
+// a resource out, and ModePackStandard does too). A GPU pod on a node
+// without GPUs (which kube-scheduler's own fit check turns away) counts as
+// filling none.
 func (b *Batch) fill(f Fill, r *Breakdown) {
 	if !f.Known() {
 		r.Fill = NeutralScore
@@ -428,6 +455,10 @@ func (b *Batch) fill(f Fill, r *Breakdown) {
 			r.GPUFill = reserved(f.RequestedGPUs+d.GPUs, f.AllocatableGPUs)
 		}
 		sum += r.GPUFill * GPUFillWeight
+		weights += GPUFillWeight
+	} else if b.avoidGPUs && f.AllocatableGPUs > 0 && f.AllocatableCPU > 0 {
+		// Kept for GPU work: the pod's share of the GPUs is 0.
+		r.GPUCounted = true
 		weights += GPUFillWeight
 	}
 	if weights == 0 {

@@ -89,7 +89,7 @@ var table = settings.New(settings.Table[Config]{
 			Ref: func(c *Config) any { return &c.Addr }},
 		{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty uses the in-cluster service account", DefaultText: "in-cluster",
 			Ref: func(c *Config) any { return &c.Kubeconfig }},
-		{Path: "scoringMode", Env: []string{"SCORING_MODE"}, Usage: "pack: standard pods fill the fullest node that fits them; headroom: the design's power-headroom formula for every pod (performance pods use it in both)",
+		{Path: "scoringMode", Env: []string{"SCORING_MODE"}, Usage: "pack: every pod fills the fullest node that fits it, pods without GPUs off GPU nodes; pack-standard: standard pods pack, performance pods by power headroom; headroom: the design's power-headroom formula for every pod",
 			Ref: func(c *Config) any { return &c.ScoringMode }},
 		{Path: "twinStalenessThreshold", Env: []string{"TWIN_STALENESS_THRESHOLD"}, Usage: "age beyond which a NodeTwin scores a neutral 50",
 			Ref: func(c *Config) any { return &c.StalenessThreshold }},

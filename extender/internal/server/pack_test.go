@@ -38,7 +38,9 @@ func packSnapshot() *state.Snapshot {
 var packNodes = []string{"eco-full", "eco-empty", "perf-busy", "perf-idle"}
 
 // In pack mode, the default, a standard pod goes to the fullest node and
-// a performance pod to the one with power headroom.
+// so does a performance pod, among the performance nodes; in
+// pack-standard mode the performance pod goes to the one with power
+// headroom.
 func TestPrioritizePacksStandardPods(t *testing.T) {
 	ts := newTestServer(t, defaultOptions(), packSnapshot())
 	got := priorities(t, post(t, ts.Handler(), "/prioritize", marshal(t, byName(pod(""), packNodes))))
@@ -59,10 +61,19 @@ func TestPrioritizePacksStandardPods(t *testing.T) {
 		}
 	}
 	perf := priorities(t, post(t, ts.Handler(), "/prioritize", marshal(t, byName(pod("performance"), []string{"perf-busy", "perf-idle"}))))
+	// No pressure term for a performance pod: 61.25 + 12 = 73.25 → 7, and
+	// 13.125 + 12 = 25.1 → 3.
+	if perf["perf-busy"] != 7 || perf["perf-idle"] != 3 {
+		t.Errorf("pack mode, performance pod: %v, want perf-busy 7 and perf-idle 3", perf)
+	}
+	opts := defaultOptions()
+	opts.Params.Mode = scoring.ModePackStandard
+	ts = newTestServer(t, opts, packSnapshot())
+	perf = priorities(t, post(t, ts.Handler(), "/prioritize", marshal(t, byName(pod("performance"), []string{"perf-busy", "perf-idle"}))))
 	// The pod adds 50 W: (1000 − 850) / 10 × 0.7 + 12 = 22.5 → 2, and
 	// (1000 − 150) / 10 × 0.7 + 12 = 71.5 → 7.
 	if perf["perf-busy"] != 2 || perf["perf-idle"] != 7 {
-		t.Errorf("performance pod: %v, want perf-busy 2 and perf-idle 7", perf)
+		t.Errorf("pack-standard mode, performance pod: %v, want perf-busy 2 and perf-idle 7", perf)
 	}
 
 	// In headroom mode the standard pod sees equal eco nodes, and prefers
@@ -125,8 +136,8 @@ func TestDebugScoringExplainsEachTerm(t *testing.T) {
 		if b != std {
 			t.Errorf("perf-busy, standard pod:\n%+v\nwant\n%+v", n.Standard, std)
 		}
-		if p := n.Performance; p.Formula != scoring.ModeHeadroom || p.MarginalW != 50 || p.Headroom != 15 || p.Total != 22.5 {
-			t.Errorf("perf-busy, performance pod: %+v, want the headroom formula: 50 W, headroom 15, 22.5", p)
+		if p := n.Performance; p.Formula != scoring.ModePack || p.Fill != 87.5 || p.PressureRelief != 0 || math.Abs(p.Total-73.25) > 1e-9 {
+			t.Errorf("perf-busy, performance pod: %+v, want the pack formula: fill 87.5, no pressure term, 73.25", p)
 		}
 	}
 	if seen != 1 {
