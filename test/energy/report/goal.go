@@ -100,10 +100,18 @@ func GoalOf(l *Level, arm sim.Arm) Goal {
 		}
 		return n
 	}
+	inWindow := func(a sim.Arm) int {
+		n := 0
+		for _, seed := range l.Seeds {
+			n += l.Run(a, seed).PerfBootWaitsInWindow
+		}
+		return n
+	}
 	const noWait = "no performance pod waiting for a boot"
 	if l.Has(arm) {
 		n := waits(arm)
-		g.Checks = append(g.Checks, Check{What: noWait, Run: true, Met: n == 0, Value: fmt.Sprintf("%d over %s", n, plural(len(l.Seeds), "seed"))})
+		g.Checks = append(g.Checks, Check{What: noWait, Run: true, Met: n == 0, Value: fmt.Sprintf("%d over %s, %d of them arriving in the steady-state window",
+			n, plural(len(l.Seeds), "seed"), inWindow(arm))})
 	} else {
 		g.Checks = append(g.Checks, notRun(noWait))
 	}

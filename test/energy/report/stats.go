@@ -81,9 +81,10 @@ type Run struct {
 	JCT, Wait, BootWait map[string]Quantiles
 
 	PerfOnEcoOrDraining int
-	// PerfBootWaits counts performance pods that waited for a boot.
-	PerfBootWaits    int
-	Boots, Shutdowns int
+	// PerfBootWaits counts performance pods that waited for a boot;
+	// PerfBootWaitsInWindow those that arrived inside Window.
+	PerfBootWaits, PerfBootWaitsInWindow int
+	Boots, Shutdowns                     int
 	// Makespan is the latest completion less the first arrival.
 	Makespan time.Duration
 
@@ -498,7 +499,7 @@ func computeRun(r *sim.Result, drain time.Duration, refJCT map[string]time.Durat
 			Booting: r.EnergyParts.Booting / joulesPerKWh, Off: r.EnergyParts.Off / joulesPerKWh,
 		},
 		CoreHours: r.CoreHours, GPUHours: r.GPUHours, AllocCPU: r.AllocCPU, AllocGPU: r.AllocGPU,
-		PerfOnEcoOrDraining: r.PerfOnEcoOrDraining, PerfBootWaits: r.PerfBootWaits, Boots: r.Boots, Shutdowns: r.Shutdowns,
+		PerfOnEcoOrDraining: r.PerfOnEcoOrDraining, PerfBootWaits: r.PerfBootWaits, PerfBootWaitsInWindow: r.PerfBootWaitsInWindow, Boots: r.Boots, Shutdowns: r.Shutdowns,
 		SeedMethod: r.SeedMethod,
 		Stretch:    map[string]Quantiles{}, JCT: map[string]Quantiles{}, Wait: map[string]Quantiles{}, BootWait: map[string]Quantiles{},
 		stretch: map[string][]float64{},

@@ -181,6 +181,9 @@ func (s *simulation) result() Result {
 		}
 		if j.perfPod && j.bootWait > 0 {
 			r.PerfBootWaits++
+			if a := j.job.Arrival; a >= r.Window.Start && a < r.Window.End {
+				r.PerfBootWaitsInWindow++
+			}
 		}
 		r.Jobs = append(r.Jobs, JobResult{ID: j.job.ID, Class: string(j.job.Class), Boundness: string(j.job.Boundness),
 			GPUs: j.job.GPUs, CPUMilli: j.job.CPUMilli, Work: j.job.Work, Arrival: j.job.Arrival, Start: j.start, End: j.end,

@@ -50,6 +50,13 @@ func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
 	if r.PerfBootWaits != 1 {
 		t.Errorf("%d performance pods waited for a boot, want 1", r.PerfBootWaits)
 	}
+	// Counted in the window only when burst-2 arrived inside it.
+	for _, w := range []Window{{Start: 5 * time.Hour, End: 7 * time.Hour}, {Start: 0, End: 5 * time.Hour}} {
+		rw := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Window: w})
+		if want := map[bool]int{true: 1, false: 0}[w.Start > 0]; rw.PerfBootWaitsInWindow != want {
+			t.Errorf("window %v: %d performance boot waits arrived in it, want %d", w, rw.PerfBootWaitsInWindow, want)
+		}
+	}
 	// Parked: one node at 10 min; after first and second end (3 h, 3 h 10)
 	// one of their nodes is parked again; after the burst and busy end,
 	// all but the reserve.

@@ -91,8 +91,11 @@ type Result struct {
 	// PerfOnEcoOrDraining counts performance pods placed on an eco or
 	// draining node (must be 0).
 	PerfOnEcoOrDraining int
-	// PerfBootWaits counts performance pods that waited for a boot.
-	PerfBootWaits int
+	// PerfBootWaits counts performance pods that waited for a boot;
+	// PerfBootWaitsInWindow those of them that arrived inside Window (the
+	// others arrived in the warm-up, which starts with every node awake
+	// and no arrival history, or in the tail).
+	PerfBootWaits, PerfBootWaitsInWindow int
 	// Boots and Shutdowns count node power-state changes over the run.
 	Boots, Shutdowns int
 	// Makespan is the latest completion less the first arrival.
