@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/test/energy/physics"
@@ -89,6 +90,16 @@ type Config struct {
 	// Log receives the fleet's own log lines (default: discarded). The
 	// agents log to files under Dir/logs.
 	Log io.Writer
+	// ParkablePool labels every pool node joulie.io/parkable=true, so
+	// that a controller with parking on may switch it off through the
+	// HTTP contract. Daemon nodes are never labelled, and their agents
+	// run with parking.allowPowerOff false: they are the host path, and
+	// a park there would ask this machine's logind to power it off.
+	ParkablePool bool
+	// BootTime is how long a switched-off node takes from a magic packet
+	// to Ready (default: the physics' boot time of a CPU node, 151 s,
+	// which a short demo compresses).
+	BootTime time.Duration
 }
 
 // Snapshot is the fleet at its last tick.
@@ -120,9 +131,17 @@ type NodeState struct {
 	// GPU figure is the mean over the node's GPUs, 100 without GPUs).
 	CPUCapPct, GPUCapPct float64
 	GPUs                 int
-	// Watts is the node's draw from the physics.
+	// Watts is the node's draw from the physics: the BMC's standby draw
+	// while the host is off, the boot's average draw while it boots.
 	Watts                   float64
 	RunningPerf, RunningStd int
+	// PowerState is the controller's (NodePowerProfile spec.powerState:
+	// awake, parking, parked, waking, wake-failed; "" before it wrote
+	// one). Host is the machine's: HostOn, HostOff or HostBooting, with
+	// BootPct of the boot done. MAC is the address that wakes it.
+	PowerState, Host string
+	BootPct          float64
+	MAC              string
 }
 
 // PodRecord is one pod the fleet ran.
@@ -155,6 +174,8 @@ type Fleet struct {
 	sockDir     string   // a short directory for sockets, removed by Stop
 	srv         *http.Server
 	simURL      string
+	wolConn     net.PacketConn
+	ready       *readiness
 	agents      []*agent
 	pods        *lifecycle
 
@@ -188,8 +209,14 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	f := &Fleet{
-		cfg: c, log: slog.New(slog.NewTextHandler(c.Log, nil)), sim: newSim(c.Model, time.Now()),
+		cfg: c, log: slog.New(slog.NewTextHandler(c.Log, nil)), sim: newSim(c.Model, c.BootTime, time.Now()),
 		kube: kube, jc: jc, cancel: cancel,
+	}
+	f.ready = &readiness{f: f, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	f.sim.changed = f.ready.queue.Add
+	if _, err := f.listenWakeOnLAN(); err != nil {
+		cancel()
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -240,14 +267,18 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 		}
 	}()
 
-	f.pods = newLifecycle(f.kube, f.sim, f.log)
+	f.pods = newLifecycle(f.kube, f.jc, f.sim, f.log)
 	if err := f.pods.start(runCtx, c.NodePrefix); err != nil {
 		return nil, err
 	}
-	f.wg.Add(2)
+	f.wg.Add(3)
 	go func() {
 		defer f.wg.Done()
 		f.tick(runCtx)
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.ready.run(runCtx)
 	}()
 	go func() {
 		defer f.wg.Done()
@@ -296,6 +327,9 @@ func (c *Config) defaults() error {
 	}
 	if c.AgentInterval == 0 {
 		c.AgentInterval = time.Second
+	}
+	if c.BootTime == 0 {
+		c.BootTime = c.Model.Power.BootTime(false)
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -411,6 +445,10 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		if f.srv != nil {
 			errs = append(errs, f.srv.Close())
 		}
+		if f.wolConn != nil {
+			errs = append(errs, f.wolConn.Close())
+		}
+		f.ready.queue.ShutDown()
 		f.wg.Wait()
 		if f.pods != nil {
 			f.pods.wait()
