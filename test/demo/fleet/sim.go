@@ -37,8 +37,8 @@ type sim struct {
 }
 
 type simNode struct {
-	name string
-	fam  *Family
+	name     string
+	fam      *Family
 	hostTree *hostTree // nil for a pool node
 
 	profile  string
