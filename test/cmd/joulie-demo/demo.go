@@ -77,7 +77,11 @@ func (d *demo) run(ctx context.Context) (err error) {
 			return err
 		}
 		d.say("starting etcd, kube-apiserver 1.37 and installing the chart %s (CRDs, RBAC, admission policy)", chart)
-		if d.cluster, err = startCluster(setupCtx, d.work, bins, helm, chart); err != nil {
+		var extra []report.Setting
+		if o.parking {
+			extra = parkingValues(o.bootTime)
+		}
+		if d.cluster, err = startCluster(setupCtx, d.work, bins, helm, chart, extra); err != nil {
 			return err
 		}
 		defer func() {
@@ -113,6 +117,10 @@ func (d *demo) run(ctx context.Context) (err error) {
 		Dir:         filepath.Join(d.work, "fleet"),
 		Tick:        o.step,
 		Log:         io.Discard,
+		// Parkable only where Joulie's controller runs here: on a
+		// cluster of the user's, parking is the operator's choice.
+		ParkablePool: o.parking && o.kubeconfig == "",
+		BootTime:     o.bootTime,
 	})
 	if err != nil {
 		return err
@@ -137,7 +145,8 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	d.settings = append(d.settings, report.Setting{Component: "joulie-demo", Name: "--duration", Value: o.duration.String()},
-		report.Setting{Component: "joulie-demo", Name: "--step", Value: o.step.String()})
+		report.Setting{Component: "joulie-demo", Name: "--step", Value: o.step.String()},
+		report.Setting{Component: "joulie-demo", Name: "--boot-time", Value: o.bootTime.String()})
 	if d.cluster != nil {
 		d.settings = append(d.cluster.settings, d.settings...)
 	}
@@ -188,6 +197,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 		if err := d.cluster.withoutJoulie(offCtx); err != nil {
 			return err
 		}
+		// Every node runs the comparison: the parked ones are switched
+		// on, as an operator would without Joulie.
+		d.fleet.WakeAll()
 		if err := d.waitUncapped(ctx); err != nil {
 			return err
 		}
@@ -354,13 +366,14 @@ func (d *demo) controllerLog() string {
 	return d.cluster.controller.log
 }
 
-// waitUncapped waits until every agent has lifted its caps.
+// waitUncapped waits until every agent has lifted its caps and every
+// node is on.
 func (d *demo) waitUncapped(ctx context.Context) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		capped := 0
 		for _, n := range d.fleet.Snapshot().Nodes {
-			if n.CPUCapPct < 100 || n.GPUCapPct < 100 {
+			if n.CPUCapPct < 100 || n.GPUCapPct < 100 || n.Host != fleet.HostOn {
 				capped++
 			}
 		}
@@ -368,7 +381,7 @@ func (d *demo) waitUncapped(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d nodes still capped 2 minutes after Joulie was turned off", capped)
+			return fmt.Errorf("%d nodes still capped or not on 2 minutes after Joulie was turned off", capped)
 		}
 		select {
 		case <-ctx.Done():
@@ -387,6 +400,7 @@ func observation(s fleet.Snapshot, ns string, submitted int) report.Observation 
 			Name: n.Name, Family: n.Family, Path: n.Path, Profile: n.Profile, Draining: n.Draining,
 			CPUCapPct: n.CPUCapPct, GPUCapPct: n.GPUCapPct, Watts: n.Watts,
 			RunningPerf: n.RunningPerf, RunningStd: n.RunningStd,
+			PowerState: n.PowerState, Host: n.Host, BootPct: n.BootPct,
 		})
 	}
 	started := 0
