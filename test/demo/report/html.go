@@ -22,7 +22,7 @@ const (
 		` <span class="parking">&#9632; parking</span> <span class="parked">&#9632; parked (off)</span> <span class="waking">&#9632; waking</span>` +
 		` <span class="booting">&#9632; booting</span> <span class="wake-failed">&#9632; wake-failed</span>`
 	statesLegend = `one line per power state; awake counts the nodes that are on, whatever their profile`
-	classLegend   = `<span class="perfpods">&#9632; performance pods</span> <span class="stdpods">&#9632; standard pods</span>`
+	classLegend  = `<span class="perfpods">&#9632; performance pods</span> <span class="stdpods">&#9632; standard pods</span>`
 )
 
 type runView struct {
