@@ -49,13 +49,13 @@ var demoValues = []report.Setting{
 }
 
 // parkingValues turn parking on for the demo's parkable nodes (the pool
-// nodes the fleet labels), on the demo's clock: a node empty for 20 s is
+// nodes the fleet labels), on the demo's clock: a node empty for 10 s is
 // parked, and the controller expects a boot to take the fleet's boot
 // time. The reserve keeps the chart's floor of one idle node per family.
 func parkingValues(boot time.Duration) []report.Setting {
 	return []report.Setting{
 		{Component: "chart", Name: "controller.parking.enabled", Value: "true"},
-		{Component: "chart", Name: "controller.parking.settleTime", Value: "20s"},
+		{Component: "chart", Name: "controller.parking.settleTime", Value: "10s"},
 		{Component: "chart", Name: "controller.parking.grace", Value: "3s"},
 		{Component: "chart", Name: "controller.parking.bootTime", Value: boot.String()},
 		// Three boots before a wake is tried again: a slow boot on a

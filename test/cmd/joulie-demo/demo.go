@@ -182,6 +182,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.waitSteady(ctx); err != nil {
 		return err
 	}
+	if o.parking && d.cluster != nil {
+		d.waitParked(ctx)
+	}
 	r, err := d.runOnce(ctx, report.RunJoulie, namespaceJoulie)
 	if r.Name != "" { // a run that started is reported even if it failed
 		rep.Runs = append(rep.Runs, r)
@@ -357,6 +360,44 @@ func (d *demo) waitSteady(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// waitParked lets the idle cluster park what it parks before work
+// arrives, as a cluster idle overnight has by morning: until some node
+// is switched off and no park is in flight for parkedFor, or parkLimit
+// has passed (the reserve may keep every node awake; the run then starts
+// with none parked, and the report shows it).
+func (d *demo) waitParked(ctx context.Context) {
+	const parkedFor, parkLimit = 3 * time.Second, 45 * time.Second
+	d.say("waiting for the idle cluster to park its idle nodes (nodes empty for the settle time, beyond each family's reserve)")
+	deadline := time.Now().Add(parkLimit)
+	var quiet time.Time
+	for time.Now().Before(deadline) {
+		off, moving := 0, 0
+		for _, n := range d.fleet.Snapshot().Nodes {
+			switch {
+			case n.PowerState == report.StateParked && n.Host == fleet.HostOff:
+				off++
+			case n.PowerState != "" && n.PowerState != report.StateAwake, n.Host != fleet.HostOn:
+				moving++
+			}
+		}
+		switch {
+		case off == 0 || moving > 0:
+			quiet = time.Time{}
+		case quiet.IsZero():
+			quiet = time.Now()
+		case time.Since(quiet) >= parkedFor:
+			d.say("%d nodes parked before the workload", off)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	d.say("no park settled within %s; the workload starts now", parkLimit)
 }
 
 func (d *demo) controllerLog() string {
