@@ -100,6 +100,13 @@ type Config struct {
 	// to Ready (default: the physics' boot time of a CPU node, 151 s,
 	// which a short demo compresses).
 	BootTime time.Duration
+	// BMCNodes of the parkable pool nodes (the first ones) get a BMC:
+	// an ipmi_sim on loopback, named in the node's joulie.io/bmc-address,
+	// with its credentials in the Secret joulie-bmc-<node> of
+	// BMCNamespace (default joulie-system, the chart's namespace), so the
+	// controller wakes them over IPMI instead of Wake-on-LAN.
+	BMCNodes     int
+	BMCNamespace string
 }
 
 // Snapshot is the fleet at its last tick.
@@ -142,6 +149,9 @@ type NodeState struct {
 	PowerState, Host string
 	BootPct          float64
 	MAC              string
+	// WokenBy is what started the node's last boot: WakeByLAN,
+	// WakeByBMC, or "" before any.
+	WokenBy string
 }
 
 // PodRecord is one pod the fleet ran.
@@ -177,6 +187,7 @@ type Fleet struct {
 	wolConn     net.PacketConn
 	ready       *readiness
 	agents      []*agent
+	bmcs        []*bmc
 	pods        *lifecycle
 
 	cancel context.CancelFunc
@@ -237,28 +248,49 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 			return nil, err
 		}
 	}
-	for _, p := range plan {
-		var host *hostTree
-		if p.daemon {
-			base := filepath.Join(c.Dir, "hosts", p.name)
-			if host, err = writeHostTree(p.name, filepath.Join(base, "root"), filepath.Join(base, "nvml"), p.fam); err != nil {
-				return nil, err
-			}
-		}
-		f.sim.addNode(p.name, p.fam, host)
-		if err := f.createNode(ctx, p); err != nil {
-			return nil, err
-		}
-		f.nodes = append(f.nodes, p.name)
-	}
-
 	// The simulator listens on loopback only: the pool agent runs here.
+	// It serves once the nodes exist; the BMCs need its address before.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fleet: simulator listener: %w", err)
 	}
 	f.simURL = "http://" + ln.Addr().String()
-	f.srv = &http.Server{Handler: f.sim, ReadHeaderTimeout: 5 * time.Second}
+	for i, p := range plan {
+		var host *hostTree
+		if p.daemon {
+			base := filepath.Join(c.Dir, "hosts", p.name)
+			if host, err = writeHostTree(p.name, filepath.Join(base, "root"), filepath.Join(base, "nvml"), p.fam); err != nil {
+				ln.Close()
+				return nil, err
+			}
+		}
+		var b *bmc
+		if !p.daemon && i < c.BMCNodes { // pool nodes come first
+			if b, err = f.startBMC(p.name); err != nil {
+				ln.Close()
+				return nil, err
+			}
+			f.bmcs = append(f.bmcs, b)
+			p.bmcAddr = b.addr
+		}
+		f.sim.addNode(p.name, p.fam, host)
+		if err := f.createNode(ctx, p); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		f.nodes = append(f.nodes, p.name)
+		if b != nil {
+			if err := f.createBMCSecret(ctx, b); err != nil {
+				ln.Close()
+				return nil, err
+			}
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/bmc/", f.serveBMC)
+	mux.Handle("/", f.sim)
+	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -331,6 +363,9 @@ func (c *Config) defaults() error {
 	if c.BootTime == 0 {
 		c.BootTime = c.Model.Power.BootTime(false)
 	}
+	if c.BMCNamespace == "" {
+		c.BMCNamespace = PoolNamespace
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -349,6 +384,10 @@ func (c *Config) defaults() error {
 		return errors.New("fleet: Config.Dir is empty: give a directory for trees, configurations and logs")
 	case c.Tick < 10*time.Millisecond:
 		return fmt.Errorf("fleet: Config.Tick %s is below 10ms", c.Tick)
+	case c.BMCNodes > 0 && !c.ParkablePool:
+		return errors.New("fleet: Config.BMCNodes gives parkable pool nodes a BMC: set Config.ParkablePool too")
+	case c.BMCNodes > c.Nodes-c.DaemonNodes:
+		return fmt.Errorf("fleet: Config.BMCNodes is %d, more than the %d pool nodes", c.BMCNodes, c.Nodes-c.DaemonNodes)
 	}
 	if _, err := os.Stat(c.AgentBinary); err != nil {
 		return fmt.Errorf("fleet: Config.AgentBinary: %w", err)
@@ -358,9 +397,10 @@ func (c *Config) defaults() error {
 
 // planned is one node to create.
 type planned struct {
-	name   string
-	fam    *Family
-	daemon bool
+	name    string
+	fam     *Family
+	daemon  bool
+	bmcAddr string // its BMC's address, for a BMC node
 }
 
 // plan names the nodes: pool nodes cycling through all families, then
@@ -441,6 +481,9 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		for _, a := range f.agents {
 			errs = append(errs, a.wait(ctx))
 		}
+		for _, b := range f.bmcs {
+			b.stop()
+		}
 		f.cancel()
 		if f.srv != nil {
 			errs = append(errs, f.srv.Close())
@@ -453,7 +496,7 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		if f.pods != nil {
 			f.pods.wait()
 		}
-		errs = append(errs, f.deleteObjects(ctx))
+		errs = append(errs, f.deleteObjects(ctx), f.deleteBMCSecrets(ctx))
 		if f.sockDir != "" {
 			errs = append(errs, os.RemoveAll(f.sockDir))
 		}

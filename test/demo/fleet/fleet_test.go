@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -570,5 +573,84 @@ func TestParkedPoolNodeSwitchesOffAndWakesByMagicPacket(t *testing.T) {
 	}
 	if n := node(t, f, parked); n.CPUCapPct != 100 || n.Watts <= physics.Default().Power.BootWatts/2 {
 		t.Errorf("after the boot: %+v", n)
+	}
+}
+
+// A BMC node's BMC is a real ipmi_sim, reached with the credentials in
+// the node's Secret at the node's joulie.io/bmc-address: its chassis
+// power follows the simulated host, and "power on" boots a parked node.
+// ipmitool is the client, an implementation independent of the
+// controller's.
+func TestBMCNodeIsWokenThroughIPMI(t *testing.T) {
+	ipmitool, err := exec.LookPath("ipmitool")
+	if err != nil {
+		t.Fatalf("this test drives the BMC with ipmitool: apt-get install ipmitool (or make deps): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	kube := cp.AdminClient(t)
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fleetConfig(t, "bmc", 1, -1)
+	cfg.ParkablePool, cfg.BootTime, cfg.BMCNodes = true, 2*time.Second, 1
+	f := startConfigured(t, cfg)
+	const name = "bmc-epyc-1"
+	n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := n.Annotations[joulie.AnnotationBMCAddress]
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("node %s's %s is %q: %v", name, joulie.AnnotationBMCAddress, addr, err)
+	}
+	secret, err := kube.CoreV1().Secrets(fleet.PoolNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chassis := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, ipmitool, append([]string{"-I", "lanplus", "-C", "3", "-H", host, "-p", port,
+			"-U", string(secret.Data["username"]), "-P", string(secret.Data["password"]), "chassis", "power"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("ipmitool chassis power %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := chassis("status"); got != "Chassis Power is on" {
+		t.Fatalf("status of a node that is on: %q", got)
+	}
+
+	since := metav1.Now()
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, PowerState: joulie.PowerParked, PowerStateSince: &since},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, name+" switched off by its agent", 30*time.Second, func() bool { return node(t, f, name).Host == fleet.HostOff })
+	if got := chassis("status"); got != "Chassis Power is off" {
+		t.Fatalf("status of a parked node: %q", got)
+	}
+	chassis("on")
+	poll(t, name+" on after its BMC's power on", 30*time.Second, func() bool { return node(t, f, name).Host == fleet.HostOn })
+	if got := node(t, f, name).WokenBy; got != fleet.WakeByBMC {
+		t.Errorf("woken by %q, want %q", got, fleet.WakeByBMC)
+	}
+
+	// Stop takes the BMC and its Secret with it.
+	if err := f.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Secrets(fleet.PoolNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the BMC Secret after Stop: %v, want not found", err)
+	}
+	if c, err := net.ListenPacket("udp", addr); err != nil {
+		t.Errorf("the BMC's port %s is still taken after Stop: %v", addr, err)
+	} else {
+		c.Close()
 	}
 }

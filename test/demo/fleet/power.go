@@ -19,7 +19,13 @@ import (
 const (
 	HostOn      = "on"
 	HostOff     = "off"     // switched off by its agent's park; the BMC stays powered
-	HostBooting = "booting" // switched on by a magic packet, not yet Ready
+	HostBooting = "booting" // switched on by a magic packet or its BMC, not yet Ready
+)
+
+// What switched a node on.
+const (
+	WakeByLAN = "wake-on-lan"
+	WakeByBMC = "bmc"
 )
 
 // nodeMAC is a node's one NIC address, stable across runs: a locally

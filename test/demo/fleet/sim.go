@@ -50,6 +50,7 @@ type simNode struct {
 	host              string
 	mac               net.HardwareAddr
 	bootFrom, bootEnd time.Time
+	wokenBy           string // WakeByLAN or WakeByBMC: what started the last boot
 
 	// Caps in force, as the agent left them: per package, and per GPU.
 	cpuCapW     float64
@@ -147,17 +148,38 @@ func (s *sim) wake(mac net.HardwareAddr, now time.Time) (string, bool) {
 	defer s.mu.Unlock()
 	for _, name := range s.order {
 		n := s.nodes[name]
-		if !bytes.Equal(n.mac, mac) {
-			continue
+		if bytes.Equal(n.mac, mac) {
+			return name, s.boot1(n, WakeByLAN, now)
 		}
-		if n.host != HostOff {
-			return name, false
-		}
-		n.host, n.bootFrom, n.bootEnd = HostBooting, now, now.Add(s.boot)
-		s.changed(name)
-		return name, true
 	}
 	return "", false
+}
+
+// bmcPower is the node's BMC switching its power: on boots a node that
+// is off, off switches it off whatever it was doing.
+func (s *sim) bmcPower(name string, on bool, now time.Time) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	if !ok {
+		return "", false
+	}
+	if !on {
+		s.switchOff(n)
+		return name, false
+	}
+	return name, s.boot1(n, WakeByBMC, now)
+}
+
+// boot1 starts n's boot if it is off, and says whether it did. s.mu is
+// held.
+func (s *sim) boot1(n *simNode, by string, now time.Time) bool {
+	if n.host != HostOff {
+		return false
+	}
+	n.host, n.bootFrom, n.bootEnd, n.wokenBy = HostBooting, now, now.Add(s.boot), by
+	s.changed(n.name)
+	return true
 }
 
 func (s *sim) setProfile(name, profile string, draining bool) {
@@ -461,7 +483,7 @@ func (s *sim) snapshot() Snapshot {
 			Name: n.name, Family: n.fam.Name, Path: path, Profile: n.profile, Draining: n.draining,
 			CPUCapPct: 100 * capFraction(n.cpuCapW, n.fam.PackageMaxW), GPUCapPct: 100,
 			GPUs: n.fam.GPUs, Watts: n.watts,
-			PowerState: n.powerState, Host: n.host, MAC: n.mac.String(),
+			PowerState: n.powerState, Host: n.host, MAC: n.mac.String(), WokenBy: n.wokenBy,
 		}
 		if n.host == HostBooting && n.bootEnd.After(n.bootFrom) {
 			ns.BootPct = min(100, 100*float64(s.now.Sub(n.bootFrom))/float64(n.bootEnd.Sub(n.bootFrom)))
