@@ -121,6 +121,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		// cluster of the user's, parking is the operator's choice.
 		ParkablePool: o.parking && o.kubeconfig == "",
 		BootTime:     o.bootTime,
+		BMCNodes:     bmcNodes(o),
 	})
 	if err != nil {
 		return err
@@ -222,6 +223,16 @@ func (d *demo) run(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// bmcNodes is how many pool nodes get a BMC: none without parking or on
+// a cluster of the user's (the controller there could not reach a BMC on
+// this machine's loopback), and never more than there are pool nodes.
+func bmcNodes(o *options) int {
+	if !o.parking || o.kubeconfig != "" {
+		return 0
+	}
+	return max(0, min(o.bmcNodes, o.nodes-o.daemonNodes))
 }
 
 // cappedPaths are the paths the fleet has nodes on, each of which must
@@ -441,7 +452,7 @@ func observation(s fleet.Snapshot, ns string, submitted int) report.Observation 
 			Name: n.Name, Family: n.Family, Path: n.Path, Profile: n.Profile, Draining: n.Draining,
 			CPUCapPct: n.CPUCapPct, GPUCapPct: n.GPUCapPct, Watts: n.Watts,
 			RunningPerf: n.RunningPerf, RunningStd: n.RunningStd,
-			PowerState: n.PowerState, Host: n.Host, BootPct: n.BootPct,
+			PowerState: n.PowerState, Host: n.Host, BootPct: n.BootPct, WokenBy: n.WokenBy,
 		})
 	}
 	started := 0

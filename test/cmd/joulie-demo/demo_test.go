@@ -48,6 +48,12 @@ func TestShortDemo(t *testing.T) {
 	for _, e := range run.Check(report.Expect{CappedPaths: []string{"daemon", "pool"}, AllDone: true, ParkAndWake: true}) {
 		t.Error(e)
 	}
+	// sim-epyc-1, the first pool node, has a BMC (an ipmi_sim): parked
+	// as the first of its family's two idle nodes, it is woken by the
+	// controller over IPMI, the others by Wake-on-LAN.
+	if run.Summary.WakesByBMC == 0 || run.Summary.WakesByBMC == run.Summary.Wakes {
+		t.Errorf("%d of %d wakes through a BMC, want some through the BMC and some by Wake-on-LAN", run.Summary.WakesByBMC, run.Summary.Wakes)
+	}
 	// Only pool nodes are parkable: a daemon node's agent runs on this
 	// machine's host path.
 	for _, n := range run.Nodes {

@@ -93,6 +93,8 @@ func stateCounts(o report.Observation) string {
 // while it boots, what it draws while parked.
 func stateText(n report.NodeState) string {
 	switch st := n.State(); {
+	case st == report.StateBooting && n.WokenBy == report.WokenByBMC:
+		return fmt.Sprintf("booting %3.0f%% BMC", n.BootPct)
 	case st == report.StateBooting:
 		return fmt.Sprintf("booting %3.0f%%", n.BootPct)
 	case n.Host == "off":

@@ -67,6 +67,7 @@ type options struct {
 	plain       bool
 	parking     bool
 	bootTime    time.Duration
+	bmcNodes    int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -88,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.step, "step", time.Second, "the fleet's physics step")
 	fs.BoolVar(&o.plain, "plain", false, "plain periodic lines even on a terminal")
 	fs.BoolVar(&o.parking, "parking", true, "let the controller park the pool nodes (switch them off while idle) and wake them by Wake-on-LAN")
+	fs.IntVar(&o.bmcNodes, "bmc-nodes", 1, "of the parkable pool nodes, this many are woken through a BMC (Debian's ipmi_sim on loopback) over IPMI, the rest by Wake-on-LAN")
 	fs.DurationVar(&o.bootTime, "boot-time", 20*time.Second, "how long a simulated node takes from its magic packet to Ready (the physics' measured boot is 151 s, compressed for a short demo)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -156,7 +156,7 @@ Workload: {{.Workload.Jobs}} pods from seed {{.Workload.Seed}}, arriving over {{
 {{range .Runs}}<tr><td>{{.Name}}</td><td>{{secs .Summary.DurationSeconds}}</td><td>{{kj .Summary.EnergyJ}}</td>
 <td>{{kw .Summary.MeanPowerW}}</td><td>{{kw .Summary.PeakPowerW}}</td><td>{{.Summary.Done}} of {{.Summary.Pods}}</td>
 <td>{{.Summary.PerfOnEcoMax}}</td><td>{{index .Summary.EcoCappedNodes "pool"}} / {{index .Summary.EcoCappedNodes "daemon"}}</td>
-<td>{{.Summary.Parks}} / {{.Summary.Wakes}}</td><td>{{f1 (minutes .Summary.ParkedNodeSeconds)}}</td></tr>
+<td>{{.Summary.Parks}} / {{.Summary.Wakes}} ({{.Summary.WakesByBMC}} through a BMC)</td><td>{{f1 (minutes .Summary.ParkedNodeSeconds)}}</td></tr>
 {{end}}</table>
 {{with saving .Runs}}<p>Energy saved with Joulie against the run without it: <strong>{{.}}</strong>.</p>{{end}}
 
@@ -181,7 +181,7 @@ Workload: {{.Workload.Jobs}} pods from seed {{.Workload.Seed}}, arriving over {{
 <table>
 <tr><th>node</th><th>family</th><th>path</th><th>energy (kJ)</th><th>pods (performance / standard)</th><th>changes (s: profile, power state when not awake, CPU cap, GPU cap)</th></tr>
 {{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.Family}}</td><td>{{.Path}}</td><td>{{kj .EnergyJ}}</td><td>{{.PerfPods}} / {{.StdPods}}</td>
-<td>{{range $i, $c := .Timeline}}{{if $i}}; {{end}}{{secs .T}}: <span class="{{profile .}}">{{profile .}}</span>{{if and .PowerState (ne .PowerState "awake")}} <span class="{{.PowerState}}">{{.PowerState}}</span>{{end}} {{cap .CPUCapPct}}/{{cap .GPUCapPct}}{{end}}</td></tr>
+<td>{{range $i, $c := .Timeline}}{{if $i}}; {{end}}{{secs .T}}: <span class="{{profile .}}">{{profile .}}</span>{{if and .PowerState (ne .PowerState "awake")}} <span class="{{.PowerState}}">{{.PowerState}}</span>{{with .WokenBy}} ({{.}}){{end}}{{end}} {{cap .CPUCapPct}}/{{cap .GPUCapPct}}{{end}}</td></tr>
 {{end}}</table>
 <details><summary>Every pod of run {{.Name}} ({{len .Pods}})</summary>
 <table>

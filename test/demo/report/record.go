@@ -32,6 +32,9 @@ type NodeState struct {
 	// Host the machine's ("on", "off", "booting"), with BootPct done.
 	PowerState, Host string
 	BootPct          float64
+	// WokenBy is what started the host's last boot: "bmc" or
+	// "wake-on-lan".
+	WokenBy string
 }
 
 // State is the node's power state as the report shows it (one of
@@ -126,8 +129,12 @@ func (r *Recorder) Observe(o Observation) {
 		last, seen := r.last[s.Name]
 		if !seen || last.Profile != s.Profile || last.Draining != s.Draining ||
 			last.CPUCapPct != s.CPUCapPct || last.GPUCapPct != s.GPUCapPct || last.State() != s.State() {
-			n.Timeline = append(n.Timeline, NodeChange{T: t, Profile: s.Profile, Draining: s.Draining,
-				CPUCapPct: s.CPUCapPct, GPUCapPct: s.GPUCapPct, PowerState: s.State()})
+			c := NodeChange{T: t, Profile: s.Profile, Draining: s.Draining,
+				CPUCapPct: s.CPUCapPct, GPUCapPct: s.GPUCapPct, PowerState: s.State()}
+			if c.PowerState == StateBooting {
+				c.WokenBy = s.WokenBy
+			}
+			n.Timeline = append(n.Timeline, c)
 		}
 		r.last[s.Name] = s
 	}
@@ -194,6 +201,9 @@ func summarize(run *Run) Summary {
 				s.Parks++
 			case c.PowerState == StateBooting && prev != StateBooting:
 				s.Wakes++
+				if c.WokenBy == WokenByBMC {
+					s.WakesByBMC++
+				}
 			}
 			if c.PowerState == StateParked {
 				to := s.DurationSeconds

@@ -136,7 +136,16 @@ type NodeChange struct {
 	GPUCapPct float64 `json:"gpuCapPct"`
 	// PowerState is one of States.
 	PowerState string `json:"powerState"`
+	// WokenBy, on a change to booting, is what switched the node on:
+	// WokenByBMC or WokenByLAN.
+	WokenBy string `json:"wokenBy,omitempty"`
 }
+
+// What switched a node on, as the fleet says.
+const (
+	WokenByBMC = "bmc"
+	WokenByLAN = "wake-on-lan"
+)
 
 // Pod is one workload pod. Times are seconds since the run's start; a
 // pod that did not start or finish has -1 there.
@@ -198,6 +207,7 @@ type Summary struct {
 	// ParkedNodeSeconds is the time nodes spent parked, summed.
 	Parks             int     `json:"parks"`
 	Wakes             int     `json:"wakes"`
+	WakesByBMC        int     `json:"wakesByBMC"`
 	ParkedNodeSeconds float64 `json:"parkedNodeSeconds"`
 }
 

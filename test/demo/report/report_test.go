@@ -47,7 +47,7 @@ func (f *fakeFleet) observation(k int) Observation {
 	case k >= 40 && k < 42:
 		nodes[2].PowerState, nodes[2].Host = StateWaking, "off"
 	case k >= 42 && k < 46:
-		nodes[2].PowerState, nodes[2].Host, nodes[2].BootPct = StateWaking, "booting", float64(k-42)*25
+		nodes[2].PowerState, nodes[2].Host, nodes[2].BootPct, nodes[2].WokenBy = StateWaking, "booting", float64(k-42)*25, WokenByBMC
 	}
 	o := Observation{Time: t0.Add(time.Duration(k) * time.Second), EnergyJ: f.energyJ}
 	for i := range nodes {
@@ -152,8 +152,8 @@ func TestRecorderKeepsChangesOnlyAndSummarizes(t *testing.T) {
 	if std.Class != ClassStandard || std.Pods != 2 || std.MeanRanSeconds != 28 || std.MeanStretch != 1.1 || std.MeanWaitSeconds != 6.5 {
 		t.Errorf("standard pods: %+v, want 2 pods, mean run 28 s, stretch 1.1, wait 6.5 s", std)
 	}
-	if s.Parks != 1 || s.Wakes != 1 || s.ParkedNodeSeconds != 10 {
-		t.Errorf("parks %d, wakes %d, parked %v node-seconds; want 1, 1, 10", s.Parks, s.Wakes, s.ParkedNodeSeconds)
+	if s.Parks != 1 || s.Wakes != 1 || s.WakesByBMC != 1 || s.ParkedNodeSeconds != 10 {
+		t.Errorf("parks %d, wakes %d (%d by BMC), parked %v node-seconds; want 1, 1 (1), 10", s.Parks, s.Wakes, s.WakesByBMC, s.ParkedNodeSeconds)
 	}
 	if run.Pods[0].Name != "job-000000" {
 		t.Errorf("pods not in creation order: first is %s", run.Pods[0].Name)
