@@ -138,7 +138,9 @@ func (p *Pool) start(ctx context.Context, node string, meta metav1.PartialObject
 	// A park switches the simulated node off through the simulator, never
 	// the host this pool runs on; parking.allowPowerOff still vetoes it.
 	// The park record is kept per node, so a restarted pool does not
-	// switch a parked node off twice.
+	// switch a parked node off twice. Magic packets for simulated MACs go
+	// to parking.wakeAddress: point it at the simulator's listener (the
+	// demo's fleet has one) rather than the LAN's broadcast.
 	addrs, _ := wol.ParseAddresses(p.cfg.Parking.WakeAddress) // validated with the config
 	a := agent.New(hw, agent.Options{
 		Node: node, Interval: p.cfg.ReconcileInterval.Duration,
