@@ -41,6 +41,11 @@ command -v dbus-daemon >/dev/null 2>&1 || need+=(dbus-daemon)
 # The controller's BMC client is tested against Debian's IPMI BMC
 # simulator, ipmi_sim.
 command -v ipmi_sim >/dev/null 2>&1 || need+=(openipmi)
+# The demo fleet's BMC nodes are ipmi_sim too, their power hook calls the
+# fleet with curl, and their test drives them with ipmitool, a client
+# independent of the controller's.
+command -v ipmitool >/dev/null 2>&1 || need+=(ipmitool)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 # The demo's test (test/cmd/joulie-demo) renders its HTML report in a
 # headless browser and fails on a blank or broken page.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)

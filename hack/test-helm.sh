@@ -123,10 +123,30 @@ wantkey "$out/controller-default.yaml" cipherSuites '"17,3"'
 wantkey "$out/controller-default.yaml" privilege '"operator"'
 wantkey "$out/controller-default.yaml" callTimeout '"30s"'
 
+# Parking is off by default, and every parking.* value reaches the
+# controller's file; a node pool's selector replaces the label rule.
+wantkey "$out/controller-default.yaml" enabled false
+wantkey "$out/controller-default.yaml" nodeSelector '"joulie.io/parkable=true"'
+wantkey "$out/controller-default.yaml" settleTime '"10m"'
+wantkey "$out/controller-default.yaml" maxWakeAttempts 3
+park=(--set controller.parking.enabled=true --set controller.parking.nodeSelector=cloud.example/pool=batch
+	--set controller.parking.settleTime=2m --set controller.parking.reserveFloor=2 --set controller.parking.reserveSizing=mean
+	--set controller.parking.bootTime=3m --set controller.parking.lookback=30m --set controller.parking.parksPerMinute=1
+	--set controller.parking.wakesPerMinute=4 --set controller.parking.grace=10s --set controller.parking.resumeTimeout=6m
+	--set controller.parking.maxWakeAttempts=2 --set controller.parking.syncInterval=3s)
+config controller "${park[@]}" >"$out/controller-parking.yaml"
+config extender "${park[@]}" >"$out/extender-parking.yaml"
+for kv in 'enabled true' 'nodeSelector "cloud.example/pool=batch"' 'settleTime "2m"' 'reserveFloor 2' 'reserveSizing "mean"' \
+	'bootTime "3m"' 'lookback "30m"' 'parksPerMinute 1' 'wakesPerMinute 4' 'grace "10s"' 'resumeTimeout "6m"' \
+	'maxWakeAttempts 2' 'syncInterval "3s"'; do
+	wantkey "$out/controller-parking.yaml" ${kv% *} "${kv#* }"
+done
+"$helm" lint --strict "$chart" "${park[@]}"
+
 # Each rendered file is one its program accepts: the programs' own
 # loaders read them (a Go test that runs only when given the files).
 mkdir "$out/configs"
-for f in default facility kepler legacy; do
+for f in default facility kepler legacy parking; do
 	for p in controller extender; do
 		sed -n '/^  [a-z]*\.yaml: |$/,$p' "$out/$p-$f.yaml" | tail -n +2 | sed 's/^    //' >"$out/configs/$p-$f.yaml"
 	done
@@ -143,7 +163,10 @@ for bad in controller.policy.type=greedy controller.caps.cpuEcoCapPctOfMax=0 con
 	facilityMetrics.prometheusUrl=prom:9090 facilityMetrics.prometheusUrl=http://prom:9090/?x=1 \
 	facilityMetrics.pollInterval=often facilityMetrics.kepler.unknownKey=1 \
 	controller.parking.ipmi.cipherSuites=0 'controller.parking.ipmi.cipherSuites=17\,2' controller.parking.ipmi.privilege=root \
-	controller.parking.ipmi.retries=-1 controller.parking.ipmi.timeout=soon; do
+	controller.parking.ipmi.retries=-1 controller.parking.ipmi.timeout=soon \
+	controller.parking.enabled=yes controller.parking.nodeSelector= controller.parking.settleTime=10 \
+	controller.parking.reserveFloor=-1 controller.parking.reserveSizing=p95 controller.parking.parksPerMinute=-1 \
+	controller.parking.maxWakeAttempts=0 controller.parking.resumeTimeout=later; do
 	if render --set "$bad" >/dev/null 2>"$out/err"; then
 		fail "the schema accepted --set $bad"
 	fi

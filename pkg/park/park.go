@@ -232,14 +232,14 @@ func (d *decider) progress() {
 			switch {
 			case n.Workloads > 0:
 				d.move(n, joulie.PowerAwake, 0, "park aborted: %d pods landed on the node while it was being parked", n.Workloads)
-			case labelBlocker(n.Node.Node) != "":
-				d.move(n, joulie.PowerAwake, 0, "park aborted: %s", labelBlocker(n.Node.Node))
+			case labelBlocker(d.s, n.Node.Node) != "":
+				d.move(n, joulie.PowerAwake, 0, "park aborted: %s", labelBlocker(d.s, n.Node.Node))
 			}
 		case joulie.PowerParked:
-			if n.Node.Node.Labels[joulie.LabelParkable] != "true" {
+			if !d.s.parkable(n.Node.Node.Labels) {
 				if d.wakeBudget > 0 {
 					d.wakeBudget--
-					d.move(n, joulie.PowerWaking, 1, "no longer labelled %s=true", joulie.LabelParkable)
+					d.move(n, joulie.PowerWaking, 1, "no longer %s", d.s.parkableText())
 				}
 			}
 		}
@@ -262,11 +262,11 @@ func (d *decider) finishParks() {
 }
 
 // labelBlocker is why the node's labels or spec forbid parking it, or "".
-func labelBlocker(n *corev1.Node) string {
+func labelBlocker(s Settings, n *corev1.Node) string {
 	l := n.Labels
 	switch {
-	case l[joulie.LabelParkable] != "true":
-		return fmt.Sprintf("not labelled %s=true", joulie.LabelParkable)
+	case !s.parkable(l):
+		return "not " + s.parkableText()
 	case l[joulie.LabelReserved] == "true":
 		return fmt.Sprintf("reserved (%s=true)", joulie.LabelReserved)
 	case hasKey(l, LabelControlPlane) || hasKey(l, labelLegacyControlPlane):
@@ -282,10 +282,10 @@ func hasKey(m map[string]string, k string) bool {
 	return ok
 }
 
-// ParkBlocker is why node n may not be parked at all, or "" when it may
-// (settle time, reserve and rates aside): the never rules.
-func ParkBlocker(n *Node) string {
-	if r := labelBlocker(n.Node); r != "" {
+// ParkBlocker is why node n may not be parked at all under s, or "" when
+// it may (settle time, reserve and rates aside): the never rules.
+func ParkBlocker(s Settings, n *Node) string {
+	if r := labelBlocker(s, n.Node); r != "" {
 		return r
 	}
 	switch {
@@ -615,7 +615,7 @@ func (d *decider) park(fams map[string]*family) {
 		f := fams[name]
 		var cands []*state
 		for _, n := range f.nodes {
-			if n.cur != joulie.PowerAwake || n.moved || !idle(n) || ParkBlocker(n.Node) != "" {
+			if n.cur != joulie.PowerAwake || n.moved || !idle(n) || ParkBlocker(d.s, n.Node) != "" {
 				continue
 			}
 			if n.EmptySince.IsZero() || d.in.Now.Sub(n.EmptySince) < d.s.SettleTime {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
@@ -229,6 +230,19 @@ func TestDecide(t *testing.T) {
 			nodes:  []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute), unlabel(joulie.LabelParkable))},
 			want:   []string{"b parking>awake"},
 			reason: "not labelled joulie.io/parkable=true"},
+		{name: "a configured selector parks the nodes it selects, without the label",
+			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable), label("pool", "batch")),
+				node("b", cpuFam, 64, unlabel(joulie.LabelParkable), label("pool", "batch")),
+				node("c", cpuFam, 64, label("pool", "interactive"))},
+			settings: func(s *Settings) { s.Parkable = labels.SelectorFromSet(labels.Set{"pool": "batch"}) },
+			// c, labelled parkable but not selected, stays awake and is
+			// the family's reserve.
+			want: []string{"a awake>parking", "b awake>parking"}},
+		{name: "a configured selector aborts the park of a node it stops selecting",
+			nodes:    []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute), label("pool", "interactive"))},
+			settings: func(s *Settings) { s.Parkable = labels.SelectorFromSet(labels.Set{"pool": "batch"}) },
+			want:     []string{"b parking>awake"},
+			reason:   `not selected by parking.nodeSelector "pool=batch"`},
 		{name: "a pending pod that fits a node being parked aborts that park rather than waking another",
 			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute)),
 				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},

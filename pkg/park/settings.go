@@ -3,7 +3,15 @@ package park
 import (
 	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
+
+// DefaultParkable is the selector of the nodes that may be parked when
+// none is configured: the opt-in label.
+const DefaultParkable = joulie.LabelParkable + "=true"
 
 // Settings are the parking knobs. joulie-controller's keys (parking.*)
 // take their defaults from DefaultSettings, and so does the simulator.
@@ -43,6 +51,29 @@ type Settings struct {
 	// MaxWakeAttempts is how many wakes are tried before the node is
 	// declared wake-failed (parking.maxWakeAttempts).
 	MaxWakeAttempts int
+	// Parkable selects the nodes that may be parked at all
+	// (parking.nodeSelector); nil is DefaultParkable. A node it does not
+	// select is never parked, and a parked one it stops selecting is
+	// woken.
+	Parkable labels.Selector
+}
+
+// parkable reports whether the settings let node labels l be parked.
+func (s Settings) parkable(l map[string]string) bool {
+	sel := s.Parkable
+	if sel == nil {
+		sel = labels.SelectorFromSet(labels.Set{joulie.LabelParkable: "true"})
+	}
+	return sel.Matches(labels.Set(l))
+}
+
+// parkableText says what makes a node parkable, for reasons and events:
+// "labelled joulie.io/parkable=true" by default.
+func (s Settings) parkableText() string {
+	if s.Parkable == nil || s.Parkable.String() == DefaultParkable {
+		return "labelled " + DefaultParkable
+	}
+	return fmt.Sprintf("selected by parking.nodeSelector %q", s.Parkable.String())
 }
 
 // ReserveSizing names a way of sizing the warm reserve.
@@ -73,6 +104,7 @@ func DefaultSettings() Settings {
 		ParkGrace:       30 * time.Second,
 		ResumeTimeout:   10 * time.Minute,
 		MaxWakeAttempts: 3,
+		Parkable:        labels.SelectorFromSet(labels.Set{joulie.LabelParkable: "true"}),
 	}
 }
 
@@ -100,6 +132,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("parking.resumeTimeout %s must be positive", s.ResumeTimeout)
 	case s.MaxWakeAttempts < 1:
 		return fmt.Errorf("parking.maxWakeAttempts %d must be at least 1", s.MaxWakeAttempts)
+	case s.Parkable != nil && s.Parkable.Empty():
+		return fmt.Errorf("parking.nodeSelector is empty, which would select every node: name the parkable nodes (%s by default)", DefaultParkable)
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 
 // openSimulated opens the simulator the http.* keys name (backend: http).
 func openSimulated(cfg config.Config) (agent.Hardware, error) {
-	hw, err := simulated.Open(simulated.Endpoints(cfg.HTTP, cfg.NodeName), cfg, "")
+	hw, err := simulated.Open(simulated.Endpoints(cfg.HTTP, cfg.NodeName), cfg, "", nil)
 	if err != nil {
 		return nil, err // not a nil *Host inside the interface
 	}
@@ -43,7 +43,7 @@ func routed(ctx context.Context, cfg config.Config, log *slog.Logger) agent.Hard
 	case !ok:
 		return nil
 	}
-	hw, err := simulated.Open(hc, cfg, "")
+	hw, err := simulated.Open(hc, cfg, "", nil)
 	if err != nil {
 		log.Error("TelemetryProfile routes this node to an HTTP backend that does not work; using the host's backends",
 			"profile", profile, "err", err)

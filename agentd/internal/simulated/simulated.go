@@ -18,9 +18,14 @@
 package simulated
 
 import (
+	"fmt"
+	"net"
+	"strings"
+
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/simulated/httpbackend"
 	"joulie.io/joulie/agentd/internal/simulated/httphost"
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -36,10 +41,27 @@ func Endpoints(h config.HTTP, node string) httpbackend.Config {
 // Open reaches the simulator at hc and returns the node's hardware, with
 // the DVFS settings of cfg. cpuModel names the node's CPUs when known
 // (telemetry carries no model). It reads the node's telemetry once.
-func Open(hc httpbackend.Config, cfg config.Config, cpuModel string) (*httphost.Host, error) {
+func Open(hc httpbackend.Config, cfg config.Config, cpuModel string, network []joulie.NetworkInterface) (*httphost.Host, error) {
 	c, err := httpbackend.New(hc)
 	if err != nil {
 		return nil, err
 	}
-	return httphost.New(c, httphost.Options{CPUModel: cpuModel, DVFS: cfg.DVFS, Version: version.Version})
+	return httphost.New(c, httphost.Options{CPUModel: cpuModel, Network: network, DVFS: cfg.DVFS, Version: version.Version})
+}
+
+// Network reads a simulated node's joulie.io/hw.macs annotation
+// (comma-separated MAC addresses) as its NICs, named sim0, sim1, ...
+// and armed for Wake-on-LAN. An address that does not parse is left out:
+// the node is then not woken at it, which the controller's wake error
+// names.
+func Network(macs string) []joulie.NetworkInterface {
+	var out []joulie.NetworkInterface
+	for _, s := range strings.Split(macs, ",") {
+		mac, err := net.ParseMAC(strings.TrimSpace(s))
+		if err != nil || len(mac) != 6 {
+			continue
+		}
+		out = append(out, joulie.NetworkInterface{Name: fmt.Sprintf("sim%d", len(out)), MAC: mac.String(), WakeOnLAN: true})
+	}
+	return out
 }

@@ -1,10 +1,12 @@
 package simulated
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,5 +81,31 @@ func TestOnlyTheDaemonsSeamImportsTheSimulator(t *testing.T) {
 	}
 	if files < 50 {
 		t.Fatalf("go list named only %d files of agentd:\n%s", files, out)
+	}
+}
+
+func TestNetworkReadsTheMACAnnotation(t *testing.T) {
+	for _, tc := range []struct {
+		name, annotation string
+		want             []string
+	}{
+		{"none", "", nil},
+		{"one", "02:4A:00:00:00:01", []string{"02:4a:00:00:00:01"}},
+		{"two with spaces", "02:4a:00:00:00:01, 02-4a-00-00-00-02", []string{"02:4a:00:00:00:01", "02:4a:00:00:00:02"}},
+		{"a bad one is left out", "not-a-mac,02:4a:00:00:00:03", []string{"02:4a:00:00:00:03"}},
+		{"a 20-byte InfiniBand address is left out", "00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:01", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for i, ni := range Network(tc.annotation) {
+				if !ni.WakeOnLAN || ni.Name != fmt.Sprintf("sim%d", i) {
+					t.Errorf("interface %d = %+v, want sim%d armed for Wake-on-LAN", i, ni, i)
+				}
+				got = append(got, ni.MAC)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("MACs = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

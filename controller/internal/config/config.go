@@ -77,7 +77,10 @@ type Config struct {
 // Parking is the configuration of parking: off unless Enabled, and then
 // only for nodes labelled joulie.io/parkable=true.
 type Parking struct {
-	Enabled      bool
+	Enabled bool
+	// NodeSelector is the parkable nodes' label selector as written;
+	// Settings.Parkable holds it parsed.
+	NodeSelector string
 	Settings     park.Settings
 	SyncInterval time.Duration
 }
@@ -98,7 +101,7 @@ func Default() Config {
 		KeplerQuery: facility.DefaultKeplerQuery, KeplerNodeLabel: facility.DefaultKeplerNodeLabel,
 		IPMI: bmc.DefaultConfig(),
 		// pkg/park's, which the energy simulator parks with too.
-		Parking: Parking{Settings: park.DefaultSettings(), SyncInterval: 5 * time.Second},
+		Parking: Parking{NodeSelector: park.DefaultParkable, Settings: park.DefaultSettings(), SyncInterval: 5 * time.Second},
 	}
 }
 
@@ -294,6 +297,17 @@ func check(c *Config) []settings.Problem {
 		if msg, ok := ipmi[f.field]; ok {
 			add(f.key, "%s", msg)
 		}
+	}
+	// An empty selector would select every node, the control plane's
+	// included (Decide still refuses those, but an operator who cleared
+	// the key most likely meant "none"): it is refused, not guessed.
+	switch sel, err := labels.Parse(c.Parking.NodeSelector); {
+	case err != nil:
+		add("parking.nodeSelector", "%q is not a label selector: %v", c.Parking.NodeSelector, err)
+	case sel.Empty():
+		add("parking.nodeSelector", "is empty, which selects every node: give the parkable nodes' labels (default %s), or set parking.enabled false", park.DefaultParkable)
+	default:
+		c.Parking.Settings.Parkable = sel
 	}
 	pk := c.Parking.Settings
 	nonNegative := func(key string, d time.Duration) {

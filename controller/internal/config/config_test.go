@@ -11,12 +11,16 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"joulie.io/joulie/pkg/settings/settingstest"
 
 	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/powerest"
 )
@@ -139,6 +143,31 @@ parking:
 	}
 }
 
+// The parkable nodes are the labelled ones unless parking.nodeSelector
+// names others, for instance a node pool.
+func TestParkableSelector(t *testing.T) {
+	node := func(l map[string]string) park.Node {
+		return park.Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: l}}, Ready: true, AgentState: "awake"}
+	}
+	c, err := load(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Parking.NodeSelector != "joulie.io/parkable=true" ||
+		park.ParkBlocker(c.Parking.Settings, ptr.To(node(map[string]string{"joulie.io/parkable": "true"}))) != "" ||
+		park.ParkBlocker(c.Parking.Settings, ptr.To(node(nil))) == "" {
+		t.Errorf("default: selector %q; want the label rule", c.Parking.NodeSelector)
+	}
+	c, err = load(t, map[string]string{"PARKING_NODE_SELECTOR": "cloud.example/pool=batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if park.ParkBlocker(c.Parking.Settings, ptr.To(node(map[string]string{"cloud.example/pool": "batch"}))) != "" ||
+		park.ParkBlocker(c.Parking.Settings, ptr.To(node(map[string]string{"joulie.io/parkable": "true"}))) == "" {
+		t.Errorf("selector %q does not decide which nodes park", c.Parking.NodeSelector)
+	}
+}
+
 // An empty list of product labels in the file is no label at all (what
 // the chart writes for an empty gpuProductLabelKeys), not the default.
 func TestEmptyProductLabelKeysInTheFile(t *testing.T) {
@@ -177,6 +206,15 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 		{"call shorter than a message", map[string]string{"PARKING_IPMI_TIMEOUT": "5s", "PARKING_IPMI_CALL_TIMEOUT": "1s"}, nil,
 			[]string{`parking.ipmi.callTimeout: "1s" is shorter than one message's timeout "5s"`}},
 		{"negative retries", map[string]string{"PARKING_IPMI_RETRIES": "-1"}, nil, []string{"parking.ipmi.retries: -1 must not be negative"}},
+		{"parkable selector", map[string]string{"PARKING_NODE_SELECTOR": "pool in (batch"}, nil,
+			[]string{`parking.nodeSelector: "pool in (batch" is not a label selector`, "PARKING_NODE_SELECTOR"}},
+		{"empty parkable selector", nil, []string{"--parking-node-selector", ""},
+			[]string{"parking.nodeSelector: is empty, which selects every node", "--parking-node-selector"}},
+		{"negative settle time", map[string]string{"PARKING_SETTLE_TIME": "-1m"}, nil, []string{`parking.settleTime: "-1m0s" must not be negative`}},
+		{"settle time without unit", map[string]string{"PARKING_SETTLE_TIME": "600"}, nil, []string{`parking.settleTime: PARKING_SETTLE_TIME="600" is not a duration`}},
+		{"reserve sizing", nil, []string{"--parking-reserve-sizing", "p95"}, []string{`parking.reserveSizing: "p95" is not one of peak, mean`}},
+		{"no wake attempt", map[string]string{"PARKING_MAX_WAKE_ATTEMPTS": "0"}, nil, []string{"parking.maxWakeAttempts: 0 must be at least 1"}},
+		{"zero resume timeout", map[string]string{"PARKING_RESUME_TIMEOUT": "0s"}, nil, []string{`parking.resumeTimeout: "0s" must be positive`}},
 		{"every problem at once", map[string]string{"FACILITY_POLL_INTERVAL": "abc", "FACILITY_QUERY_TIMEOUT": "-1s", "ENABLE_FACILITY_METRICS": "on"}, nil,
 			[]string{"FACILITY_POLL_INTERVAL=", "facility.queryTimeout", "ENABLE_FACILITY_METRICS="}},
 	} {

@@ -2,6 +2,9 @@ package parking
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +64,32 @@ func TestMetricsCountParksWakesAndStates(t *testing.T) {
 	}
 	if h.Histogram.GetSampleCount() != 1 || h.Histogram.GetSampleSum() != 90 {
 		t.Errorf("wake latency %d samples summing to %v s, want one of 90 s", h.Histogram.GetSampleCount(), h.Histogram.GetSampleSum())
+	}
+}
+
+// Every parking metric is on the chart's Grafana dashboard, so a metric
+// added here is not left out of where operators look.
+func TestDashboardShowsEveryParkingMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewMetrics(reg)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dashboard, err := os.ReadFile(filepath.Join("..", "..", "..", "packaging", "helm", "joulie", "files", "joulie-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(families) != 8 {
+		t.Errorf("%d metric families registered, want the 8 this test was written for", len(families))
+	}
+	for _, f := range families {
+		name := f.GetName()
+		if f.GetType() == dto.MetricType_HISTOGRAM {
+			name += "_bucket"
+		}
+		if !strings.Contains(string(dashboard), name) {
+			t.Errorf("the dashboard does not query %s", name)
+		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -46,6 +48,23 @@ var demoValues = []report.Setting{
 	{Component: "chart", Name: "controller.leaderElection.leaseDuration", Value: "15s"},
 }
 
+// parkingValues turn parking on for the demo's parkable nodes (the pool
+// nodes the fleet labels), on the demo's clock: a node empty for 10 s is
+// parked, and the controller expects a boot to take the fleet's boot
+// time. The reserve keeps the chart's floor of one idle node per family.
+func parkingValues(boot time.Duration) []report.Setting {
+	return []report.Setting{
+		{Component: "chart", Name: "controller.parking.enabled", Value: "true"},
+		{Component: "chart", Name: "controller.parking.settleTime", Value: "10s"},
+		{Component: "chart", Name: "controller.parking.grace", Value: "3s"},
+		{Component: "chart", Name: "controller.parking.bootTime", Value: boot.String()},
+		// Three boots before a wake is tried again: a slow boot on a
+		// busy machine is not a failed one.
+		{Component: "chart", Name: "controller.parking.resumeTimeout", Value: (3*boot + 10*time.Second).String()},
+		{Component: "chart", Name: "controller.parking.syncInterval", Value: "2s"},
+	}
+}
+
 // cluster is the embedded control plane with Joulie's cluster side: the
 // chart installed, joulie-controller and joulie-extender as processes
 // under the chart's ServiceAccounts, and kube-scheduler following the
@@ -65,7 +84,7 @@ type cluster struct {
 // startCluster starts the control plane and installs the chart as an
 // operator would (CRDs, RBAC, the agents' admission policy, the
 // scheduler configuration), rendered with the demo's values.
-func startCluster(ctx context.Context, dir, bins, helm, chart string) (_ *cluster, err error) {
+func startCluster(ctx context.Context, dir, bins, helm, chart string, extra []report.Setting) (_ *cluster, err error) {
 	c := &cluster{dir: dir, bins: bins}
 	if c.extAddr, err = freeAddr(); err != nil {
 		return nil, err
@@ -79,7 +98,8 @@ func startCluster(ctx context.Context, dir, bins, helm, chart string) (_ *cluste
 			_ = c.stop()
 		}
 	}()
-	values := append(demoValues, report.Setting{Component: "chart", Name: "extender.scheduler.urlPrefix", Value: "http://" + c.extAddr})
+	values := append(slices.Clone(demoValues), extra...)
+	values = append(values, report.Setting{Component: "chart", Name: "extender.scheduler.urlPrefix", Value: "http://" + c.extAddr})
 	var args []string
 	for _, v := range values {
 		args = append(args, "--set-json", v.Name+"="+jsonValue(v.Value))
@@ -102,7 +122,7 @@ func startCluster(ctx context.Context, dir, bins, helm, chart string) (_ *cluste
 // number (--set would make 0.3 a string, which the chart's schema
 // refuses), anything else as a string.
 func jsonValue(v string) string {
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
+	if _, err := strconv.ParseFloat(v, 64); err == nil || v == "true" || v == "false" {
 		return v
 	}
 	return strconv.Quote(v)
@@ -257,12 +277,17 @@ func (c *cluster) withoutJoulie(ctx context.Context) error {
 		return fmt.Errorf("list nodes: %w", err)
 	}
 	for _, n := range nodes.Items {
-		if _, ok := n.Labels[joulie.LabelPowerProfile]; !ok {
+		parked := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == joulie.TaintParked })
+		if _, ok := n.Labels[joulie.LabelPowerProfile]; !ok && !parked {
 			continue
 		}
-		patch := []byte(`{"metadata":{"labels":{"` + joulie.LabelPowerProfile + `":null,"` + joulie.LabelDraining + `":null}}}`)
-		if _, err := kc.CoreV1().Nodes().Patch(ctx, n.Name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("remove Joulie's labels from node %s: %w", n.Name, err)
+		// The parked taint goes with the labels: the comparison runs on
+		// every node, switched on again (the fleet's WakeAll).
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == joulie.TaintParked })
+		delete(n.Labels, joulie.LabelPowerProfile)
+		delete(n.Labels, joulie.LabelDraining)
+		if _, err := kc.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("remove Joulie's labels and parked taint from node %s: %w", n.Name, err)
 		}
 	}
 	return c.startScheduler(ctx, nil, "scheduler-baseline")

@@ -77,7 +77,11 @@ func (d *demo) run(ctx context.Context) (err error) {
 			return err
 		}
 		d.say("starting etcd, kube-apiserver 1.37 and installing the chart %s (CRDs, RBAC, admission policy)", chart)
-		if d.cluster, err = startCluster(setupCtx, d.work, bins, helm, chart); err != nil {
+		var extra []report.Setting
+		if o.parking {
+			extra = parkingValues(o.bootTime)
+		}
+		if d.cluster, err = startCluster(setupCtx, d.work, bins, helm, chart, extra); err != nil {
 			return err
 		}
 		defer func() {
@@ -113,6 +117,11 @@ func (d *demo) run(ctx context.Context) (err error) {
 		Dir:         filepath.Join(d.work, "fleet"),
 		Tick:        o.step,
 		Log:         io.Discard,
+		// Parkable only where Joulie's controller runs here: on a
+		// cluster of the user's, parking is the operator's choice.
+		ParkablePool: o.parking && o.kubeconfig == "",
+		BootTime:     o.bootTime,
+		BMCNodes:     bmcNodes(o),
 	})
 	if err != nil {
 		return err
@@ -137,7 +146,8 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	d.settings = append(d.settings, report.Setting{Component: "joulie-demo", Name: "--duration", Value: o.duration.String()},
-		report.Setting{Component: "joulie-demo", Name: "--step", Value: o.step.String()})
+		report.Setting{Component: "joulie-demo", Name: "--step", Value: o.step.String()},
+		report.Setting{Component: "joulie-demo", Name: "--boot-time", Value: o.bootTime.String()})
 	if d.cluster != nil {
 		d.settings = append(d.cluster.settings, d.settings...)
 	}
@@ -173,6 +183,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.waitSteady(ctx); err != nil {
 		return err
 	}
+	if o.parking && d.cluster != nil {
+		d.waitParked(ctx)
+	}
 	r, err := d.runOnce(ctx, report.RunJoulie, namespaceJoulie)
 	if r.Name != "" { // a run that started is reported even if it failed
 		rep.Runs = append(rep.Runs, r)
@@ -188,6 +201,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 		if err := d.cluster.withoutJoulie(offCtx); err != nil {
 			return err
 		}
+		// Every node runs the comparison: the parked ones are switched
+		// on, as an operator would without Joulie.
+		d.fleet.WakeAll()
 		if err := d.waitUncapped(ctx); err != nil {
 			return err
 		}
@@ -207,6 +223,16 @@ func (d *demo) run(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// bmcNodes is how many pool nodes get a BMC: none without parking or on
+// a cluster of the user's (the controller there could not reach a BMC on
+// this machine's loopback), and never more than there are pool nodes.
+func bmcNodes(o *options) int {
+	if !o.parking || o.kubeconfig != "" {
+		return 0
+	}
+	return max(0, min(o.bmcNodes, o.nodes-o.daemonNodes))
 }
 
 // cappedPaths are the paths the fleet has nodes on, each of which must
@@ -347,6 +373,44 @@ func (d *demo) waitSteady(ctx context.Context) error {
 	}
 }
 
+// waitParked lets the idle cluster park what it parks before work
+// arrives, as a cluster idle overnight has by morning: until some node
+// is switched off and no park is in flight for parkedFor, or parkLimit
+// has passed (the reserve may keep every node awake; the run then starts
+// with none parked, and the report shows it).
+func (d *demo) waitParked(ctx context.Context) {
+	const parkedFor, parkLimit = 3 * time.Second, 45 * time.Second
+	d.say("waiting for the idle cluster to park its idle nodes (nodes empty for the settle time, beyond each family's reserve)")
+	deadline := time.Now().Add(parkLimit)
+	var quiet time.Time
+	for time.Now().Before(deadline) {
+		off, moving := 0, 0
+		for _, n := range d.fleet.Snapshot().Nodes {
+			switch {
+			case n.PowerState == report.StateParked && n.Host == fleet.HostOff:
+				off++
+			case n.PowerState != "" && n.PowerState != report.StateAwake, n.Host != fleet.HostOn:
+				moving++
+			}
+		}
+		switch {
+		case off == 0 || moving > 0:
+			quiet = time.Time{}
+		case quiet.IsZero():
+			quiet = time.Now()
+		case time.Since(quiet) >= parkedFor:
+			d.say("%d nodes parked before the workload", off)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	d.say("no park settled within %s; the workload starts now", parkLimit)
+}
+
 func (d *demo) controllerLog() string {
 	if d.cluster == nil || d.cluster.controller == nil {
 		return "in the cluster"
@@ -354,13 +418,14 @@ func (d *demo) controllerLog() string {
 	return d.cluster.controller.log
 }
 
-// waitUncapped waits until every agent has lifted its caps.
+// waitUncapped waits until every agent has lifted its caps and every
+// node is on.
 func (d *demo) waitUncapped(ctx context.Context) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		capped := 0
 		for _, n := range d.fleet.Snapshot().Nodes {
-			if n.CPUCapPct < 100 || n.GPUCapPct < 100 {
+			if n.CPUCapPct < 100 || n.GPUCapPct < 100 || n.Host != fleet.HostOn {
 				capped++
 			}
 		}
@@ -368,7 +433,7 @@ func (d *demo) waitUncapped(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d nodes still capped 2 minutes after Joulie was turned off", capped)
+			return fmt.Errorf("%d nodes still capped or not on 2 minutes after Joulie was turned off", capped)
 		}
 		select {
 		case <-ctx.Done():
@@ -387,6 +452,7 @@ func observation(s fleet.Snapshot, ns string, submitted int) report.Observation 
 			Name: n.Name, Family: n.Family, Path: n.Path, Profile: n.Profile, Draining: n.Draining,
 			CPUCapPct: n.CPUCapPct, GPUCapPct: n.GPUCapPct, Watts: n.Watts,
 			RunningPerf: n.RunningPerf, RunningStd: n.RunningStd,
+			PowerState: n.PowerState, Host: n.Host, BootPct: n.BootPct, WokenBy: n.WokenBy,
 		})
 	}
 	started := 0

@@ -29,8 +29,10 @@ func TestShortDemo(t *testing.T) {
 	// daemon nodes after its pool nodes (sim-h100-2, sim-l40s-2), and the
 	// controller's family floor keeps each family's first node on
 	// performance, so while at most four nodes are planned performance a
-	// daemon node and a pool node (sim-epyc-2) are eco.
-	out := runDemo(t, nil, "--duration", "70s", "--nodes", "6", "--daemon-nodes", "2", "--max-pods", "150")
+	// daemon node and a pool node (sim-epyc-2) are eco. The four pool
+	// nodes are parkable: the idle cluster parks those beyond each
+	// family's reserve before the workload, whose pods wake them.
+	out := runDemo(t, nil, "--duration", "70s", "--nodes", "6", "--daemon-nodes", "2", "--max-pods", "150", "--boot-time", "8s")
 
 	// What the report says.
 	rep, err := report.Read(out)
@@ -41,10 +43,25 @@ func TestShortDemo(t *testing.T) {
 		t.Fatalf("runs %d, want one run with Joulie", len(rep.Runs))
 	}
 	run := rep.Runs[0]
-	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v", run.Summary.Pods, run.Summary.Done,
-		run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes)
-	for _, e := range run.Check(report.Expect{CappedPaths: []string{"daemon", "pool"}, AllDone: true}) {
+	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v; %d parks, %d wakes", run.Summary.Pods, run.Summary.Done,
+		run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes, run.Summary.Parks, run.Summary.Wakes)
+	for _, e := range run.Check(report.Expect{CappedPaths: []string{"daemon", "pool"}, AllDone: true, ParkAndWake: true}) {
 		t.Error(e)
+	}
+	// sim-epyc-1, the first pool node, has a BMC (an ipmi_sim): parked
+	// as the first of its family's two idle nodes, it is woken by the
+	// controller over IPMI, the others by Wake-on-LAN.
+	if run.Summary.WakesByBMC == 0 || run.Summary.WakesByBMC == run.Summary.Wakes {
+		t.Errorf("%d of %d wakes through a BMC, want some through the BMC and some by Wake-on-LAN", run.Summary.WakesByBMC, run.Summary.Wakes)
+	}
+	// Only pool nodes are parkable: a daemon node's agent runs on this
+	// machine's host path.
+	for _, n := range run.Nodes {
+		for _, c := range n.Timeline {
+			if n.Path == "daemon" && c.PowerState != report.StateAwake {
+				t.Errorf("daemon node %s was %s at %.0f s", n.Name, c.PowerState, c.T)
+			}
+		}
 	}
 	if run.Summary.Pods < 20 {
 		t.Errorf("only %d pods: the short mode should still run a real workload", run.Summary.Pods)
@@ -172,7 +189,7 @@ func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...s
 // report, the second with no cap applied anywhere, both over every pod of
 // the one job list.
 func TestCompareRunsTheSameWorkloadWithoutJoulie(t *testing.T) {
-	out := runDemo(t, nil, "--compare", "--duration", "40s", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "60")
+	out := runDemo(t, nil, "--compare", "--duration", "40s", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "60", "--boot-time", "5s")
 	rep, err := report.Read(out)
 	if err != nil {
 		t.Fatal(err)
@@ -196,11 +213,16 @@ func TestCompareRunsTheSameWorkloadWithoutJoulie(t *testing.T) {
 		t.Errorf("the run with Joulie capped no eco node")
 	}
 	// Without Joulie no agent may hold a cap, whatever profile a node
-	// still carries from the first run.
+	// still carries from the first run, and every node is on: the ones
+	// the first run parked were switched on before it.
 	for _, n := range rep.Runs[1].Nodes {
 		for _, c := range n.Timeline {
 			if c.CPUCapPct < 99.5 || c.GPUCapPct < 99.5 {
 				t.Errorf("without Joulie, node %s was capped at %.0f s: CPU %.0f%%, GPU %.0f%%", n.Name, c.T, c.CPUCapPct, c.GPUCapPct)
+				break
+			}
+			if c.PowerState != report.StateAwake {
+				t.Errorf("without Joulie, node %s was %s at %.0f s", n.Name, c.PowerState, c.T)
 				break
 			}
 		}
@@ -221,7 +243,7 @@ func TestInterruptedDemoStillReports(t *testing.T) {
 			sent = true
 			_ = p.Signal(syscall.SIGINT)
 		}
-	}, "--duration", "5m", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "100")
+	}, "--duration", "5m", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "100", "--parking=false")
 	if !sent {
 		t.Fatal("the run printed no progress line to interrupt at")
 	}

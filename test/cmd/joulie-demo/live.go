@@ -68,9 +68,40 @@ func plainLine(f frame) string {
 			}
 		}
 	}
-	return fmt.Sprintf("[%s %4.0fs] power %.1f kW, energy %.0f kJ, pods pending %d running %d done %d (submitted %d of %d), of %d nodes %d eco (%d capped) and %d draining, performance pods on eco nodes %d",
+	return fmt.Sprintf("[%s %4.0fs] power %.1f kW, energy %.0f kJ, pods pending %d running %d done %d (submitted %d of %d), of %d nodes %d eco (%d capped) and %d draining, power states %s, performance pods on eco nodes %d",
 		f.Run, f.Elapsed.Seconds(), f.Obs.PowerW/1000, f.EnergyJ/1000, f.Obs.Pending, f.Obs.Running, f.Obs.Done,
-		f.Submitted, f.Jobs, len(f.Obs.Nodes), eco, capped, draining, f.Obs.PerfOnEco())
+		f.Submitted, f.Jobs, len(f.Obs.Nodes), eco, capped, draining, stateCounts(f.Obs), f.Obs.PerfOnEco())
+}
+
+// stateCounts is "awake 5, parked 2, booting 1": the nodes per power
+// state, in the report's order, the empty ones left out.
+func stateCounts(o report.Observation) string {
+	n := map[string]int{}
+	for _, s := range o.Nodes {
+		n[s.State()]++
+	}
+	var parts []string
+	for _, st := range report.States {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st, n[st]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// stateText is a node's power state for its row: the boot's progress
+// while it boots, what it draws while parked.
+func stateText(n report.NodeState) string {
+	switch st := n.State(); {
+	case st == report.StateBooting && n.WokenBy == report.WokenByBMC:
+		return fmt.Sprintf("booting %3.0f%% BMC", n.BootPct)
+	case st == report.StateBooting:
+		return fmt.Sprintf("booting %3.0f%%", n.BootPct)
+	case n.Host == "off":
+		return st + " (off)"
+	default:
+		return st
+	}
 }
 
 // table is the terminal view: a row per node, then the totals.
@@ -78,21 +109,22 @@ func table(f frame) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nrun %s   %s of %s   (Ctrl-C ends early and still writes the report)\n\n",
 		f.Run, f.Elapsed.Round(time.Second), f.Duration)
-	fmt.Fprintf(&b, "%-14s %-18s %-6s %-12s %7s %7s %9s %6s %6s\n",
-		"node", "family", "path", "profile", "CPU cap", "GPU cap", "watts", "perf", "std")
+	fmt.Fprintf(&b, "%-14s %-18s %-6s %-12s %-16s %7s %7s %9s %6s %6s\n",
+		"node", "family", "path", "profile", "power state", "CPU cap", "GPU cap", "watts", "perf", "std")
 	for _, n := range f.Obs.Nodes {
 		profile := n.Profile
 		if n.Draining {
 			profile = report.ProfileDraining
 		}
-		fmt.Fprintf(&b, "%-14s %-18s %-6s %s%-12s%s %7s %7s %9.0f %6d %6d\n",
-			n.Name, n.Family, n.Path, color(profile), profile, reset, capText(n.CPUCapPct), capText(n.GPUCapPct),
+		fmt.Fprintf(&b, "%-14s %-18s %-6s %s%-12s%s %-16s %7s %7s %9.0f %6d %6d\n",
+			n.Name, n.Family, n.Path, color(profile), profile, reset, stateText(n), capText(n.CPUCapPct), capText(n.GPUCapPct),
 			n.Watts, n.RunningPerf, n.RunningStd)
 	}
 	perfOnEco := f.Obs.PerfOnEco()
 	fmt.Fprintf(&b, "\npower now %.1f kW   energy so far %.0f kJ\n", f.Obs.PowerW/1000, f.EnergyJ/1000)
 	fmt.Fprintf(&b, "pods: pending %d, running %d, done %d (submitted %d of %d)\n",
 		f.Obs.Pending, f.Obs.Running, f.Obs.Done, f.Submitted, f.Jobs)
+	fmt.Fprintf(&b, "nodes per power state: %s\n", stateCounts(f.Obs))
 	fmt.Fprintf(&b, "performance pods on eco nodes: %d\n", perfOnEco)
 	return b.String()
 }

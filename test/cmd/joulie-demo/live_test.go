@@ -18,6 +18,10 @@ func sampleFrame(elapsed time.Duration) frame {
 				{Name: "cpu-epyc-0", Family: "2x EPYC 9654", Path: "pool", Profile: report.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 800, RunningPerf: 4, RunningStd: 2},
 				{Name: "gpu-h100-0", Family: "8x H100", Path: "daemon", Profile: report.ProfileEco, CPUCapPct: 60, GPUCapPct: 60, Watts: 3100, RunningStd: 5},
 				{Name: "gpu-mi300x-0", Family: "8x MI300X", Path: "pool", Profile: report.ProfileEco, Draining: true, CPUCapPct: 60, GPUCapPct: 60, Watts: 2500, RunningPerf: 1},
+				{Name: "cpu-epyc-1", Family: "2x EPYC 9654", Path: "pool", Profile: report.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 9.75,
+					PowerState: report.StateParked, Host: "off"},
+				{Name: "cpu-epyc-2", Family: "2x EPYC 9654", Path: "pool", Profile: report.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 125,
+					PowerState: report.StateWaking, Host: "booting", BootPct: 40},
 			},
 		},
 	}
@@ -36,8 +40,11 @@ func TestLiveViewRedrawsATableOnATerminal(t *testing.T) {
 	for _, want := range []string{
 		"reconcileInterval=5s",
 		"run joulie   4s of 5m0s",
-		"gpu-h100-0     8x H100            daemon \x1b[32meco         \x1b[0m     60%     60%      3100      0      5",
-		"cpu-epyc-0     2x EPYC 9654       pool   \x1b[31mperformance \x1b[0m       -       -       800      4      2",
+		"gpu-h100-0     8x H100            daemon \x1b[32meco         \x1b[0m awake                60%     60%      3100      0      5",
+		"cpu-epyc-0     2x EPYC 9654       pool   \x1b[31mperformance \x1b[0m awake                  -       -       800      4      2",
+		"cpu-epyc-1     2x EPYC 9654       pool   \x1b[31mperformance \x1b[0m parked (off)           -       -        10      0      0",
+		"cpu-epyc-2     2x EPYC 9654       pool   \x1b[31mperformance \x1b[0m booting  40%           -       -       125      0      0",
+		"nodes per power state: awake 3, parked 1, booting 1",
 		"\x1b[33mdraining",
 		"power now 12.3 kW   energy so far 123 kJ",
 		"pods: pending 3, running 30, done 7 (submitted 40 of 300)",
@@ -69,7 +76,7 @@ func TestLiveViewPrintsPlainLinesWhenNotATerminal(t *testing.T) {
 	if !strings.Contains(out.String(), "[without-joulie    2s]") {
 		t.Errorf("the second run's first frame printed no line:\n%s", out.String())
 	}
-	want := "[joulie   10s] power 12.3 kW, energy 123 kJ, pods pending 3 running 30 done 7 (submitted 40 of 300), of 3 nodes 1 eco (1 capped) and 1 draining, performance pods on eco nodes 0"
+	want := "[joulie   10s] power 12.3 kW, energy 123 kJ, pods pending 3 running 30 done 7 (submitted 40 of 300), of 5 nodes 1 eco (1 capped) and 1 draining, power states awake 3, parked 1, booting 1, performance pods on eco nodes 0"
 	if lines[1] != want {
 		t.Errorf("line\n%s\nwant\n%s", lines[1], want)
 	}

@@ -65,6 +65,9 @@ type options struct {
 	refresh     time.Duration
 	step        time.Duration
 	plain       bool
+	parking     bool
+	bootTime    time.Duration
+	bmcNodes    int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -85,6 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the live view refreshes and the report samples")
 	fs.DurationVar(&o.step, "step", time.Second, "the fleet's physics step")
 	fs.BoolVar(&o.plain, "plain", false, "plain periodic lines even on a terminal")
+	fs.BoolVar(&o.parking, "parking", true, "let the controller park the pool nodes (switch them off while idle) and wake them by Wake-on-LAN")
+	fs.IntVar(&o.bmcNodes, "bmc-nodes", 1, "of the parkable pool nodes, this many are woken through a BMC (Debian's ipmi_sim on loopback) over IPMI, the rest by Wake-on-LAN")
+	fs.DurationVar(&o.bootTime, "boot-time", 20*time.Second, "how long a simulated node takes from its magic packet to Ready (the physics' measured boot is 151 s, compressed for a short demo)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -94,6 +100,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	case o.bootTime < time.Second:
+		return nil, fmt.Errorf("%w: --boot-time=%s: at least 1s", errUsage, o.bootTime)
 	case o.duration < 20*time.Second:
 		return nil, fmt.Errorf("%w: --duration=%s: at least 20s, so the controller can act", errUsage, o.duration)
 	case o.nodes < 3:

@@ -124,7 +124,7 @@ func TestStartClusterStopsWhatItStartedOnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = startCluster(t.Context(), t.TempDir(), t.TempDir(), helm, t.TempDir())
+	_, err = startCluster(t.Context(), t.TempDir(), t.TempDir(), helm, t.TempDir(), nil)
 	if err == nil || !strings.Contains(err.Error(), "Chart.yaml") {
 		t.Errorf("start with an empty chart directory: %v, want helm's complaint about Chart.yaml", err)
 	}

@@ -41,7 +41,10 @@ func (f *Fleet) startDaemon(ctx context.Context, node, nvmlLib string) (*agent, 
 		return nil, err
 	}
 	args := f.commonArgs(node, kubeconfig)
-	args = append(args, "--host-root", filepath.Join(base, "root"), "--nvml-library-path", nvmlLib)
+	// This agent runs on this machine's host path, where a park would
+	// ask logind to power the machine off: it may never.
+	args = append(args, "--host-root", filepath.Join(base, "root"), "--nvml-library-path", nvmlLib,
+		"--parking-allow-power-off=false")
 	return f.run(node, args, "FAKE_NVML_DIR="+filepath.Join(base, "nvml"))
 }
 
@@ -91,7 +94,9 @@ func (f *Fleet) commonArgs(name, kubeconfig string) []string {
 	return []string{"--config", "", "--node-name", name, "--kubeconfig", kubeconfig,
 		"--state-dir", state, "--socket", f.socket(name),
 		"--metrics-address", "", "--reconcile-interval", f.cfg.AgentInterval.String(),
-		"--nvml-library-path", "none", "--amdsmi-library-path", "none"}
+		"--nvml-library-path", "none", "--amdsmi-library-path", "none",
+		// Magic packets go to the fleet's listener, not the LAN.
+		"--parking-wake-address", f.WakeAddress()}
 }
 
 // socket is the agent's local socket path. sun_path holds 108 bytes, so

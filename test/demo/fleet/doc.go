@@ -33,6 +33,20 @@
 // energy of a tick is the power set at the previous tick times the tick's
 // length (see Snapshot).
 //
+// # Power states
+//
+// A pool node's park switches it off through the contract's
+// host.power_off: it then draws the physics' standby watts, its lease is
+// no longer renewed and its Ready condition is Unknown. It boots, at the
+// boot's average draw for Config.BootTime, when a Wake-on-LAN magic
+// packet for its MAC reaches the fleet's loopback UDP listener
+// (WakeAddress, every agent's parking.wakeAddress), or when its BMC is
+// told to power on: Config.BMCNodes pool nodes have one, an ipmi_sim
+// whose chassis power hook asks the fleet's server. Config.ParkablePool
+// labels the pool nodes joulie.io/parkable=true; daemon nodes are never
+// parkable and their agents never power off (they run on this machine's
+// host path).
+//
 // # Kubernetes
 //
 // Nodes are created KWOK-style (Ready, allocatable CPUs, memory and

@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/test/energy/physics"
@@ -89,6 +90,23 @@ type Config struct {
 	// Log receives the fleet's own log lines (default: discarded). The
 	// agents log to files under Dir/logs.
 	Log io.Writer
+	// ParkablePool labels every pool node joulie.io/parkable=true, so
+	// that a controller with parking on may switch it off through the
+	// HTTP contract. Daemon nodes are never labelled, and their agents
+	// run with parking.allowPowerOff false: they are the host path, and
+	// a park there would ask this machine's logind to power it off.
+	ParkablePool bool
+	// BootTime is how long a switched-off node takes from a magic packet
+	// to Ready (default: the physics' boot time of a CPU node, 151 s,
+	// which a short demo compresses).
+	BootTime time.Duration
+	// BMCNodes of the parkable pool nodes (the first ones) get a BMC:
+	// an ipmi_sim on loopback, named in the node's joulie.io/bmc-address,
+	// with its credentials in the Secret joulie-bmc-<node> of
+	// BMCNamespace (default joulie-system, the chart's namespace), so the
+	// controller wakes them over IPMI instead of Wake-on-LAN.
+	BMCNodes     int
+	BMCNamespace string
 }
 
 // Snapshot is the fleet at its last tick.
@@ -120,9 +138,20 @@ type NodeState struct {
 	// GPU figure is the mean over the node's GPUs, 100 without GPUs).
 	CPUCapPct, GPUCapPct float64
 	GPUs                 int
-	// Watts is the node's draw from the physics.
+	// Watts is the node's draw from the physics: the BMC's standby draw
+	// while the host is off, the boot's average draw while it boots.
 	Watts                   float64
 	RunningPerf, RunningStd int
+	// PowerState is the controller's (NodePowerProfile spec.powerState:
+	// awake, parking, parked, waking, wake-failed; "" before it wrote
+	// one). Host is the machine's: HostOn, HostOff or HostBooting, with
+	// BootPct of the boot done. MAC is the address that wakes it.
+	PowerState, Host string
+	BootPct          float64
+	MAC              string
+	// WokenBy is what started the node's last boot: WakeByLAN,
+	// WakeByBMC, or "" before any.
+	WokenBy string
 }
 
 // PodRecord is one pod the fleet ran.
@@ -155,7 +184,10 @@ type Fleet struct {
 	sockDir     string   // a short directory for sockets, removed by Stop
 	srv         *http.Server
 	simURL      string
+	wolConn     net.PacketConn
+	ready       *readiness
 	agents      []*agent
+	bmcs        []*bmc
 	pods        *lifecycle
 
 	cancel context.CancelFunc
@@ -188,8 +220,14 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	f := &Fleet{
-		cfg: c, log: slog.New(slog.NewTextHandler(c.Log, nil)), sim: newSim(c.Model, time.Now()),
+		cfg: c, log: slog.New(slog.NewTextHandler(c.Log, nil)), sim: newSim(c.Model, c.BootTime, time.Now()),
 		kube: kube, jc: jc, cancel: cancel,
+	}
+	f.ready = &readiness{f: f, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	f.sim.changed = f.ready.queue.Add
+	if _, err := f.listenWakeOnLAN(); err != nil {
+		cancel()
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -210,28 +248,49 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 			return nil, err
 		}
 	}
-	for _, p := range plan {
-		var host *hostTree
-		if p.daemon {
-			base := filepath.Join(c.Dir, "hosts", p.name)
-			if host, err = writeHostTree(p.name, filepath.Join(base, "root"), filepath.Join(base, "nvml"), p.fam); err != nil {
-				return nil, err
-			}
-		}
-		f.sim.addNode(p.name, p.fam, host)
-		if err := f.createNode(ctx, p); err != nil {
-			return nil, err
-		}
-		f.nodes = append(f.nodes, p.name)
-	}
-
 	// The simulator listens on loopback only: the pool agent runs here.
+	// It serves once the nodes exist; the BMCs need its address before.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fleet: simulator listener: %w", err)
 	}
 	f.simURL = "http://" + ln.Addr().String()
-	f.srv = &http.Server{Handler: f.sim, ReadHeaderTimeout: 5 * time.Second}
+	for i, p := range plan {
+		var host *hostTree
+		if p.daemon {
+			base := filepath.Join(c.Dir, "hosts", p.name)
+			if host, err = writeHostTree(p.name, filepath.Join(base, "root"), filepath.Join(base, "nvml"), p.fam); err != nil {
+				ln.Close()
+				return nil, err
+			}
+		}
+		var b *bmc
+		if !p.daemon && i < c.BMCNodes { // pool nodes come first
+			if b, err = f.startBMC(p.name); err != nil {
+				ln.Close()
+				return nil, err
+			}
+			f.bmcs = append(f.bmcs, b)
+			p.bmcAddr = b.addr
+		}
+		f.sim.addNode(p.name, p.fam, host)
+		if err := f.createNode(ctx, p); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		f.nodes = append(f.nodes, p.name)
+		if b != nil {
+			if err := f.createBMCSecret(ctx, b); err != nil {
+				ln.Close()
+				return nil, err
+			}
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/bmc/", f.serveBMC)
+	mux.Handle("/", f.sim)
+	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -240,14 +299,18 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 		}
 	}()
 
-	f.pods = newLifecycle(f.kube, f.sim, f.log)
+	f.pods = newLifecycle(f.kube, f.jc, f.sim, f.log)
 	if err := f.pods.start(runCtx, c.NodePrefix); err != nil {
 		return nil, err
 	}
-	f.wg.Add(2)
+	f.wg.Add(3)
 	go func() {
 		defer f.wg.Done()
 		f.tick(runCtx)
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.ready.run(runCtx)
 	}()
 	go func() {
 		defer f.wg.Done()
@@ -297,6 +360,12 @@ func (c *Config) defaults() error {
 	if c.AgentInterval == 0 {
 		c.AgentInterval = time.Second
 	}
+	if c.BootTime == 0 {
+		c.BootTime = c.Model.Power.BootTime(false)
+	}
+	if c.BMCNamespace == "" {
+		c.BMCNamespace = PoolNamespace
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -315,6 +384,10 @@ func (c *Config) defaults() error {
 		return errors.New("fleet: Config.Dir is empty: give a directory for trees, configurations and logs")
 	case c.Tick < 10*time.Millisecond:
 		return fmt.Errorf("fleet: Config.Tick %s is below 10ms", c.Tick)
+	case c.BMCNodes > 0 && !c.ParkablePool:
+		return errors.New("fleet: Config.BMCNodes gives parkable pool nodes a BMC: set Config.ParkablePool too")
+	case c.BMCNodes > c.Nodes-c.DaemonNodes:
+		return fmt.Errorf("fleet: Config.BMCNodes is %d, more than the %d pool nodes", c.BMCNodes, c.Nodes-c.DaemonNodes)
 	}
 	if _, err := os.Stat(c.AgentBinary); err != nil {
 		return fmt.Errorf("fleet: Config.AgentBinary: %w", err)
@@ -324,9 +397,10 @@ func (c *Config) defaults() error {
 
 // planned is one node to create.
 type planned struct {
-	name   string
-	fam    *Family
-	daemon bool
+	name    string
+	fam     *Family
+	daemon  bool
+	bmcAddr string // its BMC's address, for a BMC node
 }
 
 // plan names the nodes: pool nodes cycling through all families, then
@@ -407,15 +481,22 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		for _, a := range f.agents {
 			errs = append(errs, a.wait(ctx))
 		}
+		for _, b := range f.bmcs {
+			b.stop()
+		}
 		f.cancel()
 		if f.srv != nil {
 			errs = append(errs, f.srv.Close())
 		}
+		if f.wolConn != nil {
+			errs = append(errs, f.wolConn.Close())
+		}
+		f.ready.queue.ShutDown()
 		f.wg.Wait()
 		if f.pods != nil {
 			f.pods.wait()
 		}
-		errs = append(errs, f.deleteObjects(ctx))
+		errs = append(errs, f.deleteObjects(ctx), f.deleteBMCSecrets(ctx))
 		if f.sockDir != "" {
 			errs = append(errs, os.RemoveAll(f.sockDir))
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -56,15 +59,25 @@ func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 
 func startFleet(t *testing.T, prefix string, nodes, daemons int, kube *rest.Config) (*fleet.Fleet, fleet.Config) {
 	t.Helper()
-	cfg := fleet.Config{
+	cfg := fleetConfig(t, prefix, nodes, daemons)
+	cfg.Kube = kube
+	return startConfigured(t, cfg), cfg
+}
+
+func fleetConfig(t *testing.T, prefix string, nodes, daemons int) fleet.Config {
+	return fleet.Config{
 		Nodes: nodes, DaemonNodes: daemons, NodePrefix: prefix,
-		Kube:        kube,
+		Kube:        cp.AdminConfig(),
 		AgentConfig: func(node string) (*rest.Config, error) { return cp.AgentConfig(t, node), nil },
 		AgentBinary: cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentd"),
 		Dir:         t.TempDir(),
 		Tick:        100 * time.Millisecond,
 		Log:         &testLog{t},
 	}
+}
+
+func startConfigured(t *testing.T, cfg fleet.Config) *fleet.Fleet {
+	t.Helper()
 	f, err := fleet.Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +92,7 @@ func startFleet(t *testing.T, prefix string, nodes, daemons int, kube *rest.Conf
 			}
 		}
 	})
-	return f, cfg
+	return f
 }
 
 type testLog struct{ t *testing.T }
@@ -445,5 +458,199 @@ func TestDefaultFleetComesUpAndGoes(t *testing.T) {
 	nodes, err := cp.AdminClient(t).CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.LabelFleet})
 	if err != nil || len(nodes.Items) != 0 {
 		t.Errorf("fleet nodes left after Stop: %d (%v)", len(nodes.Items), err)
+	}
+}
+
+// The whole way of a park and a wake below the controller, through the
+// real agents: a pool node whose profile says parked is switched off by
+// the pool agent through the HTTP contract (standby draw, its heartbeat
+// stops, NotReady); a daemon node's agent, told its MAC, sends a real
+// magic packet to the fleet's listener, which boots the node for the
+// boot time, and the node is Ready again, uncapped.
+func TestParkedPoolNodeSwitchesOffAndWakesByMagicPacket(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	kube := cp.AdminClient(t)
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fleetConfig(t, "park", 2, 1)
+	cfg.ParkablePool, cfg.BootTime = true, 3*time.Second
+	f := startConfigured(t, cfg)
+	const (
+		parked = "park-epyc-1" // pool agent, HTTP
+		sender = "park-h100-1" // own agent, sends the magic packet
+	)
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.LabelFleet + "=park"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		pool := n.Labels[fleet.LabelPath] == fleet.PathPool
+		if got := n.Labels[joulie.LabelParkable] == "true"; got != pool {
+			t.Errorf("node %s (%s): parkable %v; want only pool nodes parkable", n.Name, n.Labels[fleet.LabelPath], got)
+		}
+	}
+	// Both paths publish the node's NIC, as Wake-on-LAN needs.
+	var mac string
+	for _, n := range []string{parked, sender} {
+		poll(t, "NodeHardware of "+n+" with its NIC", 45*time.Second, func() bool {
+			hw, err := admin.JoulieV1alpha1().NodeHardwares().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || len(hw.Status.Network) != 1 || hw.Status.Network[0].MAC != node(t, f, n).MAC {
+				return false
+			}
+			if n == parked {
+				mac = hw.Status.Network[0].MAC
+			}
+			return true
+		})
+	}
+
+	since := metav1.Now()
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: parked},
+		Spec:       joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, PowerState: joulie.PowerParked, PowerStateSince: &since},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(name string) corev1.ConditionStatus {
+		n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	poll(t, parked+" switched off and NotReady", 30*time.Second, func() bool {
+		return node(t, f, parked).Host == fleet.HostOff && ready(parked) == corev1.ConditionUnknown
+	})
+	if w, want := node(t, f, parked).Watts, physics.Default().Power.OffWatts; w != want {
+		t.Errorf("a switched-off node draws %v W, want the standby %v W", w, want)
+	}
+	p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, parked, metav1.GetOptions{})
+	if err != nil || p.Status.PowerState != joulie.PowerParked {
+		t.Errorf("the pool agent reports %q (%v), want parked", p.Status.PowerState, err)
+	}
+	lease := func() time.Time {
+		l, err := kube.CoordinationV1().Leases("kube-node-lease").Get(ctx, parked, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Spec.RenewTime.Time
+	}
+	silent := lease()
+	if ready(sender) != corev1.ConditionTrue || node(t, f, sender).Host != fleet.HostOn {
+		t.Fatalf("the daemon node went down with the pool node")
+	}
+
+	// The controller's wake, by hand: the parked node's profile says
+	// waking, and an awake neighbour's lists its MAC.
+	p.Spec.PowerState, p.Spec.PowerStateSince = joulie.PowerWaking, ptr.To(metav1.Now())
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: sender},
+		Spec:       joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, WakeOnLAN: []string{mac}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, parked+" booting after the magic packet", 30*time.Second, func() bool { return node(t, f, parked).Host == fleet.HostBooting })
+	booted := time.Now()
+	poll(t, parked+" Ready after its boot", 30*time.Second, func() bool {
+		return node(t, f, parked).Host == fleet.HostOn && ready(parked) == corev1.ConditionTrue
+	})
+	if took := time.Since(booted); took < 2*time.Second {
+		t.Errorf("the boot took %s, want about the boot time, 3s", took)
+	}
+	if !lease().After(silent) {
+		t.Errorf("the node's heartbeat did not resume after its boot")
+	}
+	if n := node(t, f, parked); n.CPUCapPct != 100 || n.Watts <= physics.Default().Power.BootWatts/2 {
+		t.Errorf("after the boot: %+v", n)
+	}
+}
+
+// A BMC node's BMC is a real ipmi_sim, reached with the credentials in
+// the node's Secret at the node's joulie.io/bmc-address: its chassis
+// power follows the simulated host, and "power on" boots a parked node.
+// ipmitool is the client, an implementation independent of the
+// controller's.
+func TestBMCNodeIsWokenThroughIPMI(t *testing.T) {
+	ipmitool, err := exec.LookPath("ipmitool")
+	if err != nil {
+		t.Fatalf("this test drives the BMC with ipmitool: apt-get install ipmitool (or make deps): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	kube := cp.AdminClient(t)
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fleetConfig(t, "bmc", 1, -1)
+	cfg.ParkablePool, cfg.BootTime, cfg.BMCNodes = true, 2*time.Second, 1
+	f := startConfigured(t, cfg)
+	const name = "bmc-epyc-1"
+	n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := n.Annotations[joulie.AnnotationBMCAddress]
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("node %s's %s is %q: %v", name, joulie.AnnotationBMCAddress, addr, err)
+	}
+	secret, err := kube.CoreV1().Secrets(fleet.PoolNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chassis := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, ipmitool, append([]string{"-I", "lanplus", "-C", "3", "-H", host, "-p", port,
+			"-U", string(secret.Data["username"]), "-P", string(secret.Data["password"]), "chassis", "power"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("ipmitool chassis power %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := chassis("status"); got != "Chassis Power is on" {
+		t.Fatalf("status of a node that is on: %q", got)
+	}
+
+	since := metav1.Now()
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, PowerState: joulie.PowerParked, PowerStateSince: &since},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, name+" switched off by its agent", 30*time.Second, func() bool { return node(t, f, name).Host == fleet.HostOff })
+	if got := chassis("status"); got != "Chassis Power is off" {
+		t.Fatalf("status of a parked node: %q", got)
+	}
+	chassis("on")
+	poll(t, name+" on after its BMC's power on", 30*time.Second, func() bool { return node(t, f, name).Host == fleet.HostOn })
+	if got := node(t, f, name).WokenBy; got != fleet.WakeByBMC {
+		t.Errorf("woken by %q, want %q", got, fleet.WakeByBMC)
+	}
+
+	// Stop takes the BMC and its Secret with it.
+	if err := f.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Secrets(fleet.PoolNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the BMC Secret after Stop: %v, want not found", err)
+	}
+	if c, err := net.ListenPacket("udp", addr); err != nil {
+		t.Errorf("the BMC's port %s is still taken after Stop: %v", addr, err)
+	} else {
+		c.Close()
 	}
 }

@@ -81,6 +81,12 @@ func writeHostTree(node, root, gpus string, f *Family) (*hostTree, error) {
 		add(filepath.Join(z, "constraint_1_time_window_us"), "2440", 0o644)
 		add(filepath.Join(z, "constraint_1_max_power_uw"), strconv.FormatInt(2*maxUW, 10), 0o444)
 	}
+	// One Ethernet port armed for Wake-on-LAN, as netif finds it: the
+	// agent publishes its MAC, and a magic packet to it boots the node.
+	eth := filepath.Join(root, "sys/class/net/eth0")
+	add(filepath.Join(eth, "address"), nodeMAC(node).String(), 0o444)
+	add(filepath.Join(eth, "type"), "1", 0o444)
+	add(filepath.Join(eth, "device/power/wakeup"), "enabled", 0o644)
 	mw := func(w float64) string { return strconv.FormatInt(int64(math.Round(w*1000)), 10) }
 	add(filepath.Join(gpus, "count"), strconv.Itoa(f.GPUs), 0o644)
 	for i := range f.GPUs {

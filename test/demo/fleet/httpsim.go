@@ -134,7 +134,7 @@ func (s *sim) telemetry(name string) (*wireTelemetry, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, ok := s.nodes[name]
-	if !ok || n.host != nil {
+	if !ok || n.hostTree != nil {
 		return nil, false
 	}
 	f := n.fam
@@ -158,8 +158,13 @@ func (s *sim) control(req *wireControl) (int, *wireAnswer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, ok := s.nodes[req.Node]
-	if !ok || n.host != nil {
+	if !ok || n.hostTree != nil {
 		return http.StatusNotFound, &wireAnswer{APIVersion: httpAPIVersion, Result: "error", Message: fmt.Sprintf("no pool node %q in this fleet", req.Node)}
+	}
+	if n.host != HostOn {
+		// Nothing runs on a host that is off or still booting, so
+		// nothing takes a control, a second power-off included.
+		return http.StatusOK, &wireAnswer{APIVersion: httpAPIVersion, Result: "error", Message: fmt.Sprintf("node %s is %s", n.name, n.host)}
 	}
 	f := n.fam
 	applied := func(w, pct *float64) (int, *wireAnswer) {
@@ -169,6 +174,12 @@ func (s *sim) control(req *wireControl) (int, *wireAnswer) {
 		return status, &wireAnswer{APIVersion: httpAPIVersion, Result: "error", Message: msg}
 	}
 	switch req.Action {
+	case "host.power_off":
+		if req.Watts != nil || req.Pct != nil || req.GPU != nil {
+			return refuse(http.StatusBadRequest, "host.power_off takes no field")
+		}
+		s.switchOff(n)
+		return http.StatusOK, &wireAnswer{APIVersion: httpAPIVersion, Result: "applied"}
 	case "rapl.set_power_cap_watts":
 		if req.Watts == nil || req.Pct != nil || req.GPU != nil {
 			return refuse(http.StatusBadRequest, "rapl.set_power_cap_watts takes watts alone")

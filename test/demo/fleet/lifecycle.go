@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/test/harness"
 )
 
@@ -26,17 +28,19 @@ import (
 // status says Succeeded. It also follows the nodes' profile labels.
 type lifecycle struct {
 	kube kubernetes.Interface
+	jc   versioned.Interface
 	sim  *sim
 	log  *slog.Logger
 
 	factories []informers.SharedInformerFactory
+	joulie    externalversions.SharedInformerFactory
 	pods      corelisters.PodLister
 	queue     workqueue.TypedRateLimitingInterface[string]
 	wg        sync.WaitGroup
 }
 
-func newLifecycle(kube kubernetes.Interface, s *sim, log *slog.Logger) *lifecycle {
-	return &lifecycle{kube: kube, sim: s, log: log,
+func newLifecycle(kube kubernetes.Interface, jc versioned.Interface, s *sim, log *slog.Logger) *lifecycle {
+	return &lifecycle{kube: kube, jc: jc, sim: s, log: log,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 }
 
@@ -69,14 +73,33 @@ func (l *lifecycle) start(ctx context.Context, fleetName string) error {
 	}); err != nil {
 		return fmt.Errorf("fleet: watch nodes: %w", err)
 	}
+	// The controller's power state of each node, for Snapshot; the
+	// profiles are named after the nodes, and others are ignored.
+	l.joulie = externalversions.NewSharedInformerFactory(l.jc, 0)
+	profileChanged := func(obj any) {
+		if p, ok := obj.(*joulie.NodePowerProfile); ok {
+			l.sim.setPowerState(p.Name, string(p.Spec.PowerState))
+		}
+	}
+	if _, err := l.joulie.Joulie().V1alpha1().NodePowerProfiles().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: profileChanged, UpdateFunc: func(_, obj any) { profileChanged(obj) },
+	}); err != nil {
+		return fmt.Errorf("fleet: watch NodePowerProfiles: %w", err)
+	}
 	for _, f := range l.factories {
 		f.Start(ctx.Done())
 	}
+	l.joulie.Start(ctx.Done())
 	for _, f := range l.factories {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				return fmt.Errorf("fleet: list %v: the API server did not answer", typ)
 			}
+		}
+	}
+	for typ, ok := range l.joulie.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("fleet: list %v: the API server did not answer", typ)
 		}
 	}
 	// Status writes are few (two per pod) and ordered per pod by the
@@ -162,5 +185,8 @@ func (l *lifecycle) wait() {
 	l.wg.Wait()
 	for _, f := range l.factories {
 		f.Shutdown()
+	}
+	if l.joulie != nil {
+		l.joulie.Shutdown()
 	}
 }

@@ -35,9 +35,17 @@ func (f *Fleet) createNode(ctx context.Context, p planned) error {
 	}}}
 	if !p.daemon {
 		// What an admin gives a simulated node: pool mode reads the
-		// CPU model here, as the HTTP telemetry has none. A daemon
-		// node's agent discovers it, as on a real host.
+		// CPU model and the NIC here, as the HTTP telemetry has
+		// neither. A daemon node's agent discovers both, as on a real
+		// host.
 		node.Labels[joulie.LabelHWCPUModel] = p.fam.CPUCatalog
+		node.Annotations = map[string]string{joulie.AnnotationHWMACs: nodeMAC(p.name).String()}
+		if f.cfg.ParkablePool {
+			node.Labels[joulie.LabelParkable] = "true"
+		}
+		if p.bmcAddr != "" {
+			node.Annotations[joulie.AnnotationBMCAddress] = p.bmcAddr
+		}
 	}
 	node, err := f.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -103,6 +111,10 @@ func (f *Fleet) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 			for _, n := range f.created {
+				// A switched-off node's kubelet is silent.
+				if h, _ := f.sim.hostState(n); h != HostOn {
+					continue
+				}
 				if err := f.renewLease(ctx, n); err != nil && ctx.Err() == nil {
 					f.log.Warn("node heartbeat", "err", err)
 				}

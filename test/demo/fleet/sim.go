@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +21,10 @@ import (
 // and progress go out to telemetry, the fixture trees and Snapshot.
 type sim struct {
 	model *physics.Model
+	// boot is how long a switched-on node takes to be Ready; changed is
+	// told the nodes whose host state changed, for their Ready condition.
+	boot    time.Duration
+	changed func(node string)
 
 	mu      sync.Mutex
 	nodes   map[string]*simNode
@@ -31,12 +37,20 @@ type sim struct {
 }
 
 type simNode struct {
-	name string
-	fam  *Family
-	host *hostTree // nil for a pool node
+	name     string
+	fam      *Family
+	hostTree *hostTree // nil for a pool node
 
 	profile  string
 	draining bool
+	// powerState is the controller's, from the node's NodePowerProfile
+	// spec; host is the machine's (HostOn, HostOff, HostBooting), with
+	// the boot's start and end.
+	powerState        string
+	host              string
+	mac               net.HardwareAddr
+	bootFrom, bootEnd time.Time
+	wokenBy           string // WakeByLAN or WakeByBMC: what started the last boot
 
 	// Caps in force, as the agent left them: per package, and per GPU.
 	cpuCapW     float64
@@ -68,14 +82,14 @@ type simPod struct {
 	open      bool          // Work unknown: runs until deleted
 }
 
-func newSim(model *physics.Model, now time.Time) *sim {
-	return &sim{model: model, nodes: map[string]*simNode{}, pods: map[string]*simPod{}, now: now}
+func newSim(model *physics.Model, boot time.Duration, now time.Time) *sim {
+	return &sim{model: model, boot: boot, changed: func(string) {}, nodes: map[string]*simNode{}, pods: map[string]*simPod{}, now: now}
 }
 
 // addNode adds a host, uncapped and idle.
 func (s *sim) addNode(name string, fam *Family, host *hostTree) {
 	n := &simNode{
-		name: name, fam: fam, host: host,
+		name: name, fam: fam, hostTree: host, host: HostOn, mac: nodeMAC(name),
 		cpuCapW: fam.PackageMaxW, cpuFrac: 1,
 		gpuCapW: make([]float64, fam.GPUs), gpuFrac: make([]float64, fam.GPUs),
 		gpuW: make([]float64, fam.GPUs), gpuOwner: make([]string, fam.GPUs),
@@ -90,6 +104,82 @@ func (s *sim) addNode(name string, fam *Family, host *hostTree) {
 	s.order = append(s.order, name)
 	s.power(n)
 	s.powerW += n.watts
+}
+
+func (s *sim) setPowerState(name, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.nodes[name]; ok {
+		n.powerState = state
+	}
+}
+
+// hostState is node name's host power state.
+func (s *sim) hostState(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	if !ok {
+		return "", false
+	}
+	return n.host, true
+}
+
+// switchOff switches n off, for the contract's host.power_off. Its
+// limits go back to their defaults, as firmware sets them at the next
+// boot. s.mu is held.
+func (s *sim) switchOff(n *simNode) {
+	if n.host == HostOff {
+		return
+	}
+	n.host = HostOff
+	n.cpuCapW, n.throttlePct = n.fam.PackageMaxW, 0
+	for i := range n.gpuCapW {
+		n.gpuCapW[i] = n.fam.GPUMaxW
+	}
+	s.changed(n.name)
+}
+
+// wake starts the boot of the node whose NIC has mac, if it is off: a
+// magic packet for a node that is on or booting changes nothing, as on a
+// real NIC. It returns the node and whether a boot started.
+func (s *sim) wake(mac net.HardwareAddr, now time.Time) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range s.order {
+		n := s.nodes[name]
+		if bytes.Equal(n.mac, mac) {
+			return name, s.boot1(n, WakeByLAN, now)
+		}
+	}
+	return "", false
+}
+
+// bmcPower is the node's BMC switching its power: on boots a node that
+// is off, off switches it off whatever it was doing.
+func (s *sim) bmcPower(name string, on bool, now time.Time) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	if !ok {
+		return "", false
+	}
+	if !on {
+		s.switchOff(n)
+		return name, false
+	}
+	return name, s.boot1(n, WakeByBMC, now)
+}
+
+// boot1 starts n's boot if it is off, and says whether it did. s.mu is
+// held.
+func (s *sim) boot1(n *simNode, by string, now time.Time) bool {
+	if n.host != HostOff {
+		return false
+	}
+	n.host, n.bootFrom, n.bootEnd, n.wokenBy = HostBooting, now, now.Add(s.boot), by
+	s.changed(n.name)
+	return true
 }
 
 func (s *sim) setProfile(name, profile string, draining bool) {
@@ -219,6 +309,9 @@ func (s *sim) step(now time.Time) (finished []string, errs []error) {
 			continue
 		}
 		n := s.nodes[p.rec.Node]
+		if n.host != HostOn {
+			continue // a host that is off runs nothing
+		}
 		// A pod started since the last tick works only from its start.
 		ran := now.Sub(p.rec.Started)
 		if ran > dt {
@@ -234,15 +327,19 @@ func (s *sim) step(now time.Time) (finished []string, errs []error) {
 	s.powerW = 0
 	for _, name := range s.order {
 		n := s.nodes[name]
-		if n.host != nil {
-			if err := n.host.readCaps(n); err != nil {
+		if n.host == HostBooting && !now.Before(n.bootEnd) {
+			n.host = HostOn
+			s.changed(name)
+		}
+		if n.hostTree != nil {
+			if err := n.hostTree.readCaps(n); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		s.power(n)
 		s.powerW += n.watts
-		if n.host != nil {
-			if err := n.host.writeReadings(n); err != nil {
+		if n.hostTree != nil {
+			if err := n.hostTree.writeReadings(n); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -281,6 +378,19 @@ func (n *simNode) podDevice(m *physics.Model, p *simPod) physics.Device {
 func (s *sim) power(n *simNode) {
 	m := s.model
 	f := n.fam
+	if n.host != HostOn {
+		// Off: the BMC's standby draw; booting: the boot's average draw
+		// (physics.yaml's powerStates, measured on taurus nodes).
+		n.watts = m.Power.OffWatts
+		if n.host == HostBooting {
+			n.watts = m.Power.BootWatts
+		}
+		n.pkgW = 0
+		for i := range n.gpuW {
+			n.gpuW[i] = 0
+		}
+		return
+	}
 	var cpuBusy float64
 	util := make([]float64, f.GPUs)
 	for _, p := range s.seq {
@@ -366,13 +476,17 @@ func (s *sim) snapshot() Snapshot {
 	for _, name := range s.order {
 		n := s.nodes[name]
 		path := PathPool
-		if n.host != nil {
+		if n.hostTree != nil {
 			path = PathDaemon
 		}
 		ns := NodeState{
 			Name: n.name, Family: n.fam.Name, Path: path, Profile: n.profile, Draining: n.draining,
 			CPUCapPct: 100 * capFraction(n.cpuCapW, n.fam.PackageMaxW), GPUCapPct: 100,
 			GPUs: n.fam.GPUs, Watts: n.watts,
+			PowerState: n.powerState, Host: n.host, MAC: n.mac.String(), WokenBy: n.wokenBy,
+		}
+		if n.host == HostBooting && n.bootEnd.After(n.bootFrom) {
+			ns.BootPct = min(100, 100*float64(s.now.Sub(n.bootFrom))/float64(n.bootEnd.Sub(n.bootFrom)))
 		}
 		if len(n.gpuCapW) > 0 {
 			var sum float64

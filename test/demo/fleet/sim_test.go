@@ -71,7 +71,7 @@ func control(t *testing.T, srv *httptest.Server, body string) (int, wireAnswer) 
 func TestCapThroughHTTPLowersPowerAndStretchesPods(t *testing.T) {
 	m := physics.Default()
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s := newSim(m, t0)
+	s := newSim(m, time.Minute, t0)
 	s.addNode("capped", family(t, "h100"), nil)
 	s.addNode("free", family(t, "h100"), nil)
 	srv := httptest.NewServer(s)
@@ -133,7 +133,7 @@ func TestCapThroughHTTPLowersPowerAndStretchesPods(t *testing.T) {
 // come, go and caps change.
 func TestEnergyIsTheSumOfReportedPower(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s := newSim(physics.Default(), t0)
+	s := newSim(physics.Default(), time.Minute, t0)
 	s.addNode("cpu", family(t, "epyc"), nil)
 	s.addNode("gpu", family(t, "l40s"), nil)
 	srv := httptest.NewServer(s)
@@ -180,7 +180,7 @@ func TestEnergyIsTheSumOfReportedPower(t *testing.T) {
 // Like hardware, the simulator refuses what the agent must have clamped,
 // and says what it does not model.
 func TestControlRefusals(t *testing.T) {
-	s := newSim(physics.Default(), time.Now())
+	s := newSim(physics.Default(), time.Minute, time.Now())
 	s.addNode("n", family(t, "l40s"), nil)
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -220,7 +220,7 @@ func TestControlRefusals(t *testing.T) {
 // runs afresh.
 func TestDeletedPods(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s := newSim(physics.Default(), t0)
+	s := newSim(physics.Default(), time.Minute, t0)
 	s.addNode("n", family(t, "l40s"), nil)
 	done := testPod("done", "n", 8, 2, time.Second, physics.GPUMixed, "")
 	done.UID = "1"
@@ -256,7 +256,7 @@ func TestDeletedPods(t *testing.T) {
 // its start, so it never finishes before its work is done.
 func TestPodStartedBetweenTicksWorksFromItsStart(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s := newSim(physics.Default(), t0)
+	s := newSim(physics.Default(), time.Minute, t0)
 	s.addNode("n", family(t, "epyc"), nil)
 	if _, err := s.start(testPod("p", "n", 1, 0, time.Second, physics.CPULow, ""), t0.Add(90*time.Millisecond)); err != nil {
 		t.Fatal(err)

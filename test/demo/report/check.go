@@ -12,6 +12,9 @@ type Expect struct {
 	CappedPaths []string
 	// AllDone asks that every pod succeeded.
 	AllDone bool
+	// ParkAndWake asks that at least one node was parked and one woken
+	// (booted) during the run.
+	ParkAndWake bool
 }
 
 // PodSucceeded is the phase of a pod that finished its work.
@@ -38,6 +41,12 @@ func (run *Run) Check(e Expect) []error {
 		if e.AllDone && (p.Phase != PodSucceeded || p.Finished < 0) {
 			fail("run %s: pod %s did not complete (phase %q, node %q)", run.Name, p.Name, p.Phase, p.Node)
 		}
+	}
+	if e.ParkAndWake && s.Parks == 0 {
+		fail("run %s: no node was parked", run.Name)
+	}
+	if e.ParkAndWake && s.Wakes == 0 {
+		fail("run %s: no parked node was woken", run.Name)
 	}
 	if e.AllDone && len(run.Pods) == 0 {
 		fail("run %s: no pods", run.Name)

@@ -18,8 +18,11 @@ type figure struct {
 }
 
 const (
-	profileLegend = `<span class="performance">&#9632; performance</span> <span class="draining">&#9632; draining</span> <span class="eco">&#9632; eco</span>`
-	classLegend   = `<span class="perfpods">&#9632; performance pods</span> <span class="stdpods">&#9632; standard pods</span>`
+	profileLegend = `<span class="performance">&#9632; performance</span> <span class="draining">&#9632; draining</span> <span class="eco">&#9632; eco</span>` +
+		` <span class="parking">&#9632; parking</span> <span class="parked">&#9632; parked (off)</span> <span class="waking">&#9632; waking</span>` +
+		` <span class="booting">&#9632; booting</span> <span class="wake-failed">&#9632; wake-failed</span>`
+	statesLegend = `one line per power state; awake counts the nodes that are on, whatever their profile`
+	classLegend  = `<span class="perfpods">&#9632; performance pods</span> <span class="stdpods">&#9632; standard pods</span>`
 )
 
 type runView struct {
@@ -65,7 +68,15 @@ func (r *Report) HTML() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render the profile plot of %s: %w", run.Name, err)
 		}
-		rv.Figures = append(rv.Figures, figure{"Profile changes per node", profileLegend, uri})
+		rv.Figures = append(rv.Figures, figure{"Profile and power state per node", profileLegend, uri})
+		states, err := statesPlot(run)
+		if err != nil {
+			return nil, err
+		}
+		if uri, err = svgURI(states, 9*vg.Inch, 3*vg.Inch); err != nil {
+			return nil, fmt.Errorf("render the power state plot of %s: %w", run.Name, err)
+		}
+		rv.Figures = append(rv.Figures, figure{"Nodes per power state", statesLegend, uri})
 		pods, err := podsPlot(run)
 		if err != nil {
 			return nil, err
@@ -97,6 +108,7 @@ var page = template.Must(template.New(FileHTML).Funcs(template.FuncMap{
 		return fmt.Sprintf("%.0f%%", pct)
 	},
 	"profile": changeProfile,
+	"minutes": func(s float64) float64 { return s / 60 },
 	"saving": func(runs []Run) string {
 		if len(runs) != 2 || runs[1].Summary.EnergyJ <= 0 {
 			return ""
@@ -126,6 +138,7 @@ th:first-child, td:first-child { text-align: left; }
 img { display: block; max-width: 100%; margin: 1em 0; }
 .performance { color: #d64f2a; } .eco { color: #3a9a5b; } .draining { color: #e8a838; }
 .perfpods { color: #8e3bb8; } .stdpods { color: #3b78b8; }
+.parking { color: #9a9a9a; } .parked { color: #4a4a4a; } .waking { color: #7fb3e0; } .booting { color: #2f6fb0; } .wake-failed { color: #000; }
 details { margin: 1em 0; }
 </style>
 </head>
@@ -138,10 +151,12 @@ Workload: {{.Workload.Jobs}} pods from seed {{.Workload.Seed}}, arriving over {{
 <h2>Summary</h2>
 <table>
 <tr><th>run</th><th>duration (s)</th><th>energy (kJ)</th><th>mean power (kW)</th><th>peak power (kW)</th>
-<th>pods done</th><th>performance pods on eco nodes (most at once)</th><th>eco nodes capped (pool / daemon)</th></tr>
+<th>pods done</th><th>performance pods on eco nodes (most at once)</th><th>eco nodes capped (pool / daemon)</th>
+<th>parks / wakes</th><th>node-minutes parked</th></tr>
 {{range .Runs}}<tr><td>{{.Name}}</td><td>{{secs .Summary.DurationSeconds}}</td><td>{{kj .Summary.EnergyJ}}</td>
 <td>{{kw .Summary.MeanPowerW}}</td><td>{{kw .Summary.PeakPowerW}}</td><td>{{.Summary.Done}} of {{.Summary.Pods}}</td>
-<td>{{.Summary.PerfOnEcoMax}}</td><td>{{index .Summary.EcoCappedNodes "pool"}} / {{index .Summary.EcoCappedNodes "daemon"}}</td></tr>
+<td>{{.Summary.PerfOnEcoMax}}</td><td>{{index .Summary.EcoCappedNodes "pool"}} / {{index .Summary.EcoCappedNodes "daemon"}}</td>
+<td>{{.Summary.Parks}} / {{.Summary.Wakes}} ({{.Summary.WakesByBMC}} through a BMC)</td><td>{{f1 (minutes .Summary.ParkedNodeSeconds)}}</td></tr>
 {{end}}</table>
 {{with saving .Runs}}<p>Energy saved with Joulie against the run without it: <strong>{{.}}</strong>.</p>{{end}}
 
@@ -164,9 +179,9 @@ Workload: {{.Workload.Jobs}} pods from seed {{.Workload.Seed}}, arriving over {{
 {{end}}
 <h3>Nodes</h3>
 <table>
-<tr><th>node</th><th>family</th><th>path</th><th>energy (kJ)</th><th>pods (performance / standard)</th><th>profile changes (s: profile, CPU cap, GPU cap)</th></tr>
+<tr><th>node</th><th>family</th><th>path</th><th>energy (kJ)</th><th>pods (performance / standard)</th><th>changes (s: profile, power state when not awake, CPU cap, GPU cap)</th></tr>
 {{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.Family}}</td><td>{{.Path}}</td><td>{{kj .EnergyJ}}</td><td>{{.PerfPods}} / {{.StdPods}}</td>
-<td>{{range $i, $c := .Timeline}}{{if $i}}; {{end}}{{secs .T}}: <span class="{{profile .}}">{{profile .}}</span> {{cap .CPUCapPct}}/{{cap .GPUCapPct}}{{end}}</td></tr>
+<td>{{range $i, $c := .Timeline}}{{if $i}}; {{end}}{{secs .T}}: <span class="{{profile .}}">{{profile .}}</span>{{if and .PowerState (ne .PowerState "awake")}} <span class="{{.PowerState}}">{{.PowerState}}</span>{{with .WokenBy}} ({{.}}){{end}}{{end}} {{cap .CPUCapPct}}/{{cap .GPUCapPct}}{{end}}</td></tr>
 {{end}}</table>
 <details><summary>Every pod of run {{.Name}} ({{len .Pods}})</summary>
 <table>

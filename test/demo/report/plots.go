@@ -22,6 +22,18 @@ var profileColors = map[string]color.RGBA{
 	ProfileEco:         {R: 0x3a, G: 0x9a, B: 0x5b, A: 0xff},
 }
 
+// Colours of the power states other than awake, which the profile plot
+// draws over the profile's colour: greys while the node goes off or is
+// off, blues while it comes back.
+var stateColors = map[string]color.RGBA{
+	StateAwake:      {R: 0xd6, G: 0x4f, B: 0x2a, A: 0xff},
+	StateParking:    {R: 0x9a, G: 0x9a, B: 0x9a, A: 0xff},
+	StateParked:     {R: 0x4a, G: 0x4a, B: 0x4a, A: 0xff},
+	StateWaking:     {R: 0x7f, G: 0xb3, B: 0xe0, A: 0xff},
+	StateBooting:    {R: 0x2f, G: 0x6f, B: 0xb0, A: 0xff},
+	StateWakeFailed: {R: 0x00, G: 0x00, B: 0x00, A: 0xff},
+}
+
 var classColors = map[string]color.RGBA{
 	ClassPerformance: {R: 0x8e, G: 0x3b, B: 0xb8, A: 0xff},
 	ClassStandard:    {R: 0x3b, G: 0x78, B: 0xb8, A: 0xff},
@@ -78,7 +90,7 @@ func powerPlot(runs []Run) (*plot.Plot, error) {
 // coloured segments, one row per node.
 func profilePlot(r Run) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Node profiles over time (" + r.Name + ")"
+	p.Title.Text = "Node profiles and power states over time (" + r.Name + ")"
 	p.X.Label.Text = "minutes since the run's start"
 	end := r.Summary.DurationSeconds
 	names := make([]string, len(r.Nodes))
@@ -102,6 +114,9 @@ func profilePlot(r Run) (*plot.Plot, error) {
 				return nil, fmt.Errorf("profile plot of %s: %w", n.Name, err)
 			}
 			l.Color = profileColors[changeProfile(c)]
+			if c.PowerState != "" && c.PowerState != StateAwake {
+				l.Color = stateColors[c.PowerState]
+			}
 			l.Width = vg.Points(9)
 			p.Add(l)
 		}
@@ -111,6 +126,43 @@ func profilePlot(r Run) (*plot.Plot, error) {
 	p.NominalY(names...)
 	p.Y.Min, p.Y.Max = -0.7, float64(len(r.Nodes))-0.3
 	p.X.Min, p.X.Max = 0, max(end/60, 1e-3)
+	return p, nil
+}
+
+// statesPlot draws how many nodes were in each power state over the run,
+// one line per state that occurred.
+func statesPlot(r Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Nodes per power state (" + r.Name + ")"
+	p.X.Label.Text = "minutes since the run's start"
+	p.Y.Label.Text = "nodes"
+	p.Y.Min = 0
+	p.Legend.Top = true
+	drawn := false
+	for _, st := range States {
+		seen := false
+		pts := make(plotter.XYs, 0, len(r.Samples))
+		for _, s := range r.Samples {
+			seen = seen || s.States[st] > 0
+			pts = append(pts, plotter.XY{X: s.T / 60, Y: float64(s.States[st])})
+		}
+		if !seen {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, fmt.Errorf("power state plot of run %s: %w", r.Name, err)
+		}
+		l.Color = stateColors[st]
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(st, l)
+		drawn = true
+	}
+	if !drawn {
+		p.X.Max, p.Y.Max = 1, 1 // an empty run still draws its axes
+	}
+	p.Add(plotter.NewGrid())
 	return p, nil
 }
 

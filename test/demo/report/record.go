@@ -28,6 +28,27 @@ type NodeState struct {
 	Watts              float64
 	RunningPerf        int
 	RunningStd         int
+	// PowerState is the controller's (spec.powerState, "" for awake);
+	// Host the machine's ("on", "off", "booting"), with BootPct done.
+	PowerState, Host string
+	BootPct          float64
+	// WokenBy is what started the host's last boot: "bmc" or
+	// "wake-on-lan".
+	WokenBy string
+}
+
+// State is the node's power state as the report shows it (one of
+// States): the controller's, except that a host switching on is booting
+// whatever the controller last wrote (a wake in flight, or the
+// comparison's switch-on without Joulie).
+func (s NodeState) State() string {
+	switch {
+	case s.Host == "booting":
+		return StateBooting
+	case s.PowerState == "":
+		return StateAwake
+	}
+	return s.PowerState
 }
 
 // Observation is the cluster at one moment.
@@ -78,9 +99,13 @@ func (r *Recorder) since(t time.Time) float64 { return t.Sub(r.run.Start).Second
 // Observe records one observation; observations must come in time order.
 func (r *Recorder) Observe(o Observation) {
 	t := r.since(o.Time)
+	states := map[string]int{}
+	for _, s := range o.Nodes {
+		states[s.State()]++
+	}
 	r.run.Samples = append(r.run.Samples, Sample{
 		T: t, PowerW: o.PowerW, EnergyJ: o.EnergyJ,
-		Pending: o.Pending, Running: o.Running, Done: o.Done, PerfOnEco: o.PerfOnEco(),
+		Pending: o.Pending, Running: o.Running, Done: o.Done, PerfOnEco: o.PerfOnEco(), States: states,
 	})
 	// A node's energy: its power held until the next observation, the
 	// same left sum Summary.IntegralJ uses for the cluster.
@@ -103,9 +128,13 @@ func (r *Recorder) Observe(o Observation) {
 		}
 		last, seen := r.last[s.Name]
 		if !seen || last.Profile != s.Profile || last.Draining != s.Draining ||
-			last.CPUCapPct != s.CPUCapPct || last.GPUCapPct != s.GPUCapPct {
-			n.Timeline = append(n.Timeline, NodeChange{T: t, Profile: s.Profile, Draining: s.Draining,
-				CPUCapPct: s.CPUCapPct, GPUCapPct: s.GPUCapPct})
+			last.CPUCapPct != s.CPUCapPct || last.GPUCapPct != s.GPUCapPct || last.State() != s.State() {
+			c := NodeChange{T: t, Profile: s.Profile, Draining: s.Draining,
+				CPUCapPct: s.CPUCapPct, GPUCapPct: s.GPUCapPct, PowerState: s.State()}
+			if c.PowerState == StateBooting {
+				c.WokenBy = s.WokenBy
+			}
+			n.Timeline = append(n.Timeline, c)
 		}
 		r.last[s.Name] = s
 	}
@@ -161,6 +190,28 @@ func summarize(run *Run) Summary {
 	for _, n := range run.Nodes {
 		if n.EcoCapped {
 			s.EcoCappedNodes[n.Path]++
+		}
+		for k, c := range n.Timeline {
+			prev := ""
+			if k > 0 {
+				prev = n.Timeline[k-1].PowerState
+			}
+			switch {
+			case c.PowerState == StateParked && prev != StateParked:
+				s.Parks++
+			case c.PowerState == StateBooting && prev != StateBooting:
+				s.Wakes++
+				if c.WokenBy == WokenByBMC {
+					s.WakesByBMC++
+				}
+			}
+			if c.PowerState == StateParked {
+				to := s.DurationSeconds
+				if k+1 < len(n.Timeline) {
+					to = n.Timeline[k+1].T
+				}
+				s.ParkedNodeSeconds += max(0, to-c.T)
+			}
 		}
 	}
 	for _, class := range []string{ClassPerformance, ClassStandard} {

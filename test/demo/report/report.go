@@ -17,7 +17,7 @@ import (
 )
 
 // Version is report.json's format; a change of its fields changes it.
-const Version = "joulie.io/demo-report/v1"
+const Version = "joulie.io/demo-report/v2"
 
 // Files in the report directory.
 const (
@@ -88,7 +88,25 @@ type Sample struct {
 	// PerfOnEco counts performance pods running on nodes whose profile
 	// is eco and that are not draining.
 	PerfOnEco int `json:"perfOnEco"`
+	// States counts the nodes in each power state (States: awake,
+	// parking, parked, waking, booting, wake-failed); absent ones are 0.
+	States map[string]int `json:"states,omitempty"`
 }
+
+// Power states of a node as the report shows them: the controller's
+// (NodePowerProfile spec.powerState), with booting for a host the fleet
+// is switching on (boot progress in the live view).
+const (
+	StateAwake      = "awake"
+	StateParking    = "parking"
+	StateParked     = "parked"
+	StateWaking     = "waking"
+	StateBooting    = "booting"
+	StateWakeFailed = "wake-failed"
+)
+
+// States are the power states in the order the report lists them.
+var States = []string{StateAwake, StateParking, StateParked, StateWaking, StateBooting, StateWakeFailed}
 
 // Node is one simulated host over a run.
 type Node struct {
@@ -98,7 +116,8 @@ type Node struct {
 	// HTTP backend) or "daemon" (its own agent on sysfs and NVML).
 	Path string `json:"path"`
 	// Timeline holds the node's state at the first observation and at
-	// every observation where profile, draining or an applied cap changed.
+	// every observation where profile, draining, an applied cap or the
+	// power state changed.
 	Timeline []NodeChange `json:"timeline"`
 	// EcoCapped says an observation saw the node eco with a CPU or GPU cap
 	// below 100% applied by its agent.
@@ -115,7 +134,18 @@ type NodeChange struct {
 	Draining  bool    `json:"draining"`
 	CPUCapPct float64 `json:"cpuCapPct"`
 	GPUCapPct float64 `json:"gpuCapPct"`
+	// PowerState is one of States.
+	PowerState string `json:"powerState"`
+	// WokenBy, on a change to booting, is what switched the node on:
+	// WokenByBMC or WokenByLAN.
+	WokenBy string `json:"wokenBy,omitempty"`
 }
+
+// What switched a node on, as the fleet says.
+const (
+	WokenByBMC = "bmc"
+	WokenByLAN = "wake-on-lan"
+)
 
 // Pod is one workload pod. Times are seconds since the run's start; a
 // pod that did not start or finish has -1 there.
@@ -173,6 +203,12 @@ type Summary struct {
 	PerfStartedOffPerformance int            `json:"perfStartedOffPerformance"`
 	EcoCappedNodes            map[string]int `json:"ecoCappedNodes"` // by path
 	Classes                   []ClassSummary `json:"classes"`
+	// Parks counts the nodes' changes into parked, Wakes their boots;
+	// ParkedNodeSeconds is the time nodes spent parked, summed.
+	Parks             int     `json:"parks"`
+	Wakes             int     `json:"wakes"`
+	WakesByBMC        int     `json:"wakesByBMC"`
+	ParkedNodeSeconds float64 `json:"parkedNodeSeconds"`
 }
 
 // ClassSummary is how long the pods of one workload class took.

@@ -16,7 +16,9 @@ var t0 = time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)
 // stepped once a second. At step k each node draws its power for
 // [k, k+1) and the energy counts the steps before k, as the fleet
 // integrates. From step 10 on, node pool-b and daemon-b are eco with their
-// agents' caps applied; pool-a is draining from step 20 to 25.
+// agents' caps applied; pool-a is draining from step 20 to 25; daemon-a
+// is being parked at 28, parked (off) from 30, waking at 40, booting from
+// 42 and awake again from 46.
 type fakeFleet struct {
 	energyJ float64
 }
@@ -37,12 +39,28 @@ func (f *fakeFleet) observation(k int) Observation {
 		// Draining: eco published, its performance pod still running.
 		nodes[0].Profile, nodes[0].Draining = ProfileEco, true
 	}
+	switch {
+	case k >= 28 && k < 30:
+		nodes[2].PowerState = StateParking
+	case k >= 30 && k < 40:
+		nodes[2].PowerState, nodes[2].Host = StateParked, "off"
+	case k >= 40 && k < 42:
+		nodes[2].PowerState, nodes[2].Host = StateWaking, "off"
+	case k >= 42 && k < 46:
+		nodes[2].PowerState, nodes[2].Host, nodes[2].BootPct, nodes[2].WokenBy = StateWaking, "booting", float64(k-42)*25, WokenByBMC
+	}
 	o := Observation{Time: t0.Add(time.Duration(k) * time.Second), EnergyJ: f.energyJ}
 	for i := range nodes {
 		// Power rises and falls with the load, less on the capped nodes.
 		nodes[i].Watts = 300 + 200*math.Sin(float64(k+5*i)/20)*math.Sin(float64(k+5*i)/20)
 		if nodes[i].CPUCapPct < 100 {
 			nodes[i].Watts *= 0.7
+		}
+		switch nodes[i].Host {
+		case "off":
+			nodes[i].Watts = 9.75
+		case "booting":
+			nodes[i].Watts = 125
 		}
 		nodes[i].RunningPerf = 1
 		if nodes[i].Profile == ProfileEco && !nodes[i].Draining {
@@ -94,6 +112,16 @@ func TestRecorderKeepsChangesOnlyAndSummarizes(t *testing.T) {
 	if want := []string{"0:performance", "20:draining", "25:performance"}; !slices.Equal(got, want) {
 		t.Errorf("pool-a timeline %v, want %v", got, want)
 	}
+	got = nil
+	for _, c := range byName["daemon-a"].Timeline {
+		got = append(got, secs(c.T)+":"+c.PowerState)
+	}
+	if want := []string{"0:awake", "28:parking", "30:parked", "40:waking", "42:booting", "46:awake"}; !slices.Equal(got, want) {
+		t.Errorf("daemon-a timeline %v, want %v", got, want)
+	}
+	if st := run.Samples[35].States; st[StateParked] != 1 || st[StateAwake] != 3 || run.Samples[43].States[StateBooting] != 1 {
+		t.Errorf("states at 35 s %v and at 43 s %v, want 1 parked and 3 awake, then 1 booting", st, run.Samples[43].States)
+	}
 	eco := byName["daemon-b"].Timeline
 	if len(eco) != 2 || eco[1].T != 10 || eco[1].Profile != ProfileEco || eco[1].CPUCapPct != 60 || eco[1].GPUCapPct != 60 {
 		t.Errorf("daemon-b timeline %+v, want performance then eco with 60%% caps at 10 s", eco)
@@ -124,10 +152,13 @@ func TestRecorderKeepsChangesOnlyAndSummarizes(t *testing.T) {
 	if std.Class != ClassStandard || std.Pods != 2 || std.MeanRanSeconds != 28 || std.MeanStretch != 1.1 || std.MeanWaitSeconds != 6.5 {
 		t.Errorf("standard pods: %+v, want 2 pods, mean run 28 s, stretch 1.1, wait 6.5 s", std)
 	}
+	if s.Parks != 1 || s.Wakes != 1 || s.WakesByBMC != 1 || s.ParkedNodeSeconds != 10 {
+		t.Errorf("parks %d, wakes %d (%d by BMC), parked %v node-seconds; want 1, 1 (1), 10", s.Parks, s.Wakes, s.WakesByBMC, s.ParkedNodeSeconds)
+	}
 	if run.Pods[0].Name != "job-000000" {
 		t.Errorf("pods not in creation order: first is %s", run.Pods[0].Name)
 	}
-	if errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true}); errs != nil {
+	if errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true, ParkAndWake: true}); errs != nil {
 		t.Errorf("a good run fails its checks: %v", errs)
 	}
 }
@@ -157,11 +188,17 @@ func TestCheckCatchesBrokenPromises(t *testing.T) {
 		{"energy in the wrong unit", func(r *Run) {
 			r.Summary.EnergyJ *= 1.05
 		}, "differs from the integral of its reported power"},
+		{"no park", func(r *Run) {
+			r.Summary.Parks = 0
+		}, "no node was parked"},
+		{"no wake", func(r *Run) {
+			r.Summary.Wakes = 0
+		}, "no parked node was woken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := recordRun(RunJoulie, 60)
 			tc.spoil(&run)
-			errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true})
+			errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true, ParkAndWake: true})
 			if !slices.ContainsFunc(errs, func(e error) bool { return strings.Contains(e.Error(), tc.want) }) {
 				t.Errorf("errors %v, want one saying %q", errs, tc.want)
 			}
@@ -228,10 +265,11 @@ func TestWriteAndReadBack(t *testing.T) {
 			t.Errorf("report.html contains %q: it must open offline", bad)
 		}
 	}
-	if n := strings.Count(page, `src="data:image/svg`); n != 6 {
-		t.Errorf("report.html embeds %d plots, want 6 (power, durations, and profiles and pods of each run)", n)
+	if n := strings.Count(page, `src="data:image/svg`); n != 8 {
+		t.Errorf("report.html embeds %d plots, want 8 (power, durations, and profiles, power states and pods of each run)", n)
 	}
-	for _, want := range []string{"job-000002", "pool-b", "RECONCILE_INTERVAL", "Energy saved with Joulie"} {
+	for _, want := range []string{"job-000002", "pool-b", "RECONCILE_INTERVAL", "Energy saved with Joulie", "Nodes per power state",
+		`<span class="parked">parked</span>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html does not mention %q", want)
 		}

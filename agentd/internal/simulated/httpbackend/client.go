@@ -204,11 +204,15 @@ func (c *Client) Control(ctx context.Context, req ControlRequest) (*ControlRespo
 	case ResultError:
 		return resp, fmt.Errorf("%s: simulator reports error: %s", what, orNoMessage(clip(resp.Message)))
 	}
-	if req.Action == ActionSetThrottle && resp.AppliedPct == nil {
-		return resp, fmt.Errorf("%s: result applied without appliedPct", what)
-	}
-	if req.Action != ActionSetThrottle && resp.AppliedWatts == nil {
-		return resp, fmt.Errorf("%s: result applied without appliedWatts", what)
+	switch req.Action {
+	case ActionSetThrottle:
+		if resp.AppliedPct == nil {
+			return resp, fmt.Errorf("%s: result applied without appliedPct", what)
+		}
+	case ActionSetPackageCap, ActionSetGPUCap:
+		if resp.AppliedWatts == nil {
+			return resp, fmt.Errorf("%s: result applied without appliedWatts", what)
+		}
 	}
 	return resp, nil
 }

@@ -276,6 +276,39 @@ func TestUnmodeledControlIsBlocked(t *testing.T) {
 	}
 }
 
+func TestPowerOffSwitchesOnlyTheNamedNodeOff(t *testing.T) {
+	f := newFixture(t, "node-a", map[string]httpbackendtest.NodeSpec{"node-a": h100Node(), "node-b": h100Node()})
+	if err := f.client.PowerOff(t.Context()); err != nil {
+		t.Fatalf("PowerOff: %v", err)
+	}
+	if !f.sim.PoweredOff("node-a") || f.sim.PoweredOff("node-b") {
+		t.Fatalf("after node-a's power-off: node-a off %v, node-b off %v; want only node-a off",
+			f.sim.PoweredOff("node-a"), f.sim.PoweredOff("node-b"))
+	}
+	// A switched-off node takes no control until its simulator powers it
+	// on, as a host that is off runs nothing.
+	if _, err := f.client.SetPackageCapWatts(t.Context(), 200); err == nil || !strings.Contains(err.Error(), "switched off") {
+		t.Fatalf("cap on a switched-off node: %v, want the simulator's refusal", err)
+	}
+	f.sim.PowerOn("node-a")
+	if got, err := f.client.SetPackageCapWatts(t.Context(), 200); err != nil || got != 200 {
+		t.Fatalf("cap after power-on = %g, %v", got, err)
+	}
+}
+
+func TestPowerOffUnmodeledIsBlocked(t *testing.T) {
+	spec := h100Node()
+	spec.Unmodeled = []httpbackend.Action{httpbackend.ActionPowerOff}
+	f := newFixture(t, "node-a", map[string]httpbackendtest.NodeSpec{"node-a": spec})
+	err := f.client.PowerOff(t.Context())
+	if !backend.IsBlocked(err) || !strings.Contains(err.Error(), "host.power_off") {
+		t.Fatalf("error = %v, want blocked naming the action", err)
+	}
+	if f.sim.PoweredOff("node-a") {
+		t.Fatal("a simulator that does not model power-off switched the node off")
+	}
+}
+
 func TestNodeWithoutCPUModelBlocksCPUControls(t *testing.T) {
 	spec := h100Node()
 	spec.CPU = nil

@@ -169,3 +169,14 @@ func (c *Client) forget() {
 func clamp(v, lo, hi float64) float64 {
 	return math.Min(math.Max(v, lo), hi)
 }
+
+// PowerOff switches the simulated node off with host.power_off: the
+// simulator's counterpart of the park's power-off through logind. A
+// simulator that does not model power states answers blocked (501), and
+// the error wraps backend.ErrBlocked. The cached telemetry is dropped:
+// what a switched-off node reports is the simulator's to say.
+func (c *Client) PowerOff(ctx context.Context) error {
+	_, err := c.Control(ctx, ControlRequest{Action: ActionPowerOff})
+	c.forget()
+	return err
+}

@@ -178,6 +178,7 @@ var actionFields = map[Action][]string{
 	ActionSetPackageCap: {"watts"},
 	ActionSetThrottle:   {"pct"},
 	ActionSetGPUCap:     {"gpu", "watts"},
+	ActionPowerOff:      {},
 }
 
 // DecodeControlRequest reads a control body as strictly as

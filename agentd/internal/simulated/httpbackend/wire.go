@@ -45,6 +45,11 @@ const (
 	// ActionSetGPUCap sets the power limit of GPU ControlRequest.GPU to
 	// ControlRequest.Watts.
 	ActionSetGPUCap Action = "gpu.set_power_cap_watts"
+	// ActionPowerOff switches the simulated node off, as a park's
+	// power-off through logind switches off a real host. It takes no
+	// field; switching it on again is the simulator's business (its
+	// Wake-on-LAN or BMC), as it is the hardware's on a real host.
+	ActionPowerOff Action = "host.power_off"
 )
 
 // Result is the outcome of a control, with the meaning NodePowerProfile

@@ -30,6 +30,11 @@ type Options struct {
 	// joulie.io/hw.cpu-model label in pool mode): telemetry has no model.
 	CPUModel string
 	Sockets  int
+	// Network is the node's network interfaces (from its
+	// joulie.io/hw.macs annotation in pool mode), which NodeHardware
+	// lists so that Wake-on-LAN can reach the node: telemetry has no
+	// NICs either.
+	Network  []joulie.NetworkInterface
 	DVFS     dvfs.Config
 	RetryMin time.Duration
 	Catalog  *catalog.Catalog
@@ -115,7 +120,7 @@ func (h *Host) Hardware(now time.Time) joulie.NodeHardwareStatus {
 	f := nodehardware.Facts{
 		CPU:            nodehardware.CPUFacts{Model: h.opts.CPUModel, Sockets: h.opts.Sockets},
 		PackageBackend: joulie.BackendHTTP, AgentVersion: h.opts.Version,
-		GPUBackend: joulie.BackendHTTP,
+		GPUBackend: joulie.BackendHTTP, Network: h.opts.Network,
 	}
 	t, err := h.c.Telemetry(ctx)
 	if err != nil {
@@ -155,6 +160,15 @@ func (h *Host) measuredPower(now time.Time, gpus []backend.GPU, gpuErr error) ba
 
 // PendingOriginals is always 0: a simulator keeps no host state.
 func (h *Host) PendingOriginals() int { return 0 }
+
+// PowerOff switches the simulated node off through the contract's
+// host.power_off, for a park: the node, never the agent's own host.
+func (h *Host) PowerOff(ctx context.Context) error {
+	if err := h.c.PowerOff(ctx); err != nil {
+		return fmt.Errorf("switch simulated node %s off: %w", h.c.Node(), err)
+	}
+	return nil
+}
 
 // Restore lifts the simulated node's throttle; caps are the simulator's
 // and are lifted by the next target.

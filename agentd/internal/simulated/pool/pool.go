@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/kubesync"
 	"joulie.io/joulie/agentd/internal/simulated"
+	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/version"
@@ -116,7 +118,7 @@ func (p *Pool) reconcile(ctx context.Context) error {
 		if _, ok := p.nodes[name]; ok {
 			continue
 		}
-		m, err := p.start(ctx, name, labelsOf(list.Items, name))
+		m, err := p.start(ctx, name, metaOf(list.Items, name))
 		if err != nil {
 			p.log.Warn("simulated node not started; retrying", "node", name, "err", err)
 			continue
@@ -127,15 +129,28 @@ func (p *Pool) reconcile(ctx context.Context) error {
 	return nil
 }
 
-func (p *Pool) start(ctx context.Context, node string, labels map[string]string) (*member, error) {
-	hw, err := simulated.Open(simulated.Endpoints(p.cfg.HTTP, node), p.cfg, labels[joulie.LabelHWCPUModel])
+func (p *Pool) start(ctx context.Context, node string, meta metav1.PartialObjectMetadata) (*member, error) {
+	hw, err := simulated.Open(simulated.Endpoints(p.cfg.HTTP, node), p.cfg, meta.Labels[joulie.LabelHWCPUModel],
+		simulated.Network(meta.Annotations[joulie.AnnotationHWMACs]))
 	if err != nil {
 		return nil, err
 	}
+	// A park switches the simulated node off through the simulator, never
+	// the host this pool runs on; parking.allowPowerOff still vetoes it.
+	// The park record is kept per node, so a restarted pool does not
+	// switch a parked node off twice. Magic packets for simulated MACs go
+	// to parking.wakeAddress: point it at the simulator's listener (the
+	// demo's fleet has one) rather than the LAN's broadcast.
+	addrs, _ := wol.ParseAddresses(p.cfg.Parking.WakeAddress) // validated with the config
 	a := agent.New(hw, agent.Options{
 		Node: node, Interval: p.cfg.ReconcileInterval.Duration,
 		Failsafe: string(p.cfg.Failsafe), FailsafeTimeout: p.cfg.FailsafeTimeout.Duration,
 		KeepCapsOnStop: p.cfg.KeepCapsOnStop, Version: version.Version, Logger: p.log.With("node", node),
+		Parking: agent.Parking{
+			PowerOff: hw.PowerOff, AllowPowerOff: p.cfg.Parking.AllowPowerOff,
+			StateDir:  filepath.Join(p.cfg.StateDir, "pool", node),
+			WakeOnLAN: wol.Sender{Addresses: addrs}.Send,
+		},
 	})
 	if err := a.Start(ctx); err != nil {
 		// Stopped during start-up: put back what it may have written.
@@ -192,11 +207,11 @@ func (p *Pool) Nodes() int {
 	return len(p.nodes)
 }
 
-func labelsOf(nodes []metav1.PartialObjectMetadata, name string) map[string]string {
+func metaOf(nodes []metav1.PartialObjectMetadata, name string) metav1.PartialObjectMetadata {
 	for _, n := range nodes {
 		if n.Name == name {
-			return n.Labels
+			return n
 		}
 	}
-	return nil
+	return metav1.PartialObjectMetadata{}
 }

@@ -36,6 +36,11 @@ const (
 	// namespace, holding the BMC's username and password; the default is
 	// joulie-bmc-<node>. Credentials never go in a label, annotation or CR.
 	AnnotationBMCSecret = "joulie.io/bmc-secret"
+	// AnnotationHWMACs on a simulated node lists its NICs' MAC addresses,
+	// comma-separated: pool mode publishes them in NodeHardware
+	// status.network, as a host's agent does from sysfs, since the HTTP
+	// backend's telemetry has no NICs.
+	AnnotationHWMACs = "joulie.io/hw.macs"
 
 	// AnnotationWorkloadClass on a pod is WorkloadClassPerformance or
 	// WorkloadClassStandard (the default when absent).

@@ -103,6 +103,7 @@ type node struct {
 	gpuLoad     float64
 	gpuEnergy   []float64
 	at          time.Time // when gpuEnergy was last brought up to date
+	off         bool      // switched off by host.power_off, until PowerOn
 }
 
 // New returns a simulator without nodes. clock is nil for time.Now.
@@ -203,6 +204,26 @@ func (s *Simulator) Telemetry(name string) (*httpbackend.Telemetry, bool) {
 	now := s.clock()
 	n.advance(now)
 	return n.telemetry(name, now), true
+}
+
+// PoweredOff reports whether host.power_off has switched the node off
+// (and PowerOn not yet on again).
+func (s *Simulator) PoweredOff(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	return ok && n.off
+}
+
+// PowerOn switches a node on again, as its BMC or a magic packet would:
+// the contract has no way in for it, since a switched-off host runs no
+// agent to ask.
+func (s *Simulator) PowerOn(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.nodes[name]; ok {
+		n.off = false
+	}
 }
 
 func (n *node) packageWatts() float64 {
@@ -338,7 +359,13 @@ func (s *Simulator) apply(req *httpbackend.ControlRequest) (int, *httpbackend.Co
 		return http.StatusNotImplemented, response(httpbackend.ResultBlocked, fmt.Sprintf("node %s does not model %s", req.Node, req.Action))
 	}
 	n.advance(s.clock())
+	if n.off {
+		return http.StatusOK, response(httpbackend.ResultError, fmt.Sprintf("node %s is switched off", req.Node))
+	}
 	switch req.Action {
+	case httpbackend.ActionPowerOff:
+		n.off = true
+		return http.StatusOK, response(httpbackend.ResultApplied, "")
 	case httpbackend.ActionSetPackageCap:
 		c := n.spec.CPU
 		switch {
