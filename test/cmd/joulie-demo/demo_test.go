@@ -25,6 +25,10 @@ import (
 // nothing it started may remain: no process, no listener, no temporary
 // directory.
 func TestShortDemo(t *testing.T) {
+	// Beside the compare test: each demo spends most of its time waiting
+	// on its own clock, so two at once save make check a minute and a
+	// half on two cores.
+	t.Parallel()
 	// Six nodes, two of them daemon nodes: the fleet numbers a family's
 	// daemon nodes after its pool nodes (sim-h100-2, sim-l40s-2), and the
 	// controller's family floor keeps each family's first node on
@@ -166,13 +170,15 @@ func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...s
 			t.Errorf("process %d (%s) outlived the demo", pid, name)
 		}
 	}
-	if len(seen.ports) < 3 {
-		t.Errorf("saw only %d listening ports of the demo (%v): the watch is not seeing them", len(seen.ports), seen.ports)
+	if len(seen.sockets) < 3 {
+		t.Errorf("saw only %d listening sockets of the demo (%v): the watch is not seeing them", len(seen.sockets), seen.sockets)
 	}
-	now := listeningPorts()
-	for port, owner := range seen.ports {
-		if now[port] {
-			t.Errorf("port %d (opened by %s) still listens after the demo", port, owner)
+	// By socket, not by port: a demo running beside this one may listen
+	// on a port this one has freed.
+	now := socketInodes()
+	for inode, l := range seen.sockets {
+		if _, ok := now[inode]; ok {
+			t.Errorf("port %d (opened by %s) still listens after the demo", l.port, l.owner)
 		}
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
@@ -189,6 +195,7 @@ func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...s
 // report, the second with no cap applied anywhere, both over every pod of
 // the one job list.
 func TestCompareRunsTheSameWorkloadWithoutJoulie(t *testing.T) {
+	t.Parallel()
 	out := runDemo(t, nil, "--compare", "--duration", "40s", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "60", "--boot-time", "5s")
 	rep, err := report.Read(out)
 	if err != nil {
@@ -263,16 +270,22 @@ func TestInterruptedDemoStillReports(t *testing.T) {
 	}
 }
 
-// processWatch remembers the processes of a tree and the TCP ports they
-// listen on.
+// processWatch remembers the processes of a tree and the TCP sockets
+// they listen on.
 type processWatch struct {
-	root  int
-	pids  map[int]string // pid to command name
-	ports map[int]string // port to the command that listened on it
+	root    int
+	pids    map[int]string      // pid to command name
+	sockets map[string]listener // by socket inode
+}
+
+// listener is a listening socket's port and the command that held it.
+type listener struct {
+	port  int
+	owner string
 }
 
 func newProcessWatch(root int) *processWatch {
-	return &processWatch{root: root, pids: map[int]string{}, ports: map[int]string{}}
+	return &processWatch{root: root, pids: map[int]string{}, sockets: map[string]listener{}}
 }
 
 func (w *processWatch) scan() {
@@ -321,7 +334,7 @@ func (w *processWatch) scan() {
 			}
 			inode := strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")
 			if port, ok := sockets[inode]; ok {
-				w.ports[port] = name
+				w.sockets[inode] = listener{port: port, owner: name}
 			}
 		}
 	}
@@ -332,15 +345,6 @@ func socketInodes() map[string]int {
 	out := map[string]int{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		forEachListener(f, func(port int, inode string) { out[inode] = port })
-	}
-	return out
-}
-
-// listeningPorts are the TCP ports something listens on now.
-func listeningPorts() map[int]bool {
-	out := map[int]bool{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		forEachListener(f, func(port int, _ string) { out[port] = true })
 	}
 	return out
 }
