@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"io"
+	"math"
 	"log/slog"
 	"net"
 	"net/http"
@@ -79,6 +80,36 @@ func TestPowerOffAndWakeRoundTrip(t *testing.T) {
 	}
 	if want := "n,n,n"; strings.Join(changed, ",") != want {
 		t.Errorf("readiness told of %v, want %s (off, booting, on)", changed, want)
+	}
+}
+
+// A switch of the host changes its draw at once, not at the next tick:
+// a snapshot taken between ticks never shows a node that is off drawing
+// what it drew while on, nor a booting node drawing the standby watts.
+func TestHostSwitchChangesDrawBeforeTheNextTick(t *testing.T) {
+	m := physics.Default()
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	s := newSim(m, 20*time.Second, t0)
+	s.changed = func(string) {}
+	s.addNode("n", family(t, "epyc"), nil)
+	s.addNode("other", family(t, "epyc"), nil)
+	s.step(t0.Add(time.Second))
+	on := s.snapshot()
+	s.mu.Lock()
+	s.switchOff(s.nodes["n"])
+	s.mu.Unlock()
+	off := s.snapshot()
+	if n := off.Nodes[0]; n.Host != HostOff || n.Watts != m.Power.OffWatts {
+		t.Fatalf("just switched off: host %s at %v W, want off at %v W", n.Host, n.Watts, m.Power.OffWatts)
+	}
+	if want := on.PowerW - on.Nodes[0].Watts + m.Power.OffWatts; math.Abs(off.PowerW-want) > 1e-9 {
+		t.Errorf("the cluster draws %v W after the switch, want %v W", off.PowerW, want)
+	}
+	if _, ok := s.wake(nodeMAC("n"), t0.Add(2*time.Second)); !ok {
+		t.Fatal("the magic packet did not boot n")
+	}
+	if n := s.snapshot().Nodes[0]; n.Host != HostBooting || n.Watts != m.Power.BootWatts {
+		t.Fatalf("just woken: host %s at %v W, want booting at %v W", n.Host, n.Watts, m.Power.BootWatts)
 	}
 }
 

@@ -137,7 +137,18 @@ func (s *sim) switchOff(n *simNode) {
 	for i := range n.gpuCapW {
 		n.gpuCapW[i] = n.fam.GPUMaxW
 	}
+	s.repower(n)
 	s.changed(n.name)
+}
+
+// repower sets n's draw for its new host state at once, so a snapshot
+// between ticks never pairs a state with the draw of the one before.
+// The energy since the last tick is booked at the new draw, off by at
+// most one tick's worth of the difference. s.mu is held.
+func (s *sim) repower(n *simNode) {
+	before := n.watts
+	s.power(n)
+	s.powerW += n.watts - before
 }
 
 // wake starts the boot of the node whose NIC has mac, if it is off: a
@@ -178,6 +189,7 @@ func (s *sim) boot1(n *simNode, by string, now time.Time) bool {
 		return false
 	}
 	n.host, n.bootFrom, n.bootEnd, n.wokenBy = HostBooting, now, now.Add(s.boot), by
+	s.repower(n)
 	s.changed(n.name)
 	return true
 }
