@@ -2,8 +2,8 @@ package fleet
 
 import (
 	"io"
-	"math"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
