@@ -308,6 +308,9 @@ func ParkBlocker(s Settings, n *Node) string {
 // the fewest nodes are woken.
 func (d *decider) placePending() {
 	pods, dims := prepare(d.in.Pending)
+	if len(pods) == 0 {
+		return // most passes: nothing waits, so no node's room is needed
+	}
 	for _, n := range d.nodes {
 		n.free = newNodeFree(n.Node, dims)
 	}
@@ -517,10 +520,24 @@ func demand(nodes []*state, arrivals []Arrival, now time.Time, s Settings) float
 	if len(arrivals) == 0 || len(nodes) == 0 || s.Lookback <= 0 {
 		return 0
 	}
-	avg := resources{}
+	// Quantities are read in place and the family's totals kept as a short
+	// list: demand runs for every family on every pass over every recent
+	// arrival, and building maps for them was most of a pass's cost in the
+	// simulator.
+	sums := resources{}
 	for _, n := range nodes {
-		for name, v := range milli(n.Node.Node.Status.Allocatable) {
-			avg[name] += v
+		for name, q := range n.Node.Node.Status.Allocatable {
+			sums[name] += q.MilliValue()
+		}
+	}
+	type total struct {
+		name  corev1.ResourceName
+		milli int64
+	}
+	totals := make([]total, 0, len(sums))
+	for name, v := range sums {
+		if v > 0 && name != corev1.ResourcePods {
+			totals = append(totals, total{name, v})
 		}
 	}
 	type share struct {
@@ -534,9 +551,9 @@ func demand(nodes []*state, arrivals []Arrival, now time.Time, s Settings) float
 			continue
 		}
 		v := 0.0
-		for name, q := range milli(a.Requests) {
-			if total := avg[name]; total > 0 && name != corev1.ResourcePods {
-				v = max(v, float64(q)*float64(len(nodes))/float64(total))
+		for _, t := range totals {
+			if q, ok := a.Requests[t.name]; ok {
+				v = max(v, float64(q.MilliValue())*float64(len(nodes))/float64(t.milli))
 			}
 		}
 		shares = append(shares, share{a.Time, v})
