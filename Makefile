@@ -215,8 +215,8 @@ fuzz: ## run every fuzz target (func FuzzX in *_test.go) for FUZZTIME each
 # The energy benchmark (test/energy/README.md, "Report"): every arm on
 # every seed of every load level through the simulator, then report.md and
 # plots. The standard run is 250 nodes at the load levels 20%, 40% and 60%
-# (3, 10 and 3 seeds: the command's default --levels), about 80 minutes on
-# the 2-core machine; bench-energy-full is the 2,500-node run (2,000 CPU +
+# (3, 10 and 3 seeds: the command's default --levels), 43 minutes on the
+# 2-core machine (36 minutes of CPU on each core); bench-energy-full is the 2,500-node run (2,000 CPU +
 # 500 GPU) at 40% on BENCH_ENERGY_FULL_SEEDS seeds (README, "How long").
 # BENCH_ENERGY_FLAGS adds flags to both (e.g. --physics-variant sensitivity).
 BENCH_ENERGY_SCALE ?= --nodes-cpu 200 --nodes-gpu 50
