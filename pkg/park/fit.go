@@ -55,19 +55,9 @@ func isOffTaint(t *corev1.Taint) bool {
 	return false
 }
 
-// resources is a resource list in milli-units, so that fitting adds and
-// compares integers.
-type resources map[corev1.ResourceName]int64
+// resources are quantities in milli-units, summed as integers.
 
-func milli(l corev1.ResourceList) resources {
-	out := make(resources, len(l))
-	for name, q := range l {
-		if v := q.MilliValue(); v != 0 {
-			out[name] = v
-		}
-	}
-	return out
-}
+type resources map[corev1.ResourceName]int64
 
 // dims are the resources the pending pods of one pass ask for, in a fixed
 // order, so that free room and requests are short vectors and checking a
