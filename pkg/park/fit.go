@@ -56,7 +56,6 @@ func isOffTaint(t *corev1.Taint) bool {
 }
 
 // resources are quantities in milli-units, summed as integers.
-
 type resources map[corev1.ResourceName]int64
 
 // dims are the resources the pending pods of one pass ask for, in a fixed
