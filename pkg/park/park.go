@@ -419,7 +419,7 @@ func prepare(pending []*corev1.Pod) ([]*pendingPod, dims) {
 	var d dims
 	d.index(corev1.ResourceCPU) // the tie-break between nodes to wake
 	for _, p := range pending {
-		if p == nil || p.Spec.NodeName != "" || !workload.IsActive(p) || IsDaemonSetPod(p) {
+		if p == nil || p.Spec.NodeName != "" || !workload.IsActive(p) || workload.IsDaemonSet(p) {
 			continue
 		}
 		req := PodRequests(p)

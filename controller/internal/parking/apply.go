@@ -138,7 +138,7 @@ func (c *Controller) stillEmpty(ctx context.Context, name string) (string, error
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == name && workload.IsActive(p) && !park.IsDaemonSetPod(p) {
+		if p.Spec.NodeName == name && workload.IsActive(p) && !workload.IsDaemonSet(p) {
 			return fmt.Sprintf("pod %s/%s landed on the node after the taint", p.Namespace, p.Name), nil
 		}
 	}

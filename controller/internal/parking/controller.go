@@ -282,7 +282,7 @@ func (c *Controller) Snapshot() (*view, error) {
 		for _, o := range pods {
 			p := o.(*corev1.Pod)
 			pn.Pods++
-			if !park.IsDaemonSetPod(p) {
+			if !workload.IsDaemonSet(p) {
 				pn.Workloads++
 			}
 			for name, q := range park.PodRequests(p) {
