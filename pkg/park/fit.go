@@ -18,17 +18,6 @@ func PodRequests(p *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 }
 
-// IsDaemonSetPod reports whether a DaemonSet controls p. Such pods follow
-// their node: they never keep a node awake and never wake one.
-func IsDaemonSetPod(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
-}
-
 // NodeReady reports whether n's Ready condition is True.
 func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {

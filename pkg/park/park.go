@@ -105,6 +105,11 @@ type Family struct {
 	// Idle counts awake, Ready, schedulable nodes without workloads and
 	// not claimed by a pending pod; Waking includes the wakes of this pass.
 	Idle, Parking, Parked, Waking, WakeFailed int
+	// WarmReserve names, with ReserveForPerformance, the idle nodes held as
+	// the family's reserve for performance pods, at most Reserve of them,
+	// sorted by name; empty otherwise. The controller labels them
+	// joulie.io/warm-reserve and takes the label off every other node.
+	WarmReserve []string
 }
 
 // Result is Decide's outcome.
@@ -114,8 +119,20 @@ type Result struct {
 	Families    []Family
 	// WaitingForRate counts pending pods a parked node would take but that
 	// wait for the wake rate limit; Unplaceable counts pending pods no
-	// node fits, awake or not.
-	WaitingForRate, Unplaceable int
+	// node fits, awake or not; WaitingForReserve counts pending standard
+	// pods that only a node of the warm reserve fits, which they are kept
+	// off, and that wait for a node to free up.
+	WaitingForRate, Unplaceable, WaitingForReserve int
+}
+
+// WarmReserve is every family's WarmReserve, sorted by name.
+func (r Result) WarmReserve() []string {
+	var out []string
+	for _, f := range r.Families {
+		out = append(out, f.WarmReserve...)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // state is one node during a pass.
@@ -125,6 +142,7 @@ type state struct {
 	moved   bool
 	free    nodeFree
 	claimed bool // a pending pod was placed on it in this pass
+	held    bool // held as its family's warm reserve in this pass
 }
 
 // Decide returns the transitions to carry out now. It never moves a node
@@ -153,10 +171,11 @@ func Decide(in Input, s Settings) Result {
 	fams := d.families()
 	d.refillReserves(fams)
 	d.finishParks()
+	d.holdReserves(fams)
 	if in.PodsKnown {
 		d.park(fams)
 	}
-	res := Result{Transitions: d.out, WaitingForRate: d.waiting, Unplaceable: d.unplaceable}
+	res := Result{Transitions: d.out, WaitingForRate: d.waiting, Unplaceable: d.unplaceable, WaitingForReserve: d.forReserve}
 	slices.SortFunc(res.Transitions, func(a, b Transition) int { return strings.Compare(a.Node, b.Node) })
 	for _, name := range sortedKeys(fams) {
 		f := fams[name]
@@ -167,12 +186,12 @@ func Decide(in Input, s Settings) Result {
 }
 
 type decider struct {
-	in                     Input
-	s                      Settings
-	nodes                  []*state
-	out                    []Transition
-	parkBudget, wakeBudget int
-	waiting, unplaceable   int
+	in                               Input
+	s                                Settings
+	nodes                            []*state
+	out                              []Transition
+	parkBudget, wakeBudget           int
+	waiting, unplaceable, forReserve int
 }
 
 // recent counts the nodes whose recorded state matches and changed within
@@ -305,7 +324,9 @@ func ParkBlocker(s Settings, n *Node) string {
 // already waking, a node being parked (the park is aborted), a node this
 // pass wakes, and last a parked node newly woken, of the family the pod
 // needs where one fits and the one with the most room otherwise, so that
-// the fewest nodes are woken.
+// the fewest nodes are woken. A node labelled joulie.io/warm-reserve is
+// room for performance pods only, since the extender turns every other pod
+// away from it.
 func (d *decider) placePending() {
 	pods, dims := prepare(d.in.Pending)
 	if len(pods) == 0 {
@@ -331,11 +352,24 @@ func (d *decider) placePending() {
 	}
 	fitIn := func(p *pendingPod, list []*state, off bool) *state {
 		for _, n := range list {
-			if n.free.hasRoom(p.req) && schedulable(p, n.Node.Node, off) {
+			if n.free.hasRoom(p.req) && schedulable(p, n.Node.Node, off) && admits(p, n) {
 				return n
 			}
 		}
 		return nil
+	}
+	// onlyReserve reports whether p, a standard pod that fits nowhere
+	// else, would fit an awake node of the warm reserve.
+	onlyReserve := func(p *pendingPod) bool {
+		if p.perf {
+			return false
+		}
+		for _, n := range awake {
+			if warm(n) && n.free.hasRoom(p.req) && schedulable(p, n.Node.Node, false) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, p := range pods {
 		if n := fitIn(p, awake, false); n != nil {
@@ -358,7 +392,11 @@ func (d *decider) placePending() {
 		}
 		n := d.pickParked(p, parked)
 		if n == nil {
-			d.unplaceable++
+			if onlyReserve(p) {
+				d.forReserve++
+			} else {
+				d.unplaceable++
+			}
 			continue
 		}
 		if d.wakeBudget <= 0 {
@@ -374,11 +412,25 @@ func (d *decider) placePending() {
 	}
 }
 
+// warm reports whether node n carries the warm reserve's label.
+func warm(n *state) bool {
+	return n.Node.Node.Labels[joulie.LabelWarmReserve] == "true"
+}
+
+// admits reports whether the extender lets pending pod p onto node n as
+// far as the warm reserve goes: performance pods anywhere, other pods only
+// on nodes without the label. It reads the label, not the setting, as the
+// extender does: a label left from an earlier setting still turns pods
+// away until the controller removes it.
+func admits(p *pendingPod, n *state) bool {
+	return p.perf || !warm(n)
+}
+
 // pickParked chooses the parked node to wake for p, or nil when none fits.
 func (d *decider) pickParked(p *pendingPod, parked []*state) *state {
 	var best *state
 	for _, n := range parked {
-		if n.cur != joulie.PowerParked || !n.free.hasRoom(p.req) || !schedulable(p, n.Node.Node, true) {
+		if n.cur != joulie.PowerParked || !n.free.hasRoom(p.req) || !schedulable(p, n.Node.Node, true) || !admits(p, n) {
 			continue
 		}
 		if best == nil || better(p, n, best) {
@@ -419,7 +471,7 @@ func prepare(pending []*corev1.Pod) ([]*pendingPod, dims) {
 	var d dims
 	d.index(corev1.ResourceCPU) // the tie-break between nodes to wake
 	for _, p := range pending {
-		if p == nil || p.Spec.NodeName != "" || !workload.IsActive(p) || IsDaemonSetPod(p) {
+		if p == nil || p.Spec.NodeName != "" || !workload.IsActive(p) || workload.IsDaemonSet(p) {
 			continue
 		}
 		req := PodRequests(p)
@@ -617,6 +669,62 @@ func (f *family) unclaimedWaking() int {
 	return n
 }
 
+// holdReserves chooses, with ReserveForPerformance, the nodes each family
+// holds as its warm reserve: up to Reserve of its idle nodes, those already
+// labelled first (so the label does not wander between passes and the
+// scheduler's view stays put), then those the park would keep anyway (it
+// may not park them, or they were emptied most recently), then by name.
+// The park leaves held nodes alone. Reserved and control-plane nodes are
+// never held: Joulie writes no label of its own there.
+func (d *decider) holdReserves(fams map[string]*family) {
+	if d.s.ReserveFor != ReserveForPerformance {
+		return
+	}
+	for _, name := range sortedKeys(fams) {
+		f := fams[name]
+		var cands []*state
+		for _, n := range f.nodes {
+			l := n.Node.Node.Labels
+			if !idle(n) || l[joulie.LabelReserved] == "true" || hasKey(l, LabelControlPlane) || hasKey(l, labelLegacyControlPlane) {
+				continue
+			}
+			cands = append(cands, n)
+		}
+		slices.SortStableFunc(cands, func(a, b *state) int {
+			if wa, wb := warm(a), warm(b); wa != wb {
+				if wa {
+					return -1
+				}
+				return 1
+			}
+			if ka, kb := ParkBlocker(d.s, a.Node) != "", ParkBlocker(d.s, b.Node) != ""; ka != kb {
+				if ka {
+					return -1
+				}
+				return 1
+			}
+			// An unknown EmptySince is not a park candidate: it counts as
+			// the most recent.
+			if ea, eb := a.EmptySince, b.EmptySince; !ea.Equal(eb) {
+				switch {
+				case ea.IsZero():
+					return -1
+				case eb.IsZero():
+					return 1
+				}
+				return eb.Compare(ea)
+			}
+			return strings.Compare(a.Node.Node.Name, b.Node.Node.Name)
+		})
+		cands = cands[:min(len(cands), max(0, f.Reserve))]
+		for _, n := range cands {
+			n.held = true
+			f.WarmReserve = append(f.WarmReserve, n.Node.Node.Name)
+		}
+		slices.Sort(f.WarmReserve)
+	}
+}
+
 // park starts parks: in one hardware family per pass, the one whose
 // longest-empty candidate has waited longest (so a family that keeps
 // emptying nodes cannot starve another: GPU servers idle at several times
@@ -632,7 +740,7 @@ func (d *decider) park(fams map[string]*family) {
 		f := fams[name]
 		var cands []*state
 		for _, n := range f.nodes {
-			if n.cur != joulie.PowerAwake || n.moved || !idle(n) || ParkBlocker(d.s, n.Node) != "" {
+			if n.cur != joulie.PowerAwake || n.moved || n.held || !idle(n) || ParkBlocker(d.s, n.Node) != "" {
 				continue
 			}
 			if n.EmptySince.IsZero() || d.in.Now.Sub(n.EmptySince) < d.s.SettleTime {

@@ -127,6 +127,25 @@ func arrivals(n int, cpus int, spread time.Duration) []Arrival {
 // noFloor leaves the reserve out of cases about pending pods.
 func noFloor(s *Settings) { s.ReserveFloor = 0 }
 
+// forPerformance keeps the warm reserve for performance pods, with a
+// reserve floor of floor.
+func forPerformance(floor int) func(*Settings) {
+	return func(s *Settings) { s.ReserveFor, s.ReserveFloor = ReserveForPerformance, floor }
+}
+
+// warmReserve labels a node as held for performance pods.
+var warmReserve = label(joulie.LabelWarmReserve, "true")
+
+// holds checks the nodes the result holds as the warm reserve.
+func holds(names ...string) func(*testing.T, Result) {
+	return func(t *testing.T, r Result) {
+		t.Helper()
+		if got := r.WarmReserve(); !slices.Equal(got, names) {
+			t.Errorf("warm reserve %q, want %q", got, names)
+		}
+	}
+}
+
 func show(ts []Transition) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
@@ -469,6 +488,81 @@ func TestDecide(t *testing.T) {
 			// 24 whole nodes an hour: 2 per boot time, reserve 3.
 			arrivals: map[string][]Arrival{cpuFam: arrivals(24, 64, 50*time.Minute)},
 			want:     []string{"b parked>waking#1", "c parked>waking#1", "d parked>waking#1"}},
+
+		// The warm reserve kept for performance pods (reserveFor:
+		// performance).
+		{name: "a pending standard pod does not count a warm-reserve node as room: it wakes a parked node",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("r", cpuFam, 64, warmReserve),
+				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: forPerformance(1),
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			want:     []string{"b parked>waking#1"}, reason: "pending pod default/p fits no awake node",
+			// r stays idle, so it stays the reserve.
+			check: holds("r")},
+		{name: "a pending performance pod counts a warm-reserve node as room",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("r", cpuFam, 64, warmReserve),
+				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: forPerformance(1),
+			pending:  []*corev1.Pod{pod("p", 16, 0, performance)},
+			// r is the pod's, so b wakes for the reserve, not for the pod.
+			want: []string{"b parked>waking#1"}, reason: "of a reserve of 1",
+			check: holds()},
+		{name: "a standard pod that only the warm reserve fits waits rather than take it",
+			nodes:    []Node{node("a", cpuFam, 64, busy(64)), node("r", cpuFam, 64, warmReserve)},
+			settings: forPerformance(1),
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			check: func(t *testing.T, r Result) {
+				holds("r")(t, r)
+				if r.WaitingForReserve != 1 || r.Unplaceable != 0 {
+					t.Errorf("waiting for the reserve %d, unplaceable %d; want 1 and 0", r.WaitingForReserve, r.Unplaceable)
+				}
+			}},
+		{name: "a warm-reserve label left over still keeps standard pods off with reserveFor any",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("r", cpuFam, 64, warmReserve),
+				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: func(s *Settings) { s.ReserveFloor = 1 },
+			pending:  []*corev1.Pod{pod("p", 16, 0)},
+			want:     []string{"b parked>waking#1"}, reason: "pending pod default/p",
+			check: holds()},
+		{name: "with reserveFor any nothing is held: a labelled node parks like any other",
+			nodes: []Node{node("a", cpuFam, 64, warmReserve, emptyFor(2*time.Hour)), node("b", cpuFam, 64)},
+			want:  []string{"a awake>parking"},
+			check: holds()},
+		{name: "the reserve holds the labelled node, and the park takes another",
+			nodes:    []Node{node("a", cpuFam, 64, warmReserve, emptyFor(2*time.Hour)), node("b", cpuFam, 64)},
+			settings: forPerformance(1),
+			want:     []string{"b awake>parking"},
+			check:    holds("a")},
+		{name: "the reserve holds labelled nodes first, then the most recently emptied, then by name",
+			nodes: []Node{node("c1", cpuFam, 64, emptyFor(3*time.Hour)), node("c2", cpuFam, 64, emptyFor(20*time.Minute)),
+				node("c3", cpuFam, 64, emptyFor(20*time.Minute)), node("c4", cpuFam, 64, warmReserve, emptyFor(2*time.Hour))},
+			settings: forPerformance(2),
+			want:     []string{"c1 awake>parking", "c3 awake>parking"},
+			check:    holds("c2", "c4")},
+		{name: "the reserve holds a node the park may not take before a parkable one",
+			nodes:    []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable), emptyFor(2*time.Hour)), node("b", cpuFam, 64)},
+			settings: forPerformance(1),
+			want:     []string{"b awake>parking"},
+			check:    holds("a")},
+		{name: "the reserve holds at most Reserve nodes: labelled nodes beyond it may park",
+			nodes:    []Node{node("a", cpuFam, 64, warmReserve), node("b", cpuFam, 64, warmReserve), node("c", cpuFam, 64, warmReserve)},
+			settings: forPerformance(1),
+			want:     []string{"b awake>parking", "c awake>parking"},
+			check:    holds("a")},
+		{name: "busy, claimed, reserved and control-plane nodes are never held",
+			nodes: []Node{node("busy", cpuFam, 64, busy(1), warmReserve), node("claimed", cpuFam, 64),
+				node("cp", cpuFam, 64, label(LabelControlPlane, "")), node("reserved", cpuFam, 64, label(joulie.LabelReserved, "true")),
+				node("z", cpuFam, 64)},
+			settings: forPerformance(3),
+			pending:  []*corev1.Pod{pod("p", 8, 0, performance, onHost("claimed"))},
+			check:    holds("z")},
+		{name: "each family holds its own reserve",
+			nodes: []Node{node("c1", cpuFam, 64), node("c2", cpuFam, 64, emptyFor(5*time.Minute)),
+				node("g1", gpuFam, 64, warmReserve), node("g2", gpuFam, 64)},
+			settings: forPerformance(1),
+			// The CPU family parks first: c1 has been empty longest.
+			want:  []string{"c1 awake>parking"},
+			check: holds("c2", "g1")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -505,6 +599,8 @@ func TestSettingsValidate(t *testing.T) {
 		{"parking.reserveFloor", func(s *Settings) { s.ReserveFloor = -1 }},
 		{"parking.lookback", func(s *Settings) { s.Lookback = 0 }},
 		{"parking.reserveSizing", func(s *Settings) { s.ReserveSizing = "max" }},
+		{"parking.reserveFor", func(s *Settings) { s.ReserveFor = "standard" }},
+		{"parking.reserveFor", func(s *Settings) { s.ReserveFor = "" }},
 		{"parking.parksPerMinute", func(s *Settings) { s.ParksPerMinute = -1 }},
 		{"parking.wakesPerMinute", func(s *Settings) { s.WakesPerMinute = -1 }},
 		{"parking.grace", func(s *Settings) { s.ParkGrace = -time.Second }},

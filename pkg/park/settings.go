@@ -35,6 +35,15 @@ type Settings struct {
 	// from the lookback's arrivals (parking.reserveSizing): ReservePeak or
 	// ReserveMean.
 	ReserveSizing ReserveSizing
+	// ReserveFor says which pods the warm reserve is kept for
+	// (parking.reserveFor). With ReserveForAny the reserve's idle nodes go
+	// to whatever pod comes first, and a burst of standard pods can leave
+	// the performance pods behind them waiting for boots. With
+	// ReserveForPerformance Decide names the nodes it holds (Family's
+	// WarmReserve), the controller labels them joulie.io/warm-reserve, the
+	// extender keeps every other pod off them, and a pending standard pod
+	// wakes a parked node rather than count on one of them.
+	ReserveFor ReserveFor
 	// ParksPerMinute and WakesPerMinute limit how many parks and wakes
 	// start within any minute (parking.parksPerMinute,
 	// parking.wakesPerMinute): a wave of power-offs or power-ons at once is
@@ -90,6 +99,17 @@ const (
 	ReserveMean ReserveSizing = "mean"
 )
 
+// ReserveFor names the pods the warm reserve is kept for.
+type ReserveFor string
+
+const (
+	// ReserveForAny leaves the reserve to any pod: the behaviour before
+	// the setting existed, and the default.
+	ReserveForAny ReserveFor = "any"
+	// ReserveForPerformance keeps the reserve for performance pods.
+	ReserveForPerformance ReserveFor = "performance"
+)
+
 // DefaultSettings are the parking settings with nothing configured. Every
 // call returns a fresh value.
 func DefaultSettings() Settings {
@@ -99,6 +119,7 @@ func DefaultSettings() Settings {
 		BootTime:        5 * time.Minute,
 		Lookback:        time.Hour,
 		ReserveSizing:   ReservePeak,
+		ReserveFor:      ReserveForAny,
 		ParksPerMinute:  5,
 		WakesPerMinute:  20,
 		ParkGrace:       30 * time.Second,
@@ -122,6 +143,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("parking.lookback %s must be positive: the reserve divides the arrivals by it", s.Lookback)
 	case s.ReserveSizing != ReservePeak && s.ReserveSizing != ReserveMean:
 		return fmt.Errorf("parking.reserveSizing %q is not one of %s, %s", s.ReserveSizing, ReservePeak, ReserveMean)
+	case s.ReserveFor != ReserveForAny && s.ReserveFor != ReserveForPerformance:
+		return fmt.Errorf("parking.reserveFor %q is not one of %s, %s", s.ReserveFor, ReserveForAny, ReserveForPerformance)
 	case s.ParksPerMinute < 0:
 		return fmt.Errorf("parking.parksPerMinute %d is negative", s.ParksPerMinute)
 	case s.WakesPerMinute < 0:

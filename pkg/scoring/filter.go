@@ -4,13 +4,16 @@ import (
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-// Labels are the node labels the filter falls back on when a node has no
-// twin class yet; empty strings when the node does not carry them.
+// Labels are the node labels the filter reads: the profile and draining
+// labels it falls back on when a node has no twin class yet, and the warm
+// reserve's; empty strings when the node does not carry them.
 type Labels struct {
 	// Profile is the value of joulie.io/power-profile.
 	Profile string
 	// Draining is the value of joulie.io/draining.
 	Draining string
+	// WarmReserve is the value of joulie.io/warm-reserve.
+	WarmReserve string
 }
 
 // Verdict is the filter's answer for one node: Admit, or the rule that
@@ -30,11 +33,14 @@ const (
 	// RejectLabelDraining: no twin class, and the node is labelled
 	// draining.
 	RejectLabelDraining
+	// RejectWarmReserve: a pod that is not performance-sensitive, and the
+	// node is held as the warm reserve for performance pods.
+	RejectWarmReserve
 )
 
 // Verdicts lists every rejection, for metrics that must show each one
 // from the start.
-var Verdicts = []Verdict{RejectTwinEco, RejectTwinDraining, RejectLabelEco, RejectLabelDraining}
+var Verdicts = []Verdict{RejectTwinEco, RejectTwinDraining, RejectLabelEco, RejectLabelDraining, RejectWarmReserve}
 
 // Reason is the message the scheduler records for a rejected node: it ends
 // up in the pod's FailedScheduling event, so it says what the operator
@@ -49,6 +55,8 @@ func (v Verdict) Reason() string {
 		return "joulie: node labelled joulie.io/power-profile=eco and no NodeTwin class yet; performance pods need a performance node"
 	case RejectLabelDraining:
 		return "joulie: node labelled joulie.io/draining=true and no NodeTwin class yet; performance pods need a performance node"
+	case RejectWarmReserve:
+		return "joulie: node held idle as the warm reserve for performance pods (joulie.io/warm-reserve=true); other pods go to other nodes, or wait for a parked node to wake"
 	}
 	return ""
 }
@@ -66,12 +74,18 @@ func (v Verdict) String() string {
 		return "label_eco"
 	case RejectLabelDraining:
 		return "label_draining"
+	case RejectWarmReserve:
+		return "warm_reserve"
 	}
 	return "unknown"
 }
 
-// Filter decides whether a pod may go to a node. It has one hard rule:
-// performance pods stay off eco and draining nodes. Every other pod passes.
+// Filter decides whether a pod may go to a node. It has two hard rules:
+// performance pods stay off eco and draining nodes, and every other pod
+// stays off a node labelled joulie.io/warm-reserve=true, which the
+// controller holds idle for performance pods (parking.reserveFor:
+// performance). The caller leaves DaemonSet pods out: they belong on
+// every node, the reserve's included.
 //
 // The twin's class decides when the node has one (twin non-nil with a
 // class), stale or not: a stale twin only loses its say in the score, since
@@ -85,6 +99,9 @@ func (v Verdict) String() string {
 // the draining class, written by the same controller.
 func Filter(performance bool, twin *Twin, labels Labels) Verdict {
 	if !performance {
+		if labels.WarmReserve == "true" {
+			return RejectWarmReserve
+		}
 		return Admit
 	}
 	if twin != nil && twin.Class != "" {

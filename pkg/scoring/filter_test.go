@@ -15,6 +15,7 @@ func TestFilter(t *testing.T) {
 	eco := Labels{Profile: "eco"}
 	perfLabel := Labels{Profile: "performance"}
 	draining := Labels{Profile: "performance", Draining: "true"}
+	warm := Labels{Profile: "performance", WarmReserve: "true"}
 
 	tests := []struct {
 		name        string
@@ -40,6 +41,14 @@ func TestFilter(t *testing.T) {
 		{"standard pod, draining twin: admitted", false, twin(joulie.ClassDraining), Labels{}, Admit},
 		{"standard pod, eco label: admitted", false, nil, eco, Admit},
 		{"label values are case-sensitive", true, nil, Labels{Profile: "Eco", Draining: "True"}, Admit},
+
+		{"standard pod, warm reserve: rejected", false, nil, warm, RejectWarmReserve},
+		{"standard pod, warm reserve with a performance twin: rejected", false, twin(joulie.ClassPerformance), warm, RejectWarmReserve},
+		{"standard pod, warm reserve on an eco node: rejected", false, nil, Labels{Profile: "eco", WarmReserve: "true"}, RejectWarmReserve},
+		{"standard pod, warm-reserve=false: admitted", false, nil, Labels{WarmReserve: "false"}, Admit},
+		{"performance pod, warm reserve: admitted", true, twin(joulie.ClassPerformance), warm, Admit},
+		{"performance pod, warm reserve without a twin: admitted", true, nil, warm, Admit},
+		{"performance pod, warm reserve on an eco twin: the eco rule still rejects", true, twin(joulie.ClassEco), warm, RejectTwinEco},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

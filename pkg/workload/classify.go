@@ -166,6 +166,21 @@ func IsActive(pod *corev1.Pod) bool {
 	return true
 }
 
+// IsDaemonSet reports whether a DaemonSet controls the pod. Such a pod
+// follows its node: it never keeps a node awake, never wakes one, and
+// never counts as work that a node held for other pods must turn away.
+func IsDaemonSet(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
 func allowedProfiles(pod *corev1.Pod) profileSet {
 	set := allowBoth
 	if v, ok := pod.Spec.NodeSelector[v1alpha1.LabelPowerProfile]; ok {

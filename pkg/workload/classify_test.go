@@ -211,6 +211,32 @@ func TestIsActive(t *testing.T) {
 	}
 }
 
+func TestIsDaemonSet(t *testing.T) {
+	owned := func(kind string, controller bool) *corev1.Pod {
+		p := podWith("", "")
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: "o", Controller: &controller}}
+		return p
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"nil pod", nil, false},
+		{"no owner", podWith("", ""), false},
+		{"controlled by a DaemonSet", owned("DaemonSet", true), true},
+		{"owned by a DaemonSet that is not its controller", owned("DaemonSet", false), false},
+		{"controlled by a ReplicaSet", owned("ReplicaSet", true), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsDaemonSet(tt.pod); got != tt.want {
+				t.Errorf("IsDaemonSet = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
 func withPhase(phase corev1.PodPhase) *corev1.Pod {
 	p := podWith("", "")
 	p.Status.Phase = phase

@@ -322,6 +322,9 @@ func check(c *Config) []settings.Problem {
 	if pk.ReserveSizing != park.ReservePeak && pk.ReserveSizing != park.ReserveMean {
 		add("parking.reserveSizing", "%q is not one of %s, %s", pk.ReserveSizing, park.ReservePeak, park.ReserveMean)
 	}
+	if pk.ReserveFor != park.ReserveForAny && pk.ReserveFor != park.ReserveForPerformance {
+		add("parking.reserveFor", "%q is not one of %s, %s", pk.ReserveFor, park.ReserveForAny, park.ReserveForPerformance)
+	}
 	nonNegative("parking.bootTime", pk.BootTime)
 	positive("parking.lookback", pk.Lookback)
 	if pk.ParksPerMinute < 0 {

@@ -143,6 +143,8 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.Parking.Settings.ReserveFloor }},
 	{Path: "parking.reserveSizing", Env: []string{"PARKING_RESERVE_SIZING"}, Usage: "how the reserve is sized from the lookback's performance arrivals: peak (the largest demand within one boot time) or mean (the mean rate over one boot time)",
 		Ref: func(c *Config) any { return (*string)(&c.Parking.Settings.ReserveSizing) }},
+	{Path: "parking.reserveFor", Env: []string{"PARKING_RESERVE_FOR"}, Usage: "the pods the warm reserve is kept for: any (the first pods to come take its idle nodes) or performance (its nodes are labelled joulie.io/warm-reserve=true and the extender keeps other pods off them)",
+		Ref: func(c *Config) any { return (*string)(&c.Parking.Settings.ReserveFor) }},
 	{Path: "parking.bootTime", Env: []string{"PARKING_BOOT_TIME"}, Usage: "time a parked node takes to be Ready; the reserve covers the performance demand arriving within it",
 		Ref: func(c *Config) any { return &c.Parking.Settings.BootTime }},
 	{Path: "parking.lookback", Env: []string{"PARKING_LOOKBACK"}, Usage: "window of recent performance arrivals the reserve is estimated from",

@@ -121,6 +121,54 @@ func (c *Controller) abort(ctx context.Context, v *view, t park.Transition, reas
 	return joulie.PowerAwake, nil
 }
 
+// labelWarmReserve puts joulie.io/warm-reserve=true on the nodes Decide
+// holds as the warm reserve and takes the label off every other node, so
+// that with reserveFor any, where Decide holds none, a label left from an
+// earlier setting goes too. Only nodes whose cached label differs are
+// written; each write touches that one label, so no read comes first.
+func (c *Controller) labelWarmReserve(ctx context.Context, v *view, res park.Result) []error {
+	family := map[string]park.Family{}
+	for _, f := range res.Families {
+		for _, name := range f.WarmReserve {
+			family[name] = f
+		}
+	}
+	var errs []error
+	for _, pn := range v.in.Nodes {
+		n := pn.Node
+		cur, has := n.Labels[joulie.LabelWarmReserve]
+		f, want := family[n.Name]
+		if want == (cur == "true") && (want || !has) {
+			continue
+		}
+		var value any // null in a merge patch removes the label
+		if want {
+			value = "true"
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{joulie.LabelWarmReserve: value}}})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("encode the %s label of Node %s: %w", joulie.LabelWarmReserve, n.Name, err))
+			continue
+		}
+		_, err = c.kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: StateFieldManager})
+		switch {
+		case isNotFound(err):
+		case err != nil && want:
+			errs = append(errs, fmt.Errorf("label Node %s %s=true: %w", n.Name, joulie.LabelWarmReserve, err))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("remove the label %s from Node %s: %w", joulie.LabelWarmReserve, n.Name, err))
+		case want:
+			c.log.Info("holding the node as the warm reserve", "node", n.Name, "family", f.Name, "reserve", f.Reserve)
+			c.event(n, false, "WarmReserve", "held idle for performance pods as one of the %d nodes of family %s's warm reserve; other pods are kept off (%s=true)",
+				f.Reserve, f.Name, joulie.LabelWarmReserve)
+		default:
+			c.log.Info("releasing the node from the warm reserve", "node", n.Name)
+			c.event(n, false, "WarmReserveReleased", "no longer held as the warm reserve; the label %s is removed", joulie.LabelWarmReserve)
+		}
+	}
+	return errs
+}
+
 // stillEmpty reads the node and its pods from the API server and says what
 // forbids switching it off now ("" when nothing does): a pod that no
 // DaemonSet controls on it, or Joulie's taint gone.
@@ -138,7 +186,7 @@ func (c *Controller) stillEmpty(ctx context.Context, name string) (string, error
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == name && workload.IsActive(p) && !park.IsDaemonSetPod(p) {
+		if p.Spec.NodeName == name && workload.IsActive(p) && !workload.IsDaemonSet(p) {
 			return fmt.Sprintf("pod %s/%s landed on the node after the taint", p.Namespace, p.Name), nil
 		}
 	}

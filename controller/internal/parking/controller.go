@@ -6,6 +6,11 @@
 // the node taint joulie.io/parked:NoSchedule. A restart or a new leader
 // therefore resumes a park or a wake from the objects.
 //
+// With parking.reserveFor: performance, every pass also labels the nodes
+// Decide holds as the warm reserve joulie.io/warm-reserve=true, and takes
+// the label off the others; the extender keeps pods other than
+// performance ones off labelled nodes.
+//
 // A park taints the node first, then records parking; after the grace it
 // reads the node's pods from the API server itself (not the cache) and
 // records parked only if none landed, which the node's agent acts on by
@@ -282,7 +287,7 @@ func (c *Controller) Snapshot() (*view, error) {
 		for _, o := range pods {
 			p := o.(*corev1.Pod)
 			pn.Pods++
-			if !park.IsDaemonSetPod(p) {
+			if !workload.IsDaemonSet(p) {
 				pn.Workloads++
 			}
 			for name, q := range park.PodRequests(p) {
@@ -343,6 +348,10 @@ func (c *Controller) Sync(ctx context.Context) error {
 	var errs []error
 	errs = append(errs, c.repairTaints(ctx, v)...)
 	res := park.Decide(v.in, c.opts.Settings)
+	// The warm reserve's labels before the transitions: a node this pass
+	// finds back from a wake and holds as the reserve is labelled before
+	// its taint goes, so the scheduler never sees it free of both.
+	errs = append(errs, c.labelWarmReserve(ctx, v, res)...)
 	states := map[string]joulie.PowerState{}
 	for _, n := range v.in.Nodes {
 		if p := v.profiles[n.Node.Name]; p != nil || n.State != "" {

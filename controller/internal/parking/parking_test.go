@@ -400,3 +400,132 @@ func TestNothingParksWhileThePodsAreUnknown(t *testing.T) {
 		t.Fatalf("applied states %v while the pods are unknown, want none", got)
 	}
 }
+
+// warmLabels reads the warm-reserve label of each node from the API
+// server, "-" where there is none.
+func warmLabels(t *testing.T, f *fixture, names ...string) []string {
+	t.Helper()
+	var out []string
+	for _, name := range names {
+		n, err := f.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := n.Labels[joulie.LabelWarmReserve]
+		if !ok {
+			v = "-"
+		}
+		out = append(out, name+"="+v)
+	}
+	return out
+}
+
+// With reserveFor performance the nodes Decide holds as the warm reserve
+// are labelled, and a node it no longer holds loses the label.
+func TestWarmReserveLabelsFollowDecide(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.ctrl.opts.Settings.ReserveFor = park.ReserveForPerformance
+	f.ctrl.opts.Settings.ReserveFloor = 1
+	busy := parkableNode("busy", false)
+	busy.Labels[joulie.LabelWarmReserve] = "true" // held while it was idle
+	stale := parkableNode("stale", false)
+	stale.Labels[joulie.LabelWarmReserve] = "false"
+	idle := parkableNode("idle", false)
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "busy"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	for _, n := range []*corev1.Node{busy, stale, idle} {
+		if _, err := f.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.cache(t, n, profile(n.Name, "", time.Time{}))
+	}
+	f.cache(t, running)
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// idle and stale are both idle and just seen empty: the reserve of one
+	// is the first by name, idle.
+	if got, want := warmLabels(t, f, "busy", "idle", "stale"), []string{"busy=-", "idle=true", "stale=-"}; !slices.Equal(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+	ev := strings.Join(f.events(), "\n")
+	for _, want := range []string{"Normal WarmReserve held idle for performance pods", "Normal WarmReserveReleased"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("events\n%s\nlack %q", ev, want)
+		}
+	}
+	// A second pass over a cache that has caught up writes nothing.
+	for _, name := range []string{"busy", "idle", "stale"} {
+		n, _ := f.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		f.cache(t, n)
+	}
+	f.kube.ClearActions()
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "patch" {
+			t.Errorf("second pass wrote %s %s", a.GetResource().Resource, a.(k8stesting.PatchAction).GetName())
+		}
+	}
+}
+
+// With reserveFor any no node is held, and a label left from an earlier
+// setting goes.
+func TestWarmReserveLabelsGoWithReserveForAny(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.ctrl.opts.Settings.ReserveFloor = 1
+	left := parkableNode("left", false)
+	left.Labels[joulie.LabelWarmReserve] = "true"
+	plain := parkableNode("plain", false)
+	for _, n := range []*corev1.Node{left, plain} {
+		if _, err := f.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.cache(t, n, profile(n.Name, "", time.Time{}))
+	}
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := warmLabels(t, f, "left", "plain"), []string{"left=-", "plain=-"}; !slices.Equal(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+}
+
+// A node back from a wake that the pass holds as the reserve gets its
+// label before its taint goes, so the scheduler never sees it free of
+// both and hands it to a standard pod.
+func TestWarmReserveLabelBeforeTheTaintGoes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.ctrl.opts.Settings.ReserveFor = park.ReserveForPerformance
+	f.ctrl.opts.Settings.ReserveFloor = 1
+	var order []string
+	f.kube.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		switch body := string(a.(k8stesting.PatchAction).GetPatch()); {
+		case strings.Contains(body, joulie.LabelWarmReserve):
+			order = append(order, "label")
+		case strings.Contains(body, "taints"):
+			order = append(order, "taint")
+		}
+		return false, nil, nil
+	})
+	back := parkableNode("back", true) // Ready: it is back
+	if _, err := f.kube.CoreV1().Nodes().Create(ctx, back, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	woken := profile("back", joulie.PowerWaking, t0.Add(-2*time.Minute))
+	woken.Spec.WakeAttempts = 1
+	f.cache(t, back, woken)
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, []string{"label", "taint"}) {
+		t.Errorf("node writes %v, want the label before the taint goes", order)
+	}
+	if got := warmLabels(t, f, "back"); !slices.Equal(got, []string{"back=true"}) {
+		t.Errorf("labels %v, want back held", got)
+	}
+}

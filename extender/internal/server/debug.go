@@ -66,6 +66,7 @@ type debugNode struct {
 	LastUpdated       string   `json:"lastUpdated,omitempty"`
 	PowerProfileLabel string   `json:"powerProfileLabel,omitempty"`
 	DrainingLabel     string   `json:"drainingLabel,omitempty"`
+	WarmReserveLabel  string   `json:"warmReserveLabel,omitempty"`
 
 	AllocatableCPU  float64           `json:"allocatableCpu"`
 	RequestedCPU    float64           `json:"requestedCpu"`
@@ -139,6 +140,7 @@ func (s *Server) debugScoring(w http.ResponseWriter, r *http.Request) {
 			HasGPU:            n.Hardware.GPUCount > 0,
 			PowerProfileLabel: n.Labels.Profile,
 			DrainingLabel:     n.Labels.Draining,
+			WarmReserveLabel:  n.Labels.WarmReserve,
 			AllocatableCPU:    n.Fill.AllocatableCPU,
 			RequestedCPU:      n.Fill.RequestedCPU,
 			AllocatableGPUs:   n.Fill.AllocatableGPUs,

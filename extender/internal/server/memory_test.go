@@ -221,7 +221,7 @@ func TestCallsBeyondTheInFlightBudgetGet503(t *testing.T) {
 }
 
 // Decoded values weigh more than the bytes that spell them ("{}," is a
-// 104-byte node entry, an empty container a 408-byte corev1.Container):
+// 120-byte node entry, an empty container a 408-byte corev1.Container):
 // they count against the budget too, so a small body cannot make the
 // extender allocate many times its size.
 func TestDecodedValuesCountAgainstTheBudget(t *testing.T) {

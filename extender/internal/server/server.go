@@ -396,22 +396,32 @@ func (s *Server) answerFilter(w http.ResponseWriter, r *http.Request, ex *exchan
 	if ex.reasons, err = resize(s, ex, ex.reasons, n); err != nil {
 		return s.busy()
 	}
-	// Only performance pods can be turned away; the rest pass untouched.
-	if workload.Classify(a.Pod) == workload.Performance {
-		snap := s.snapshot()
+	// Performance pods are turned away from eco and draining nodes, other
+	// pods from the warm reserve. A DaemonSet's pod passes untouched: it
+	// belongs on every node. Nor is a pod by name looked up for the
+	// reserve when no node carries its label, which is most requests.
+	perf := workload.Classify(a.Pod) == workload.Performance
+	snap := s.snapshot()
+	if perf || (!workload.IsDaemonSet(a.Pod) && (!a.HasNodeNames || snap.AnyWarmReserve())) {
 		var rejected [8]int
 		for i := range n {
 			var twin *scoring.Twin
 			var labels scoring.Labels
-			if node := snap.Lookup(a.Name(i)); node != nil {
-				twin, labels = node.Twin, node.Labels
-			}
-			if !a.HasNodeNames {
+			if a.HasNodeNames {
+				if node := snap.Lookup(a.Name(i)); node != nil {
+					twin, labels = node.Twin, node.Labels
+				}
+			} else {
+				if perf {
+					if node := snap.Lookup(a.Name(i)); node != nil {
+						twin = node.Twin
+					}
+				}
 				// The scheduler's own copy of the node is the freshest
 				// word on its labels.
-				labels = scoring.Labels{Profile: a.Nodes[i].Profile, Draining: a.Nodes[i].Draining}
+				labels = scoring.Labels{Profile: a.Nodes[i].Profile, Draining: a.Nodes[i].Draining, WarmReserve: a.Nodes[i].WarmReserve}
 			}
-			v := scoring.Filter(true, twin, labels)
+			v := scoring.Filter(perf, twin, labels)
 			ex.reasons[i] = v.Reason()
 			if int(v) < len(rejected) {
 				rejected[v]++
@@ -423,7 +433,8 @@ func (s *Server) answerFilter(w http.ResponseWriter, r *http.Request, ex *exchan
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
 			s.log.Debug("filtered", "pod", a.Pod.Namespace+"/"+a.Pod.Name, "candidates", n,
 				"rejectedEco", rejected[scoring.RejectTwinEco]+rejected[scoring.RejectLabelEco],
-				"rejectedDraining", rejected[scoring.RejectTwinDraining]+rejected[scoring.RejectLabelDraining])
+				"rejectedDraining", rejected[scoring.RejectTwinDraining]+rejected[scoring.RejectLabelDraining],
+				"rejectedWarmReserve", rejected[scoring.RejectWarmReserve])
 		}
 	}
 	if a.HasNodeNames {

@@ -267,6 +267,58 @@ func TestFilterPassesStandardPodsEverywhere(t *testing.T) {
 	}
 }
 
+// A node the controller holds as the warm reserve for performance pods
+// (joulie.io/warm-reserve=true) turns away every other pod but a
+// DaemonSet's, whether the scheduler names the node or sends it whole.
+func TestFilterKeepsOtherPodsOffTheWarmReserve(t *testing.T) {
+	labels := map[string]map[string]string{
+		"warm": {joulie.LabelPowerProfile: "performance", joulie.LabelWarmReserve: "true"},
+		"free": {joulie.LabelPowerProfile: "performance"},
+		"cold": {joulie.LabelPowerProfile: "performance", joulie.LabelWarmReserve: "false"},
+	}
+	names := []string{"cold", "free", "warm"}
+	var nodes []*corev1.Node
+	list := &corev1.NodeList{}
+	for _, n := range names {
+		nodes = append(nodes, node(n, labels[n], "64", ""))
+		list.Items = append(list.Items, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: labels[n]}})
+	}
+	twins := []*joulie.NodeTwin{twinObj("warm", twinSpec{class: joulie.ClassPerformance, cappedW: 600, measuredW: 300})}
+	ts := newTestServer(t, defaultOptions(), state.Build(twins, nil, nodes, nil, true, now))
+	daemon := pod("")
+	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "u", Controller: new(true)}}
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		wantKept string
+	}{
+		{"standard pod", pod(""), "cold,free"},
+		{"pod of class standard", pod("standard"), "cold,free"},
+		{"performance pod", pod("performance"), "cold,free,warm"},
+		{"DaemonSet pod", daemon, "cold,free,warm"},
+	} {
+		for _, form := range []struct {
+			name string
+			args extenderv1.ExtenderArgs
+		}{{"by name", byName(tc.pod, names)}, {"with nodes", extenderv1.ExtenderArgs{Pod: tc.pod, Nodes: list}}} {
+			t.Run(tc.name+" "+form.name, func(t *testing.T) {
+				kept, failed := filterResult(t, post(t, ts.Handler(), "/filter", marshal(t, form.args)))
+				if got := strings.Join(kept, ","); got != tc.wantKept {
+					t.Errorf("kept %s, want %s", got, tc.wantKept)
+				}
+				if tc.wantKept != "cold,free,warm" && failed["warm"] != scoring.RejectWarmReserve.Reason() {
+					t.Errorf("failed %v, want warm turned away with %q", failed, scoring.RejectWarmReserve.Reason())
+				}
+			})
+		}
+	}
+	rec := httptest.NewRecorder()
+	ts.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `joulie_extender_filtered_nodes_total{reason="warm_reserve"} 4`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}
+
 func TestFilterReturnsTheSchedulersNodesUnchanged(t *testing.T) {
 	ts := newTestServer(t, defaultOptions(), clusterSnapshot())
 	args := fixture.WithNodes(fixture.Pod("performance"), 6)

@@ -224,10 +224,10 @@ func trimNode(obj any) (any, error) {
 		TypeMeta:   m.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion},
 	}
-	for _, key := range []string{joulie.LabelPowerProfile, joulie.LabelDraining} {
+	for _, key := range []string{joulie.LabelPowerProfile, joulie.LabelDraining, joulie.LabelWarmReserve} {
 		if v, ok := m.Labels[key]; ok {
 			if out.Labels == nil {
-				out.Labels = make(map[string]string, 2)
+				out.Labels = make(map[string]string, 3)
 			}
 			out.Labels[key] = v
 		}
@@ -254,6 +254,7 @@ func sameNode(oldObj, newObj any) bool {
 	}
 	if o.Labels[joulie.LabelPowerProfile] != n.Labels[joulie.LabelPowerProfile] ||
 		o.Labels[joulie.LabelDraining] != n.Labels[joulie.LabelDraining] ||
+		o.Labels[joulie.LabelWarmReserve] != n.Labels[joulie.LabelWarmReserve] ||
 		len(o.Labels) != len(n.Labels) || len(o.Status.Allocatable) != len(n.Status.Allocatable) {
 		return false
 	}

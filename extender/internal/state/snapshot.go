@@ -49,6 +49,10 @@ type Snapshot struct {
 	Synced bool
 	// Built is when the snapshot was assembled.
 	Built time.Time
+	// warmReserve is whether any node is labelled joulie.io/warm-reserve,
+	// so that filtering a standard pod by name looks no node up when none
+	// is.
+	warmReserve bool
 
 	// cluster memoizes Cluster: the aggregates change only when a twin
 	// turns stale, at a moment known in advance, so most requests reuse
@@ -74,6 +78,10 @@ func (s *Snapshot) Lookup(name []byte) *Node {
 	}
 	return &s.nodes[i]
 }
+
+// AnyWarmReserve reports whether a node of the snapshot is labelled
+// joulie.io/warm-reserve=true.
+func (s *Snapshot) AnyWarmReserve() bool { return s.warmReserve }
 
 // Nodes returns every known node, sorted by name. Do not modify it.
 func (s *Snapshot) Nodes() []Node { return s.nodes }
@@ -132,7 +140,8 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*c
 	// Twins and hardware are in byName already: a Node adds a node only
 	// for its Joulie labels, and the fill only to a known node.
 	for _, m := range nodes {
-		l := scoring.Labels{Profile: m.Labels[joulie.LabelPowerProfile], Draining: m.Labels[joulie.LabelDraining]}
+		l := scoring.Labels{Profile: m.Labels[joulie.LabelPowerProfile], Draining: m.Labels[joulie.LabelDraining],
+			WarmReserve: m.Labels[joulie.LabelWarmReserve]}
 		n, known := byName[m.Name]
 		if !known {
 			if l == (scoring.Labels{}) {
@@ -142,6 +151,7 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*c
 		}
 		n.Labels = l
 		n.Fill = fillOf(m, requests[m.Name])
+		s.warmReserve = s.warmReserve || l.WarmReserve == "true"
 	}
 	s.nodes = make([]Node, 0, len(byName))
 	for _, n := range byName {

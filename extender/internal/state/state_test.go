@@ -69,7 +69,7 @@ func TestBuild(t *testing.T) {
 		[]*corev1.Node{
 			nodeObj("a", map[string]string{joulie.LabelPowerProfile: "performance"}, "cpu", "127500m", "nvidia.com/gpu", "4", "amd.com/gpu", "4"),
 			nodeObj("b", nil, "cpu", "64"),
-			nodeObj("d", map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "true"}),
+			nodeObj("d", map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "true", joulie.LabelWarmReserve: "true"}),
 			nodeObj("plain", map[string]string{"kubernetes.io/os": "linux"}, "cpu", "8"),
 		},
 		map[string]Requests{"a": {CPUMilli: 16500, GPUMilli: 3000}, "plain": {CPUMilli: 4000}, "gone": {CPUMilli: 1000}},
@@ -98,8 +98,14 @@ func TestBuild(t *testing.T) {
 	if c := s.Lookup([]byte("c")); c.Twin != nil || !c.HasHardware || c.Fill.Known() {
 		t.Errorf("node c, without a Node object: %+v", c)
 	}
-	if d := s.Lookup([]byte("d")); d.Twin != nil || d.Labels != (scoring.Labels{Profile: "eco", Draining: "true"}) {
+	if d := s.Lookup([]byte("d")); d.Twin != nil || d.Labels != (scoring.Labels{Profile: "eco", Draining: "true", WarmReserve: "true"}) {
 		t.Errorf("node d: %+v", d)
+	}
+	if !s.AnyWarmReserve() {
+		t.Error("AnyWarmReserve is false with node d labelled")
+	}
+	if Build(nil, nil, []*corev1.Node{nodeObj("e", map[string]string{joulie.LabelWarmReserve: "false"})}, nil, true, updated.Time).AnyWarmReserve() {
+		t.Error("AnyWarmReserve is true with the label false")
 	}
 	// Performance node a: headroom 50, congestion 50; trends −5 each.
 	c := s.Cluster(updated.Time.Add(time.Minute), 5*time.Minute)
@@ -199,6 +205,16 @@ func TestCacheFollowsTheWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, c, "label change on b", func(s *Snapshot) bool { return s.Lookup([]byte("b")).Labels.Profile == "eco" })
+	// The warm reserve's label comes and goes with the controller's
+	// parking passes; a change of its value alone is a change.
+	for _, v := range []string{"true", "false"} {
+		if _, err := nodes.Update(ctx, nodeObj("b", map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelWarmReserve: v}), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, c, "warm reserve "+v+" on b", func(s *Snapshot) bool {
+			return s.Lookup([]byte("b")).Labels.WarmReserve == v && s.AnyWarmReserve() == (v == "true")
+		})
+	}
 	if _, err := nodes.Update(ctx, nodeObj("a", nil, "cpu", "32", "nvidia.com/gpu", "2"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ type Args struct {
 	// pod before encoding/json builds it. An error from it stops the
 	// decoding, and DecodeArgs returns that error as it is. Decoded values
 	// can weigh far more than the bytes that spell them ("{}," is a
-	// 104-byte Node, an empty container in the pod a 408-byte
+	// 120-byte Node, an empty container in the pod a 408-byte
 	// corev1.Container), so a server that bounds the memory of requests in
 	// flight must count these too, not only the body.
 	Reserve func(bytes int) error
@@ -50,10 +50,12 @@ type Args struct {
 type Node struct {
 	// Name is metadata.name.
 	Name []byte
-	// Profile and Draining are the values of the joulie.io/power-profile
-	// and joulie.io/draining labels, "" when absent.
-	Profile  string
-	Draining string
+	// Profile, Draining and WarmReserve are the values of the
+	// joulie.io/power-profile, joulie.io/draining and
+	// joulie.io/warm-reserve labels, "" when absent.
+	Profile     string
+	Draining    string
+	WarmReserve string
 	// Raw is the whole Node object as the scheduler sent it.
 	Raw []byte
 	// rawName is Name as the request spelled it.
@@ -274,7 +276,7 @@ func (a *Args) decodeNodeMeta(s *scanner, n *Node) error {
 }
 
 func (a *Args) decodeLabels(s *scanner, n *Node) error {
-	var seenProfile, seenDraining bool
+	var seenProfile, seenDraining, seenWarm bool
 	_, err := s.objectLoop(func(rawKey []byte, escaped bool) error {
 		key, err := a.text(rawKey, escaped)
 		if err != nil {
@@ -302,6 +304,11 @@ func (a *Args) decodeLabels(s *scanner, n *Node) error {
 				return err
 			}
 			n.Draining = intern(value)
+		case joulie.LabelWarmReserve:
+			if err := once(&seenWarm, s, key); err != nil {
+				return err
+			}
+			n.WarmReserve = intern(value)
 		}
 		return nil
 	})
@@ -334,6 +341,9 @@ type podJSON struct {
 		Namespace   string            `json:"namespace"`
 		UID         types.UID         `json:"uid"`
 		Annotations map[string]string `json:"annotations"`
+		// OwnerReferences tell a DaemonSet's pod, which the filter lets
+		// onto every node.
+		OwnerReferences []ownerJSON `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
 		NodeSelector   map[string]string            `json:"nodeSelector"`
@@ -343,6 +353,11 @@ type podJSON struct {
 		Overhead       corev1.ResourceList          `json:"overhead"`
 		Resources      *corev1.ResourceRequirements `json:"resources"`
 	} `json:"spec"`
+}
+
+type ownerJSON struct {
+	Kind       string `json:"kind"`
+	Controller *bool  `json:"controller"`
 }
 
 type containerJSON struct {
@@ -365,6 +380,12 @@ func (p *podJSON) pod() *corev1.Pod {
 			Overhead:     p.Spec.Overhead,
 			Resources:    p.Spec.Resources,
 		},
+	}
+	if len(p.Metadata.OwnerReferences) > 0 {
+		pod.OwnerReferences = make([]metav1.OwnerReference, len(p.Metadata.OwnerReferences))
+		for i, o := range p.Metadata.OwnerReferences {
+			pod.OwnerReferences[i] = metav1.OwnerReference{Kind: o.Kind, Controller: o.Controller}
+		}
 	}
 	pod.Spec.Containers = containers(p.Spec.Containers)
 	pod.Spec.InitContainers = containers(p.Spec.InitContainers)

@@ -79,6 +79,9 @@ func compareArgs(a *Args, ref *extenderv1.ExtenderArgs) string {
 		if g, w := powerest.PodDemand(a.Pod), powerest.PodDemand(ref.Pod); g != w {
 			fail("pod demand %+v, encoding/json %+v", g, w)
 		}
+		if g, w := workload.IsDaemonSet(a.Pod), workload.IsDaemonSet(ref.Pod); g != w {
+			fail("DaemonSet pod %v, encoding/json %v", g, w)
+		}
 		if a.Pod.Name != ref.Pod.Name || a.Pod.Namespace != ref.Pod.Namespace {
 			fail("pod %s/%s, encoding/json %s/%s", a.Pod.Namespace, a.Pod.Name, ref.Pod.Namespace, ref.Pod.Name)
 		}
@@ -104,9 +107,10 @@ func compareArgs(a *Args, ref *extenderv1.ExtenderArgs) string {
 		} else {
 			for i, n := range ref.Nodes.Items {
 				got := a.Nodes[i]
-				if string(got.Name) != n.Name || got.Profile != n.Labels[joulie.LabelPowerProfile] || got.Draining != n.Labels[joulie.LabelDraining] {
-					fail("node %d: %q profile %q draining %q, encoding/json %q %q %q", i, got.Name, got.Profile, got.Draining,
-						n.Name, n.Labels[joulie.LabelPowerProfile], n.Labels[joulie.LabelDraining])
+				if string(got.Name) != n.Name || got.Profile != n.Labels[joulie.LabelPowerProfile] || got.Draining != n.Labels[joulie.LabelDraining] ||
+					got.WarmReserve != n.Labels[joulie.LabelWarmReserve] {
+					fail("node %d: %q profile %q draining %q warm reserve %q, encoding/json %q %q %q %q", i, got.Name, got.Profile, got.Draining, got.WarmReserve,
+						n.Name, n.Labels[joulie.LabelPowerProfile], n.Labels[joulie.LabelDraining], n.Labels[joulie.LabelWarmReserve])
 				}
 			}
 		}
@@ -135,6 +139,10 @@ func TestDecodeEdgeCases(t *testing.T) {
 		{name: "null pod", body: `{"Pod":null,"NodeNames":[]}`, names: []string{}, wantNames: true},
 		{name: "nodes with labels", body: `{"Nodes":{"items":[{"kind":"Node","metadata":{"labels":{"joulie.io/power-profile":"eco","x":"y"},"name":"n1"},"status":{"capacity":{"cpu":"4"}}}]}}`,
 			names: []string{"n1"}, profile: "eco"},
+		{name: "warm reserve label", body: `{"Nodes":{"items":[{"metadata":{"labels":{"joulie.io/warm-reserve":"true","joulie.io/power-profile":"performance"},"name":"n1"}}]}}`,
+			names: []string{"n1"}, profile: "performance"},
+		{name: "a DaemonSet's pod", body: `{"Pod":{"metadata":{"name":"agent-x","ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"agent","uid":"u","controller":true}]}},"NodeNames":["a"]}`,
+			names: []string{"a"}, pod: true, podClass: workload.General, wantNames: true},
 		{name: "null item", body: `{"Nodes":{"items":[null]}}`, names: []string{""}},
 		{name: "null labels and name", body: `{"Nodes":{"items":[{"metadata":{"name":null,"labels":null}}]}}`, names: []string{""}},
 		{name: "null label value", body: `{"Nodes":{"items":[{"metadata":{"name":"a","labels":{"joulie.io/power-profile":null}}}]}}`, names: []string{"a"}},

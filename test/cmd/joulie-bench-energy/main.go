@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"joulie.io/joulie/pkg/catalog"
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/report"
 	"joulie.io/joulie/test/energy/sim"
@@ -81,6 +82,9 @@ type options struct {
 	arms           []sim.Arm
 	parallel       int
 	seedMethod     bool
+	// parking replaces the parking settings of the arms that park
+	// (j-joulie); nil keeps the controller's defaults.
+	parking *park.Settings
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -105,6 +109,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	arms := fs.String("arms", joinArms(sim.Arms()), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once (each uses one core)")
 	fs.BoolVar(&o.seedMethod, "seed-method", true, "also run every arm at the headline level the seed document's way (fixed window, drops, jobs counted); false saves that second pass and leaves the section out")
+	reserveFor := fs.String("parking-reserve-for", string(park.DefaultSettings().ReserveFor), "parking.reserveFor of the arms that park (j-joulie): any, or performance to keep the warm reserve for performance pods")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -117,6 +122,14 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["parking-reserve-for"] {
+		s := park.DefaultSettings()
+		s.ReserveFor = park.ReserveFor(*reserveFor)
+		if s.Validate() != nil {
+			return nil, fmt.Errorf("--parking-reserve-for %q is not one of %s, %s", *reserveFor, park.ReserveForAny, park.ReserveForPerformance)
+		}
+		o.parking = &s
+	}
 	if err := o.setLevels(*levels, *seeds, set); err != nil {
 		return nil, err
 	}
@@ -250,8 +263,9 @@ func joinArms(arms []sim.Arm) string {
 // simulator runs one arm on one job list, generated for load level level
 // (0 for a trace), and returns a result whose Level is level; progress is
 // called with the simulated time reached and the fraction of the run done.
-// seedMethod asks for the seed document's second pass as well.
-type simulator func(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, progress func(simulated time.Duration, done float64)) (sim.Result, error)
+// seedMethod asks for the seed document's second pass as well; parking,
+// when not nil, replaces the parking settings of the arms that park.
+type simulator func(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Settings, progress func(simulated time.Duration, done float64)) (sim.Result, error)
 
 func run(ctx context.Context, args []string, stderr io.Writer, simulate simulator) error {
 	o, err := parse(args, stderr)
@@ -376,7 +390,7 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 				}
 				id := prog.start(t.arm, t.s.seed, list.span)
 				seedMethod := o.seedMethod && t.s.level == o.headline
-				r, err := simulate(ctx, t.arm, t.s.level, t.s.seed, nodes, list.jobs, list.window, model, seedMethod, func(at time.Duration, done float64) { prog.update(id, at, done) })
+				r, err := simulate(ctx, t.arm, t.s.level, t.s.seed, nodes, list.jobs, list.window, model, seedMethod, o.parking, func(at time.Duration, done float64) { prog.update(id, at, done) })
 				prog.finish(id)
 				if err != nil {
 					if ctx.Err() == nil || !errors.Is(err, context.Canceled) {

@@ -7,12 +7,14 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/report"
 	"joulie.io/joulie/test/energy/sim"
@@ -32,17 +34,24 @@ type fakeSim struct {
 	// seedMethod counts, per level, the runs asked for the seed
 	// document's pass.
 	seedMethod map[float64]int
+	// reserveFor is the parking.reserveFor each arm was run with, "" for
+	// the defaults.
+	reserveFor map[sim.Arm]park.ReserveFor
 }
 
 var fakeWatts = map[sim.Arm]float64{sim.ArmDefault: 1000, sim.ArmBinPack: 900, sim.ArmQueueAware: 800}
 
-func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, progress func(time.Duration, float64)) (sim.Result, error) {
+func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Settings, progress func(time.Duration, float64)) (sim.Result, error) {
 	if arm == f.fail {
 		return sim.Result{}, errors.New("the fake simulator fails here")
 	}
 	f.mu.Lock()
 	if f.hashes == nil {
 		f.hashes, f.seedMethod, f.jobs = map[float64]map[int64]map[sim.Arm]string{}, map[float64]int{}, map[float64]int{}
+		f.reserveFor = map[sim.Arm]park.ReserveFor{}
+	}
+	if parking != nil {
+		f.reserveFor[arm] = parking.ReserveFor
 	}
 	if f.hashes[level] == nil {
 		f.hashes[level] = map[int64]map[sim.Arm]string{}
@@ -239,12 +248,70 @@ func TestSimulateRecordsTheLevel(t *testing.T) {
 	nodes := workload.StandardCluster(1, 1)
 	cfg := workload.LoadLevel(workload.DefaultConfig(), 0.2)
 	cfg.Nodes, cfg.Jobs = nodes, 5
-	r, err := simulate(context.Background(), sim.ArmDefault, 0.2, 1, nodes, workload.Generate(1, cfg), sim.Window{}, physics.Default(), false, func(time.Duration, float64) {})
+	r, err := simulate(context.Background(), sim.ArmDefault, 0.2, 1, nodes, workload.Generate(1, cfg), sim.Window{}, physics.Default(), false, nil, func(time.Duration, float64) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Level != 0.2 || len(r.Jobs) != 5 {
 		t.Errorf("result at level %v with %d jobs, want 0.2 and 5", r.Level, len(r.Jobs))
+	}
+}
+
+// --parking-reserve-for reaches the simulator as the parking settings,
+// the controller's defaults but for parking.reserveFor; without it the
+// simulator gets none and keeps the defaults.
+func TestParkingReserveForReachesTheSimulator(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want park.ReserveFor
+	}{
+		{nil, ""},
+		{[]string{"--parking-reserve-for", "performance"}, park.ReserveForPerformance},
+		{[]string{"--parking-reserve-for", "any"}, park.ReserveForAny},
+	} {
+		f := &fakeSim{}
+		var stderr bytes.Buffer
+		args := append([]string{"--nodes-cpu", "2", "--nodes-gpu", "1", "--horizon", "1h", "--seeds", "1", "--arms", "a-default,j-joulie",
+			"--out", filepath.Join(t.TempDir(), "energy"), "--seed-method=false"}, tc.args...)
+		if err := run(context.Background(), args, &stderr, f.run); err != nil {
+			t.Fatalf("%v: run: %v\n%s", tc.args, err, stderr.String())
+		}
+		if got := f.reserveFor[sim.ArmJoulie]; got != tc.want {
+			t.Errorf("%v: j-joulie ran with reserveFor %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	o, err := parse([]string{"--parking-reserve-for", "performance"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := park.DefaultSettings()
+	want.ReserveFor = park.ReserveForPerformance
+	if o.parking == nil || o.parking.ReserveFor != want.ReserveFor || o.parking.ReserveFloor != want.ReserveFloor ||
+		o.parking.SettleTime != want.SettleTime || o.parking.ReserveSizing != want.ReserveSizing {
+		t.Errorf("parking settings %+v, want the defaults with reserveFor performance", o.parking)
+	}
+}
+
+// simulate hands the parking settings to the simulator: the same small
+// run of j-joulie with the reserve kept for performance pods differs
+// from the default's.
+func TestSimulatePassesTheParkingSettings(t *testing.T) {
+	nodes := workload.StandardCluster(3, 0)
+	cfg := workload.LoadLevel(workload.DefaultConfig(), 0.4)
+	cfg.Nodes, cfg.Horizon = nodes, 6*time.Hour
+	jobs := workload.Generate(3, cfg)
+	perf := park.DefaultSettings()
+	perf.ReserveFor = park.ReserveForPerformance
+	var results []sim.Result
+	for _, p := range []*park.Settings{nil, &perf} {
+		r, err := simulate(context.Background(), sim.ArmJoulie, 0.4, 3, nodes, jobs, sim.Window{}, physics.Default(), false, p, func(time.Duration, float64) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	if reflect.DeepEqual(results[0].Jobs, results[1].Jobs) {
+		t.Error("j-joulie placed and timed every job the same with reserveFor performance as with the defaults")
 	}
 }
 
@@ -255,6 +322,7 @@ func TestFlagsAreChecked(t *testing.T) {
 		want string
 	}{
 		{"no reference arm", []string{"--arms", "b-binpack,d-queue-aware"}, "include a-default"},
+		{"reserve for", []string{"--parking-reserve-for", "standard"}, `--parking-reserve-for "standard" is not one of any, performance`},
 		{"unknown arm", []string{"--arms", "a-default,z-magic"}, `unknown arm "z-magic"`},
 		{"no seeds", []string{"--seeds", "0"}, "--seeds 0"},
 		{"seeds and levels", []string{"--seeds", "3", "--levels", "0.4:3"}, `--seeds 3 and --levels "0.4:3": give one`},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"joulie.io/joulie/pkg/park"
+
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/sim"
 	"joulie.io/joulie/test/energy/workload"
@@ -12,9 +14,10 @@ import (
 // simulate runs one arm on one job list through package sim and records
 // on the result the load level the list was generated for. Without
 // seedMethod the seed document's pass is skipped (a negative SeedWindow),
-// so the result has no SeedMethod.
-func simulate(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, progress func(time.Duration, float64)) (sim.Result, error) {
-	opts := sim.Options{Seed: seed, Model: model, Window: window, Level: level, Progress: progress}
+// so the result has no SeedMethod. parking, when not nil, is the parking
+// arms' settings (sim.Options.Parking).
+func simulate(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Settings, progress func(time.Duration, float64)) (sim.Result, error) {
+	opts := sim.Options{Seed: seed, Model: model, Window: window, Level: level, Parking: parking, Progress: progress}
 	if !seedMethod {
 		opts.SeedWindow = -1
 	}

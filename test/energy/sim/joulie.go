@@ -215,6 +215,8 @@ func (e *extender) twinOf(name string) (scoring.Twin, bool) {
 
 func (e *extender) Filter(pod *v1.Pod, nodes []*v1.Node) ([]*v1.Node, map[string]string, error) {
 	perf := workload.Classify(pod) == workload.Performance
+	// A DaemonSet's pod belongs on every node, the warm reserve's too.
+	daemon := workload.IsDaemonSet(pod)
 	var kept []*v1.Node
 	failed := map[string]string{}
 	for _, node := range nodes {
@@ -222,7 +224,11 @@ func (e *extender) Filter(pod *v1.Pod, nodes []*v1.Node) ([]*v1.Node, map[string
 		if t, ok := e.twinOf(node.Name); ok {
 			tp = &t
 		}
-		v := scoring.Filter(perf, tp, scoring.Labels{Profile: node.Labels[joulie.LabelPowerProfile], Draining: node.Labels[joulie.LabelDraining]})
+		l := scoring.Labels{Profile: node.Labels[joulie.LabelPowerProfile], Draining: node.Labels[joulie.LabelDraining]}
+		if !daemon {
+			l.WarmReserve = node.Labels[joulie.LabelWarmReserve]
+		}
+		v := scoring.Filter(perf, tp, l)
 		if v == scoring.Admit {
 			kept = append(kept, node)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -28,6 +29,12 @@ import (
 //   - parked → waking: the BMC starts the host (the physics' boot; a node
 //     still shutting down boots once it is off);
 //   - waking → awake: once Ready, the taint goes.
+//
+// With Settings.ReserveFor performance, every pass also labels the nodes
+// Decide holds as the warm reserve joulie.io/warm-reserve=true and takes
+// the label off the others, before the transitions, as the controller
+// does; the simulated extender's filter (pkg/scoring.Filter) then keeps
+// standard pods off them, and a node losing the label retries the queue.
 //
 // The controller runs a pass on every reconcile, when a pod finds no node
 // (a pending pod is a watch event: the pass runs parkWatchDelay later,
@@ -72,6 +79,9 @@ type parking struct {
 	pending  []*v1.Pod
 	// passAt is when a pass is due for pending pods (-1: none).
 	passAt time.Duration
+	// warm counts the nodes labelled joulie.io/warm-reserve; with it 0
+	// and ReserveFor any, a pass has no label to look at.
+	warm int
 	// Transitions count what the passes did.
 	parks, aborts, wakes, failures int
 }
@@ -150,7 +160,10 @@ func (s *simulation) parkPass(ctx context.Context) error {
 		p.pending = append(p.pending, s.jobs[idx].pod)
 	}
 	res := park.Decide(park.Input{Now: now, Nodes: p.nodes, Pending: p.pending, Arrivals: p.arrivals, PodsKnown: true}, p.settings)
-	freed := false
+	freed, err := s.labelWarmReserve(res)
+	if err != nil {
+		return err
+	}
 	for _, t := range res.Transitions {
 		n := s.nodes[s.byName[t.Node]]
 		if err := s.carryOut(n, t, now); err != nil {
@@ -162,6 +175,43 @@ func (s *simulation) parkPass(ctx context.Context) error {
 		s.retry(ctx, nil)
 	}
 	return nil
+}
+
+// labelWarmReserve labels the nodes res holds as the warm reserve and
+// takes the label off the others, as the controller's pass does, and
+// reports whether a node lost it (room for the queue).
+func (s *simulation) labelWarmReserve(res park.Result) (bool, error) {
+	p := &s.parking
+	if p.warm == 0 && p.settings.ReserveFor != park.ReserveForPerformance {
+		return false, nil
+	}
+	held := map[string]bool{}
+	for _, name := range res.WarmReserve() {
+		held[name] = true
+	}
+	released := false
+	for _, n := range s.nodes {
+		want := held[n.spec.Name]
+		if (n.obj.Labels[joulie.LabelWarmReserve] == "true") == want {
+			continue
+		}
+		l := maps.Clone(n.obj.Labels)
+		if want {
+			l[joulie.LabelWarmReserve] = "true"
+			p.warm++
+		} else {
+			delete(l, joulie.LabelWarmReserve)
+			p.warm--
+			released = true
+		}
+		n.obj = n.obj.DeepCopy()
+		n.obj.Labels = l
+		s.ctl.nodes[n.idx] = n.obj
+		if err := s.sched.SetNodeLabels(n.spec.Name, l); err != nil {
+			return false, fmt.Errorf("sim: label node %s %s: %w", n.spec.Name, joulie.LabelWarmReserve, err)
+		}
+	}
+	return released, nil
 }
 
 // carryOut does transition t to node n, as the controller writes it and

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/test/energy/physics"
 	"joulie.io/joulie/test/energy/workload"
 )
@@ -103,4 +104,45 @@ func mustSpec(t *testing.T, a Arm) ArmSpec {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// The same small cluster with the warm reserve kept for performance pods
+// (parking.reserveFor: performance): a standard job that arrives while the
+// only room is the reserve's idle node waits for a parked node to boot,
+// and the performance job right after it takes the reserve at once. With
+// the default, any, the standard job takes the reserve and the
+// performance job waits for the boot instead.
+func TestWarmReserveKeepsStandardPodsOffForPerformancePods(t *testing.T) {
+	nodes := workload.StandardCluster(3, 0)
+	perf := cpuJob("perf", 2*time.Hour+time.Minute, 300, time.Hour)
+	perf.Class = workload.Performance
+	jobs := []workload.Job{
+		cpuJob("busy", 0, 300, 8*time.Hour),
+		cpuJob("standard", 2*time.Hour, 300, time.Hour),
+		perf,
+	}
+	for _, tc := range []struct {
+		reserveFor               park.ReserveFor
+		standardWaits, perfWaits bool
+	}{
+		{park.ReserveForAny, false, true},
+		{park.ReserveForPerformance, true, false},
+	} {
+		s := park.DefaultSettings()
+		s.ReserveFor = tc.reserveFor
+		r := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Parking: &s})
+		byID := map[string]JobResult{}
+		for _, j := range r.Jobs {
+			byID[j.ID] = j
+		}
+		for id, waits := range map[string]bool{"standard": tc.standardWaits, "perf": tc.perfWaits} {
+			if j := byID[id]; (j.BootWait > 0) != waits {
+				t.Errorf("reserveFor %s: %s waited %s for a boot (started %s after it arrived), want a wait %v",
+					tc.reserveFor, id, j.BootWait, j.Start-j.Arrival, waits)
+			}
+		}
+		if want := map[bool]int{true: 1, false: 0}[tc.perfWaits]; r.PerfBootWaits != want {
+			t.Errorf("reserveFor %s: %d performance boot waits, want %d", tc.reserveFor, r.PerfBootWaits, want)
+		}
+	}
 }

@@ -26,6 +26,14 @@ const (
 	// LabelParkable ("true") lets the controller park the node (switch it
 	// off while empty); parking is never done without it.
 	LabelParkable = "joulie.io/parkable"
+	// LabelWarmReserve ("true") is on an idle awake node the controller
+	// holds as its hardware family's warm reserve for performance pods
+	// (parking.reserveFor: performance); the extender keeps every other
+	// pod off it, so a burst of performance pods finds it free instead of
+	// waiting for a boot. The controller sets and removes it; unlike
+	// LabelReserved, which an admin sets, it does not keep a node out of
+	// planning.
+	LabelWarmReserve = "joulie.io/warm-reserve"
 	// TaintParked (effect NoSchedule) is on a node while it is not awake:
 	// parking, parked, waking or wake-failed.
 	TaintParked = "joulie.io/parked"
