@@ -171,8 +171,10 @@ func Decide(in Input, s Settings) Result {
 	fams := d.families()
 	d.refillReserves(fams)
 	d.finishParks()
-	d.holdReserves(fams)
 	if in.PodsKnown {
+		// Unknown pods make every node look idle: hold nothing rather
+		// than label busy nodes as the reserve.
+		d.holdReserves(fams)
 		d.park(fams)
 	}
 	res := Result{Transitions: d.out, WaitingForRate: d.waiting, Unplaceable: d.unplaceable, WaitingForReserve: d.forReserve}

@@ -351,7 +351,11 @@ func (c *Controller) Sync(ctx context.Context) error {
 	// The warm reserve's labels before the transitions: a node this pass
 	// finds back from a wake and holds as the reserve is labelled before
 	// its taint goes, so the scheduler never sees it free of both.
-	errs = append(errs, c.labelWarmReserve(ctx, v, res)...)
+	// While the pods are unknown Decide holds nothing, and the labels stay
+	// as they are rather than all come off.
+	if v.in.PodsKnown {
+		errs = append(errs, c.labelWarmReserve(ctx, v, res)...)
+	}
 	states := map[string]joulie.PowerState{}
 	for _, n := range v.in.Nodes {
 		if p := v.profiles[n.Node.Name]; p != nil || n.State != "" {

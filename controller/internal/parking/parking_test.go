@@ -494,6 +494,38 @@ func TestWarmReserveLabelsGoWithReserveForAny(t *testing.T) {
 	}
 }
 
+// While the pods are unknown the labels stay as they are: every node
+// would look idle, so nothing is held, and taking the labels off would
+// hand the reserve to standard pods on no evidence.
+func TestWarmReserveLabelsStayWhileThePodsAreUnknown(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.ctrl.opts.Settings.ReserveFor = park.ReserveForPerformance
+	f.ctrl.opts.Settings.ReserveFloor = 1
+	f.ctrl.podsOK = func() bool { return false }
+	held := parkableNode("held", false)
+	held.Labels[joulie.LabelWarmReserve] = "true"
+	other := parkableNode("other", false)
+	for _, n := range []*corev1.Node{held, other} {
+		if _, err := f.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.cache(t, n, profile(n.Name, "", time.Time{}))
+	}
+	f.kube.ClearActions()
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := warmLabels(t, f, "held", "other"), []string{"held=true", "other=-"}; !slices.Equal(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "patch" {
+			t.Errorf("a pass with the pods unknown wrote %s %s", a.GetResource().Resource, a.(k8stesting.PatchAction).GetName())
+		}
+	}
+}
+
 // A node back from a wake that the pass holds as the reserve gets its
 // label before its taint goes, so the scheduler never sees it free of
 // both and hands it to a standard pod.
