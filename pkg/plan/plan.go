@@ -231,10 +231,10 @@ func decide(in Inputs, s Settings, cat *catalog.Catalog, byName map[string]*core
 		res.HPCount = plan.PerformanceCount()
 	case PolicyStaticPartition:
 		res.HPCount = policy.StaticHPCount(len(eligible), s.StaticHPFrac)
-		plan = assign(eligible, res.HPCount, views, in.Loads, s.Spread)
+		plan = assign(eligible, res.HPCount, views, in.Loads, s.Spread, byName)
 	default:
 		res.HPCount = s.Queue.HPCount(len(eligible), res.PerfPods)
-		plan = assign(eligible, res.HPCount, views, in.Loads, s.Spread)
+		plan = assign(eligible, res.HPCount, views, in.Loads, s.Spread, byName)
 	}
 
 	// rule_swap_v1 exists to show a swap every RECONCILE_INTERVAL; a dwell
@@ -276,12 +276,26 @@ func decide(in Inputs, s Settings, cat *catalog.Catalog, byName map[string]*core
 // share of each node's cores or GPUs, whichever is larger, that its
 // active performance pods request. Pods not yet scheduled are not
 // counted: they have no family yet, and they raise the count itself.
-func assign(eligible []policy.Node, hp int, views map[string]hwview.View, loads map[string]NodeLoad, spread string) policy.Plan {
+// A node parking holds as the warm reserve (joulie.io/warm-reserve=true)
+// is performance on top of the count.
+func assign(eligible []policy.Node, hp int, views map[string]hwview.View, loads map[string]NodeLoad, spread string, byName map[string]*corev1.Node) policy.Plan {
 	if spread != policy.SpreadDemand {
 		return policy.Assign(eligible, hp)
 	}
 	demand := map[string]float64{}
+	held := 0
 	for i, n := range eligible {
+		if node := byName[n.Name]; node != nil && node.Labels[joulie.LabelWarmReserve] == "true" {
+			// Parking holds the node idle for the performance pods to
+			// come (parking.reserveFor: performance); planned eco, the
+			// filter would turn them away from it. It comes on top of
+			// the policy's count, first among its family's nodes, as a
+			// whole node of demand.
+			eligible[i].Use = policy.UsePerformance
+			demand[n.Family]++
+			held++
+			continue
+		}
 		l, ok := loads[n.Name]
 		if !ok {
 			if loads != nil {
@@ -307,7 +321,7 @@ func assign(eligible []policy.Node, hp int, views map[string]hwview.View, loads 
 		}
 		demand[n.Family] += math.Min(share, 1)
 	}
-	return policy.AssignByDemand(eligible, hp, demand)
+	return policy.AssignByDemand(eligible, min(hp+held, len(eligible)), demand)
 }
 
 // intentNode is what the intent step reads of a node: its labels and the

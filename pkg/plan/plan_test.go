@@ -388,3 +388,25 @@ func TestDemandSpreadPutsPerformanceOnBusyPerformanceAndEmptyNodes(t *testing.T)
 		}
 	}
 }
+
+// A node parking holds as the warm reserve for performance pods is
+// planned performance on top of the policy's count, even when the count
+// is used up by busier nodes: planned eco, the filter would turn the very
+// pods it is held for away from it.
+func TestDemandSpreadMakesTheWarmReservePerformance(t *testing.T) {
+	nodes := []*corev1.Node{plantest.CPUNode("n0", nil), plantest.CPUNode("n1", nil), plantest.CPUNode("n2", nil), plantest.CPUNode("n3", nil)}
+	nodes[2].Labels[joulie.LabelWarmReserve] = "true"
+	pods := []*corev1.Pod{
+		plantest.Requesting("std-0", "n0", "8", "", "", corev1.PodRunning),
+		plantest.Requesting("perf-1", "n1", "8", "", joulie.WorkloadClassPerformance, corev1.PodRunning),
+		plantest.Requesting("perf-3", "n3", "8", "", joulie.WorkloadClassPerformance, corev1.PodRunning),
+	}
+	s := settings(PolicyStaticPartition) // half: two of four, both running performance pods
+	s.Spread = policy.SpreadDemand
+	got := byName(Compute(Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods), Loads: PodLoads(pods)}, s))
+	for name, want := range map[string]joulie.Profile{"n0": "eco", "n1": "performance", "n2": "performance", "n3": "performance"} {
+		if got[name].Planned != want {
+			t.Errorf("%s planned %s, want %s", name, got[name].Planned, want)
+		}
+	}
+}
