@@ -131,13 +131,13 @@ wantkey "$out/controller-default.yaml" settleTime '"10m"'
 wantkey "$out/controller-default.yaml" maxWakeAttempts 3
 park=(--set controller.parking.enabled=true --set controller.parking.nodeSelector=cloud.example/pool=batch
 	--set controller.parking.settleTime=2m --set controller.parking.reserveFloor=2 --set controller.parking.reserveSizing=mean
-	--set controller.parking.reserveFor=performance
+	--set controller.parking.reserveFor=any
 	--set controller.parking.bootTime=3m --set controller.parking.lookback=30m --set controller.parking.parksPerMinute=1
 	--set controller.parking.wakesPerMinute=4 --set controller.parking.grace=10s --set controller.parking.resumeTimeout=6m
 	--set controller.parking.maxWakeAttempts=2 --set controller.parking.syncInterval=3s)
 config controller "${park[@]}" >"$out/controller-parking.yaml"
 config extender "${park[@]}" >"$out/extender-parking.yaml"
-for kv in 'enabled true' 'nodeSelector "cloud.example/pool=batch"' 'settleTime "2m"' 'reserveFloor 2' 'reserveSizing "mean"' 'reserveFor "performance"' \
+for kv in 'enabled true' 'nodeSelector "cloud.example/pool=batch"' 'settleTime "2m"' 'reserveFloor 2' 'reserveSizing "mean"' 'reserveFor "any"' \
 	'bootTime "3m"' 'lookback "30m"' 'parksPerMinute 1' 'wakesPerMinute 4' 'grace "10s"' 'resumeTimeout "6m"' \
 	'maxWakeAttempts 2' 'syncInterval "3s"'; do
 	wantkey "$out/controller-parking.yaml" ${kv% *} "${kv#* }"

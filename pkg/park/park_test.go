@@ -572,6 +572,8 @@ func TestDecide(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := DefaultSettings()
+			// Nothing is held unless a case asks for it (forPerformance).
+			s.ReserveFor = ReserveForAny
 			if c.settings != nil {
 				c.settings(&s)
 			}

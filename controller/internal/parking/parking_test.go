@@ -60,7 +60,8 @@ func newFixture(t *testing.T) *fixture {
 	f.kf = informers.NewSharedInformerFactory(f.kube, 0)
 	f.jf = externalversions.NewSharedInformerFactory(f.jc, 0)
 	s := park.DefaultSettings()
-	s.ReserveFloor = 0
+	// No reserve, and none held: the tests that hold one say so.
+	s.ReserveFloor, s.ReserveFor = 0, park.ReserveForAny
 	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Settings: s, Waker: f.waker, Recorder: f.recorder,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }})
 	if err != nil {

@@ -280,30 +280,30 @@ func TestParkingReserveForReachesTheSimulator(t *testing.T) {
 			t.Errorf("%v: j-joulie ran with reserveFor %q, want %q", tc.args, got, tc.want)
 		}
 	}
-	o, err := parse([]string{"--parking-reserve-for", "performance"}, &bytes.Buffer{})
+	o, err := parse([]string{"--parking-reserve-for", "any"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := park.DefaultSettings()
-	want.ReserveFor = park.ReserveForPerformance
+	want.ReserveFor = park.ReserveForAny
 	if o.parking == nil || o.parking.ReserveFor != want.ReserveFor || o.parking.ReserveFloor != want.ReserveFloor ||
 		o.parking.SettleTime != want.SettleTime || o.parking.ReserveSizing != want.ReserveSizing {
-		t.Errorf("parking settings %+v, want the defaults with reserveFor performance", o.parking)
+		t.Errorf("parking settings %+v, want the defaults with reserveFor any", o.parking)
 	}
 }
 
 // simulate hands the parking settings to the simulator: the same small
-// run of j-joulie with the reserve kept for performance pods differs
-// from the default's.
+// run of j-joulie with the reserve left to any pod differs from the
+// default's, which keeps it for performance pods.
 func TestSimulatePassesTheParkingSettings(t *testing.T) {
 	nodes := workload.StandardCluster(3, 0)
 	cfg := workload.LoadLevel(workload.DefaultConfig(), 0.4)
 	cfg.Nodes, cfg.Horizon = nodes, 6*time.Hour
 	jobs := workload.Generate(3, cfg)
-	perf := park.DefaultSettings()
-	perf.ReserveFor = park.ReserveForPerformance
+	anyPod := park.DefaultSettings()
+	anyPod.ReserveFor = park.ReserveForAny
 	var results []sim.Result
-	for _, p := range []*park.Settings{nil, &perf} {
+	for _, p := range []*park.Settings{nil, &anyPod} {
 		r, err := simulate(context.Background(), sim.ArmJoulie, 0.4, 3, nodes, jobs, sim.Window{}, physics.Default(), false, p, func(time.Duration, float64) {})
 		if err != nil {
 			t.Fatal(err)
@@ -311,7 +311,7 @@ func TestSimulatePassesTheParkingSettings(t *testing.T) {
 		results = append(results, r)
 	}
 	if reflect.DeepEqual(results[0].Jobs, results[1].Jobs) {
-		t.Error("j-joulie placed and timed every job the same with reserveFor performance as with the defaults")
+		t.Error("j-joulie placed and timed every job the same with reserveFor any as with the defaults")
 	}
 }
 
