@@ -32,6 +32,7 @@ type fakeAgent struct {
 	profile    localapi.ProfileState
 	configured joulie.NodePowerProfileSpec
 	report     localapi.RestoreReport
+	pods       localapi.PodsReport
 	restoreErr error
 	calls      []string
 }
@@ -51,6 +52,8 @@ func (a *fakeAgent) Calls() []string {
 func (a *fakeAgent) Status() localapi.Status { a.called("Status"); return a.status }
 
 func (a *fakeAgent) Hardware() joulie.NodeHardwareStatus { a.called("Hardware"); return a.hardware }
+
+func (a *fakeAgent) Pods() localapi.PodsReport { a.called("Pods"); return a.pods }
 
 func (a *fakeAgent) Profile() localapi.ProfileState {
 	a.mu.Lock()
@@ -304,6 +307,28 @@ func TestHardwareTables(t *testing.T) {
 			golden(t, tc.name, ctlOK(t, "--socket", path, "hardware"))
 		})
 	}
+}
+
+func TestPodsTables(t *testing.T) {
+	gpuNode := clusterAgent()
+	cpuW, cpuJ, webW, webJ := 41.5, 180_000.0, 3.0, 950.0
+	gpuNode.pods = localapi.PodsReport{
+		Node: "gpu-07", Kubelet: "connected to /var/lib/kubelet/pod-resources/kubelet.sock: 3 pods, 3 of 4 GPUs held",
+		CPU: "estimated from RAPL by CPU time (cgroup v2, systemd driver)",
+		Pods: []localapi.PodEnergy{
+			{Namespace: "web", Name: "front", CPUWattsEstimate: &webW, CPUJoulesEstimate: &webJ},
+			{Namespace: "ml", Name: "infer-7", GPUs: []string{"GPU-5a0c7d4e-1111-2222-3333-444455556666"}, GPUWatts: 0, GPUJoules: 2_400_000,
+				GPUEstimated: true, Ended: true},
+			{Namespace: "ml", Name: "train", GPUs: []string{"GPU-0b1c2d3e-aaaa-bbbb-cccc-ddddeeeeffff", "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"},
+				GPUWatts: 1220, GPUJoules: 9_000_000, CPUWattsEstimate: &cpuW, CPUJoulesEstimate: &cpuJ},
+		},
+		UnattributedGPUJoules: map[string]float64{"GPU-77aa": 5400},
+	}
+	golden(t, "pods-gpu-node", ctlOK(t, "--socket", startForReads(t, gpuNode), "pods"))
+	empty := standaloneAgent()
+	empty.pods = localapi.PodsReport{Node: "edge-3", Kubelet: "no pod-resources socket at /var/lib/kubelet/pod-resources/kubelet.sock",
+		CPU: "no per-pod CPU estimate: standalone mode", Pods: []localapi.PodEnergy{}}
+	golden(t, "pods-none", ctlOK(t, "--socket", startForReads(t, empty), "pods"))
 }
 
 func TestProfileTables(t *testing.T) {

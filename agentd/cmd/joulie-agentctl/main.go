@@ -69,6 +69,7 @@ func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 	commands := []*cli.Command{
 		statusCommand(now),
 		hardwareCommand(),
+		podsCommand(),
 		profileCommand(),
 		restoreCommand(),
 		catalogCommand(),
@@ -87,7 +88,7 @@ func newApp(stdout, stderr io.Writer, now func() time.Time) *cli.App {
 		Name:      "joulie-agentctl",
 		Usage:     "inspect and steer joulie-agentd on this host",
 		UsageText: "joulie-agentctl [--socket PATH] COMMAND [--output table|json] [OPTIONS]",
-		Description: "status, hardware, profile and restore ask the running joulie-agentd over its local socket. " +
+		Description: "status, hardware, pods, profile and restore ask the running joulie-agentd over its local socket. " +
 			"Members of group joulie may read; profile set and restore need root. catalog and " +
 			"restore --offline need no daemon. --output json uses the field names of the joulie.io/v1alpha1 API types.\n\n" +
 			"Exit status: 0 success, 1 runtime failure (including a daemon that is not running or refuses the caller), 2 bad usage, " +

@@ -77,6 +77,10 @@ type Options struct {
 	Version string
 	Now     func() time.Time
 	Logger  *slog.Logger
+	// Ticked, when set, is called after every tick's snapshot is taken,
+	// on the tick's goroutine: it must return at once (the per-pod energy
+	// meter only signals its own loop).
+	Ticked func()
 }
 
 // Agent is one node's reconcile loop. Its methods are safe for concurrent
@@ -451,6 +455,9 @@ func (a *Agent) Reconcile() {
 		LastReconcile: now, Failsafe: fs, Park: park, WakeOnLAN: wol,
 	}
 	a.mu.Unlock()
+	if a.opts.Ticked != nil {
+		a.opts.Ticked()
+	}
 
 	if res.CPU.Result != prev.CPU.Result || res.CPU.Backend != prev.CPU.Backend {
 		a.log.Info("CPU control", "result", res.CPU.Result, "backend", res.CPU.Backend, "message", res.CPU.Message)

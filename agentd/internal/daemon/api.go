@@ -48,6 +48,8 @@ func (a apiAdapter) Status() localapi.Status {
 
 func (a apiAdapter) Hardware() joulie.NodeHardwareStatus { return a.d.agent.HardwareStatus() }
 
+func (a apiAdapter) Pods() localapi.PodsReport { return a.d.podsReport() }
+
 func (a apiAdapter) Profile() localapi.ProfileState {
 	s := a.d.agent.Snapshot()
 	p := localapi.ProfileState{Node: s.Node, Standalone: s.Standalone, Source: localapi.ProfileSource(s.Source), Generation: s.Generation}

@@ -29,6 +29,7 @@ import (
 	"joulie.io/joulie/agentd/internal/localapi"
 	"joulie.io/joulie/agentd/internal/logind"
 	"joulie.io/joulie/agentd/internal/metrics"
+	"joulie.io/joulie/agentd/internal/podmeter"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/agentd/internal/wol"
@@ -44,6 +45,8 @@ type Daemon struct {
 	agent  *agent.Agent
 	notify *systemd.Notifier
 	sync   *kubesync.Syncer // nil in standalone mode
+	// meter measures each pod's energy; nil on simulated nodes.
+	meter *podmeter.Meter
 	// onHost is true when the agent drives this machine, not a simulator:
 	// only then may a park power it off or Wake-on-LAN packets go out.
 	onHost bool
@@ -74,6 +77,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 	}
 	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier(), onHost: onHost}
 	d.agent = agent.New(hw, d.agentOptions(cfg))
+	d.meter = d.newPodMeter(cfg)
 	if !cfg.Standalone() {
 		if d.sync, err = kubesync.New(cfg, d.agent, log); err != nil {
 			hw.Close()
@@ -124,6 +128,13 @@ func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 		Failsafe: string(cfg.Failsafe), FailsafeTimeout: cfg.FailsafeTimeout.Duration,
 		KeepCapsOnStop: cfg.KeepCapsOnStop, Version: version.Version, Logger: d.log,
 		Parking: agent.Parking{AllowPowerOff: cfg.Parking.AllowPowerOff, StateDir: cfg.StateDir},
+		// The meter is made after the agent, whose snapshots it reads;
+		// ticks before then find none.
+		Ticked: func() {
+			if d.meter != nil {
+				d.meter.Ticked()
+			}
+		},
 	}
 	if cfg.Standalone() {
 		o.Standalone = cfg.StandaloneMode.Profile.DeepCopy()
@@ -215,6 +226,9 @@ func (d *Daemon) serve(ctx context.Context, listener net.Listener, sock *localap
 	}
 	if d.sync != nil {
 		serve("cluster sync", func() error { return d.sync.Run(ctx) })
+	}
+	if d.meter != nil {
+		serve("pod energy meter", func() error { d.meter.Run(ctx); return nil })
 	}
 	serve("reconcile loop", func() error { d.agent.Run(ctx); return nil })
 	serve("watchdog", func() error { return d.notify.Watchdog(ctx, d.healthy) })
@@ -313,14 +327,15 @@ func (d *Daemon) statusLine() string {
 }
 
 func (d *Daemon) metricsServer() (*http.Server, error) {
-	return newMetricsServer(d.cfg.MetricsAddress, func() []agent.Snapshot { return []agent.Snapshot{d.agent.Snapshot()} }, d.healthy, d.log)
+	return newMetricsServer(d.cfg.MetricsAddress, func() []agent.Snapshot { return []agent.Snapshot{d.agent.Snapshot()} }, d.healthy, d.log, d.podCollectors()...)
 }
 
 // newMetricsServer serves /metrics and /healthz on addr.
-func newMetricsServer(addr string, source metrics.Source, healthy func() bool, log *slog.Logger) (*http.Server, error) {
+func newMetricsServer(addr string, source metrics.Source, healthy func() bool, log *slog.Logger, extra ...prometheus.Collector) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewCollector(source))
+	reg.MustRegister(extra...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -18,6 +18,10 @@ type Result struct {
 	CPUMode joulie.ControlBackend
 	// Power is the power measured during the tick.
 	Power backend.Reading
+	// GPUs are the tick's devices with their readings (energy counters
+	// included), for the per-pod energy ledger; nil when the host has no
+	// GPU backend or could not list them. The slice is the tick's own.
+	GPUs []backend.GPU
 	// DVFS is the DVFS controller's last decision; nil on a host without
 	// cpufreq control.
 	DVFS *dvfs.Decision

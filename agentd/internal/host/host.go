@@ -167,6 +167,9 @@ func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce
 	}
 	r.CPUMode = h.cpuEnf.Mode()
 	r.Power = h.measuredPower(now)
+	if h.gpusErr == nil {
+		r.GPUs = slices.Clone(h.gpus)
+	}
 	if h.regulator != nil {
 		d := h.regulator.Last()
 		r.DVFS = &d

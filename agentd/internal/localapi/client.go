@@ -123,6 +123,12 @@ func (c *Client) Hardware(ctx context.Context) (joulie.NodeHardwareStatus, error
 	return h, c.do(ctx, http.MethodGet, "/v1/hardware", nil, &h)
 }
 
+// Pods asks for each pod's energy so far.
+func (c *Client) Pods(ctx context.Context) (PodsReport, error) {
+	var p PodsReport
+	return p, c.do(ctx, http.MethodGet, "/v1/pods", nil, &p)
+}
+
 // Profile asks for the spec in force and its source.
 func (c *Client) Profile(ctx context.Context) (ProfileState, error) {
 	var p ProfileState

@@ -131,6 +131,9 @@ var routes = map[string]map[string]route{
 	"/v1/hardware": {
 		http.MethodGet: {"hardware", false, (*server).hardware},
 	},
+	"/v1/pods": {
+		http.MethodGet: {"pods", false, (*server).pods},
+	},
 	"/v1/profile": {
 		http.MethodGet:    {"profile", false, (*server).profile},
 		http.MethodPut:    {"profile set", true, (*server).setProfile},
@@ -207,6 +210,10 @@ func (s *server) status(w http.ResponseWriter, _ *http.Request) {
 
 func (s *server) hardware(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.agent.Hardware())
+}
+
+func (s *server) pods(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.agent.Pods())
 }
 
 func (s *server) profile(w http.ResponseWriter, _ *http.Request) {

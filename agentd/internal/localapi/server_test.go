@@ -81,6 +81,10 @@ func (a *fakeAgent) Status() Status {
 
 func (a *fakeAgent) Hardware() joulie.NodeHardwareStatus { return a.hardware }
 
+func (a *fakeAgent) Pods() PodsReport {
+	return PodsReport{Node: "gpu-07", Kubelet: "connected", Pods: []PodEnergy{{Namespace: "ml", Name: "train", GPUs: []string{"GPU-a"}, GPUJoules: 36000}}}
+}
+
 func (a *fakeAgent) Profile() ProfileState {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -217,6 +221,13 @@ func TestReadVerbsRoundTripTheAgentsJSON(t *testing.T) {
 	}
 	if got, want := mustJSON(t, hw), mustJSON(t, agent.hardware); got != want {
 		t.Errorf("hardware changed on the way:\ngot  %s\nwant %s", got, want)
+	}
+	pods, err := c.Pods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustJSON(t, pods), mustJSON(t, agent.Pods()); got != want {
+		t.Errorf("pods changed on the way:\ngot  %s\nwant %s", got, want)
 	}
 	prof, err := c.Profile(ctx)
 	if err != nil {

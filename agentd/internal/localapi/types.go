@@ -36,6 +36,8 @@ type Agent interface {
 	// profile of the daemon's config; no override is not an error. It
 	// returns ErrNotStandalone in cluster mode.
 	ClearProfile() error
+	// Pods is each pod's energy so far.
+	Pods() PodsReport
 	// Restore puts every recorded original back. The report names what
 	// was restored and what stays recorded; the error, when not nil, says
 	// why some controls could not be restored.
@@ -202,4 +204,55 @@ type RestoreReport struct {
 // ErrorResponse is the body of every answer other than 2xx.
 type ErrorResponse struct {
 	Error string `json:"error"`
+}
+
+// PodsReport is the energy of each pod on the node, as joulie-agentctl
+// pods shows it (GET /v1/pods).
+type PodsReport struct {
+	Node string `json:"node"`
+	// Kubelet says whether the kubelet's pod-resources API answered, and
+	// what it found: without it no GPU is tied to a pod.
+	Kubelet string `json:"kubelet"`
+	// CPU says whether and how the per-pod CPU estimate is made.
+	CPU string `json:"cpu"`
+	// Pods are the running pods and those ended within the retention.
+	Pods []PodEnergy `json:"pods"`
+	// UnattributedGPUJoules is, per GPU ID, the energy of the device
+	// while no pod held it.
+	UnattributedGPUJoules map[string]float64 `json:"unattributedGpuJoules,omitempty"`
+}
+
+// PodEnergy is one pod's energy so far. GPU figures are measured by the
+// devices' energy counters; CPU figures are an estimate, the CPU packages'
+// energy by the pod's share of CPU time.
+type PodEnergy struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+	// GPUs are the devices the pod has held.
+	GPUs      []string `json:"gpus,omitempty"`
+	GPUWatts  float64  `json:"gpuWatts"`
+	GPUJoules float64  `json:"gpuJoules"`
+	// GPUEstimated says part of the GPU figure was integrated from power
+	// readings (no energy counter, or a counter reset).
+	GPUEstimated bool `json:"gpuEstimated,omitempty"`
+	// CPUWattsEstimate and CPUJoulesEstimate are absent when no estimate
+	// could be made (see PodsReport.CPU).
+	CPUWattsEstimate  *float64 `json:"cpuWattsEstimate,omitempty"`
+	CPUJoulesEstimate *float64 `json:"cpuJoulesEstimate,omitempty"`
+	// Containers are the pod's containers holding GPUs.
+	Containers []ContainerEnergy `json:"containers,omitempty"`
+	Since      metav1.Time       `json:"since"`
+	// Ended is set once the pod is gone; Until is then when it was last
+	// seen, otherwise the last tick.
+	Ended bool        `json:"ended,omitempty"`
+	Until metav1.Time `json:"until"`
+}
+
+// ContainerEnergy is one container's GPU energy.
+type ContainerEnergy struct {
+	Name      string   `json:"name"`
+	GPUs      []string `json:"gpus,omitempty"`
+	GPUWatts  float64  `json:"gpuWatts"`
+	GPUJoules float64  `json:"gpuJoules"`
 }

@@ -370,6 +370,17 @@ func (l *Ledger) Unattributed() map[string]float64 {
 	return out
 }
 
+// Holders is, by GPU ID, who held each device at the last tick.
+func (l *Ledger) Holders() map[string][]Claim {
+	out := make(map[string][]Claim, len(l.gpus))
+	for id, g := range l.gpus {
+		if len(g.holders) > 0 {
+			out[id] = slices.Clone(g.holders)
+		}
+	}
+	return out
+}
+
 // CounterResets counts the GPU energy counters seen going backwards.
 func (l *Ledger) CounterResets() int { return l.resets }
 

@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"joulie.io/joulie/agentd/internal/config"
+	"joulie.io/joulie/agentd/internal/localapi"
+	"joulie.io/joulie/agentd/internal/metrics"
+	"joulie.io/joulie/agentd/internal/podenergy"
+	"joulie.io/joulie/agentd/internal/podmeter"
+	"joulie.io/joulie/agentd/internal/sysfs"
+)
+
+// newPodMeter builds the per-pod energy meter of a daemon that drives its
+// own host; simulated nodes have neither GPUs nor pod cgroups of their
+// own, so they get none.
+func (d *Daemon) newPodMeter(cfg config.Config) *podmeter.Meter {
+	if !d.onHost {
+		return nil
+	}
+	return podmeter.New(podmeter.Options{
+		Snapshot: d.agent.Snapshot,
+		Kubelet:  newKubelet(cfg),
+		Cgroups:  sysfs.New(cfg.HostRoot),
+		Logger:   d.log,
+	})
+}
+
+// podCollectors is the per-pod energy's metrics, none without a meter.
+func (d *Daemon) podCollectors() []prometheus.Collector {
+	m := d.meter
+	if m == nil {
+		return nil
+	}
+	return []prometheus.Collector{metrics.NewPodCollector(d.cfg.NodeName, func() ([]podenergy.PodEnergy, map[string]float64, int, bool) {
+		u, resets := m.Unattributed()
+		return m.Pods(), u, resets, m.Status().KubeletUp
+	})}
+}
+
+// podsReport is GET /v1/pods.
+func (d *Daemon) podsReport() localapi.PodsReport {
+	r := localapi.PodsReport{Node: d.cfg.NodeName, Pods: []localapi.PodEnergy{}}
+	if d.meter == nil {
+		r.Kubelet = "per-pod energy is measured only by an agent driving its own host"
+		r.CPU = r.Kubelet
+		return r
+	}
+	st := d.meter.Status()
+	r.Kubelet, r.CPU = st.Kubelet, st.CPU
+	u, _ := d.meter.Unattributed()
+	if len(u) > 0 {
+		r.UnattributedGPUJoules = u
+	}
+	for _, p := range d.meter.Pods() {
+		e := localapi.PodEnergy{Namespace: p.Namespace, Name: p.Name, UID: p.UID, GPUs: p.GPUs(),
+			GPUWatts: p.GPUWatts, GPUJoules: p.GPUJoules, GPUEstimated: p.GPUEstimated,
+			Since: metav1.NewTime(p.Since), Until: metav1.NewTime(p.Until), Ended: p.Ended}
+		if p.HasCPU {
+			w, j := p.CPUWatts, p.CPUJoules
+			e.CPUWattsEstimate, e.CPUJoulesEstimate = &w, &j
+		}
+		for _, c := range p.Containers {
+			e.Containers = append(e.Containers, localapi.ContainerEnergy{Name: c.Name, GPUs: c.GPUs, GPUWatts: c.GPUWatts, GPUJoules: c.GPUJoules})
+		}
+		r.Pods = append(r.Pods, e)
+	}
+	return r
+}
