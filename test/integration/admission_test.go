@@ -180,6 +180,11 @@ func TestAgentRoleGrantsOnlyTheAgentsCalls(t *testing.T) {
 		{"watch", "joulie.io", "telemetryprofiles", "", false},
 		{"get", "", "nodes", "", true},
 		{"list", "", "nodes", "", false},
+		{"list", "", "pods", "", true},
+		{"watch", "", "pods", "", true},
+		{"get", "", "pods", "", false},
+		{"create", "", "pods", "", false},
+		{"delete", "", "pods", "", false},
 		{"patch", "", "nodes", "", false},
 		{"get", "joulie.io", "nodetwins", "", false},
 	}

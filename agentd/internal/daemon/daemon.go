@@ -45,8 +45,10 @@ type Daemon struct {
 	agent  *agent.Agent
 	notify *systemd.Notifier
 	sync   *kubesync.Syncer // nil in standalone mode
-	// meter measures each pod's energy; nil on simulated nodes.
+	// meter measures each pod's energy; nil on simulated nodes. pods
+	// follows the node's pods for it in cluster mode.
 	meter *podmeter.Meter
+	pods  *kubesync.NodePods
 	// onHost is true when the agent drives this machine, not a simulator:
 	// only then may a park power it off or Wake-on-LAN packets go out.
 	onHost bool
@@ -77,7 +79,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 	}
 	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier(), onHost: onHost}
 	d.agent = agent.New(hw, d.agentOptions(cfg))
-	d.meter = d.newPodMeter(cfg)
+	if d.meter, err = d.newPodMeter(cfg); err != nil {
+		hw.Close()
+		return nil, err
+	}
 	if !cfg.Standalone() {
 		if d.sync, err = kubesync.New(cfg, d.agent, log); err != nil {
 			hw.Close()
@@ -229,6 +234,9 @@ func (d *Daemon) serve(ctx context.Context, listener net.Listener, sock *localap
 	}
 	if d.meter != nil {
 		serve("pod energy meter", func() error { d.meter.Run(ctx); return nil })
+	}
+	if d.pods != nil {
+		serve("node's pods", func() error { d.pods.Run(ctx); return nil })
 	}
 	serve("reconcile loop", func() error { d.agent.Run(ctx); return nil })
 	serve("watchdog", func() error { return d.notify.Watchdog(ctx, d.healthy) })

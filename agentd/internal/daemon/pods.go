@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
 
 	"joulie.io/joulie/agentd/internal/config"
+	"joulie.io/joulie/agentd/internal/kubesync"
 	"joulie.io/joulie/agentd/internal/localapi"
 	"joulie.io/joulie/agentd/internal/metrics"
 	"joulie.io/joulie/agentd/internal/podenergy"
@@ -15,16 +19,29 @@ import (
 // newPodMeter builds the per-pod energy meter of a daemon that drives its
 // own host; simulated nodes have neither GPUs nor pod cgroups of their
 // own, so they get none.
-func (d *Daemon) newPodMeter(cfg config.Config) *podmeter.Meter {
+func (d *Daemon) newPodMeter(cfg config.Config) (*podmeter.Meter, error) {
 	if !d.onHost {
-		return nil
+		return nil, nil
 	}
-	return podmeter.New(podmeter.Options{
+	o := podmeter.Options{
 		Snapshot: d.agent.Snapshot,
 		Kubelet:  newKubelet(cfg),
 		Cgroups:  sysfs.New(cfg.HostRoot),
 		Logger:   d.log,
-	})
+	}
+	if !cfg.Standalone() {
+		rc, err := kubesync.RestConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		mc, err := metadata.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("metadata client for the pods of node %s: %w", cfg.NodeName, err)
+		}
+		d.pods = kubesync.NewNodePods(mc, cfg.NodeName)
+		o.PodUIDs = d.pods.UIDs
+	}
+	return podmeter.New(o), nil
 }
 
 // podCollectors is the per-pod energy's metrics, none without a meter.

@@ -172,6 +172,9 @@ func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time) stri
 	u := podcgroup.Read(m.opts.Cgroups)
 	t.HostCPU, t.HasHostCPU = u.Host, u.HasHost
 	names := m.opts.PodUIDs()
+	if names == nil {
+		return "no per-pod CPU estimate yet: waiting for the node's pod list from the API server"
+	}
 	t.PodCPU = map[podenergy.Key]time.Duration{}
 	for uid, d := range u.Pods {
 		if k, ok := names[uid]; ok {
