@@ -30,6 +30,7 @@ import (
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/dvfs"
+	"joulie.io/joulie/agentd/internal/podresources"
 	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/settings"
@@ -104,6 +105,9 @@ type Config struct {
 	// Parking is the host's side of parking: power-off and Wake-on-LAN.
 	Parking Parking `json:"parking"`
 
+	// PodResources is where the agent learns which pod holds which GPU.
+	PodResources PodResources `json:"podResources"`
+
 	// Backend is where controls and telemetry go: host (the machine's own
 	// sysfs, NVML, amd-smi) or http (a simulator, see HTTP).
 	Backend joulie.EndpointType `json:"backend"`
@@ -157,6 +161,19 @@ type Parking struct {
 	WakeAddress string `json:"wakeAddress"`
 }
 
+// PodResources configures how the agent maps GPUs to the pods holding
+// them, for per-pod energy: through the kubelet's pod-resources API
+// (package podresources).
+type PodResources struct {
+	// Socket is the Unix socket of the kubelet's pod-resources API
+	// (podresources.DefaultSocket). It is a path on the host itself, not
+	// under HostRoot: it leads to a running kubelet, not to files a
+	// fixture tree could stand in for. podresources.Off ("none") turns
+	// per-pod attribution off; a socket that is not there is no error,
+	// only no per-pod figures.
+	Socket string `json:"socket"`
+}
+
 // Pool configures pool mode (agent seed, "Runtime modes"), for simulated
 // nodes behind the http backend.
 type Pool struct {
@@ -199,6 +216,7 @@ func Default() Config {
 		LogFormat:         "text",
 		DVFS:              dvfs.DefaultConfig(),
 		Parking:           Parking{AllowPowerOff: true, WakeAddress: wol.DefaultAddress},
+		PodResources:      PodResources{Socket: podresources.DefaultSocket},
 		Backend:           joulie.EndpointHost,
 		HTTP:              HTTP{Timeout: metav1.Duration{Duration: joulie.DefaultEndpointTimeout}},
 		StandaloneMode:    StandaloneMode{Profile: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance}},

@@ -35,6 +35,7 @@ func TestDefaults(t *testing.T) {
 		{"logLevel", c.LogLevel, "info"},
 		{"logFormat", c.LogFormat, "text"},
 		{"dvfs", c.DVFS, dvfs.DefaultConfig()},
+		{"podResources.socket", c.PodResources.Socket, "/var/lib/kubelet/pod-resources/kubelet.sock"},
 		{"backend", c.Backend, joulie.EndpointHost},
 		{"http.timeout", c.HTTP.Timeout.Duration, joulie.DefaultEndpointTimeout},
 		{"standalone.profile", fmt.Sprint(c.StandaloneMode.Profile), fmt.Sprint(joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance})},
@@ -75,7 +76,8 @@ func TestFlagAndVariableNames(t *testing.T) {
 		"standalone.profile.gpu.powerCap.capWattsPerGpu": {
 			"standalone-profile-gpu-power-cap-cap-watts-per-gpu",
 			"JOULIE_STANDALONE_PROFILE_GPU_POWER_CAP_CAP_WATTS_PER_GPU"},
-		"pool.shardIndex": {"pool-shard-index", "JOULIE_POOL_SHARD_INDEX"},
+		"pool.shardIndex":     {"pool-shard-index", "JOULIE_POOL_SHARD_INDEX"},
+		"podResources.socket": {"pod-resources-socket", "JOULIE_POD_RESOURCES_SOCKET"},
 	}
 	seen := 0
 	flags, envs := map[string]bool{}, map[string]bool{}

@@ -68,6 +68,9 @@ var keys = []key{
 	{Path: "parking.wakeAddress", Usage: "host:port destinations, comma-separated, of the Wake-on-LAN packets sent for the controller",
 		Ref: func(c *Config) any { return &c.Parking.WakeAddress }},
 
+	{Path: "podResources.socket", Usage: `the kubelet's pod-resources socket, which says which pod holds which GPU: a path on the host, not under hostRoot; "none" turns per-pod attribution off`,
+		Ref: func(c *Config) any { return &c.PodResources.Socket }},
+
 	{Path: "backend", Usage: "where controls and telemetry go: host or http",
 		Ref: func(c *Config) any { return &c.Backend }},
 	{Path: "http.telemetryURL", Usage: "base URL serving GET /telemetry for backend http; {node} is the node name",
@@ -146,6 +149,8 @@ func category(path string) string {
 		return "Pool mode"
 	case strings.HasPrefix(path, "parking."):
 		return "Parking"
+	case strings.HasPrefix(path, "podResources."):
+		return "Per-pod attribution"
 	}
 	return ""
 }

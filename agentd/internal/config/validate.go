@@ -17,6 +17,7 @@ import (
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/host"
+	"joulie.io/joulie/agentd/internal/podresources"
 	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/settings"
@@ -117,6 +118,14 @@ func (c Config) problems() []problem {
 
 	if _, err := wol.ParseAddresses(c.Parking.WakeAddress); err != nil {
 		add("parking.wakeAddress", "%s", err)
+	}
+
+	if v := c.PodResources.Socket; v != podresources.Off {
+		if !filepath.IsAbs(v) {
+			add("podResources.socket", "%q is not an absolute path or %q (the kubelet's is %s)", v, podresources.Off, podresources.DefaultSocket)
+		} else if len(v) > maxSocketPath {
+			add("podResources.socket", "%q is %d bytes long; a Unix socket path holds at most %d", v, len(v), maxSocketPath)
+		}
 	}
 
 	switch c.Backend {

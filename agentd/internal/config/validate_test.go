@@ -70,6 +70,18 @@ func TestValidate(t *testing.T) {
 		{"dvfs cooldown", func(c *Config) { c.DVFS.Cooldown = -time.Second }, `dvfs.cooldown: must not be negative, got -1s`},
 		{"dvfs step", func(c *Config) { c.DVFS.StepPct = 150 }, `dvfs.stepPct: must be in (0, 100], got 150`},
 		{"dvfs frequency", func(c *Config) { c.DVFS.MinFreqKHz = -5 }, `dvfs.minFreqKHz: must not be negative, got -5`},
+		{"pod-resources socket off", func(c *Config) { c.PodResources.Socket = "none" }, ""},
+		{"pod-resources socket of another kubelet root", func(c *Config) {
+			c.PodResources.Socket = "/var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock"
+		}, ""},
+		{"relative pod-resources socket", func(c *Config) { c.PodResources.Socket = "kubelet.sock" },
+			`podResources.socket: "kubelet.sock" is not an absolute path or "none" (the kubelet's is /var/lib/kubelet/pod-resources/kubelet.sock)`},
+		{"empty pod-resources socket", func(c *Config) { c.PodResources.Socket = "" },
+			`podResources.socket: "" is not an absolute path or "none"`},
+		{"pod-resources socket off, in capitals", func(c *Config) { c.PodResources.Socket = "None" },
+			`podResources.socket: "None" is not an absolute path or "none"`},
+		{"long pod-resources socket", func(c *Config) { c.PodResources.Socket = "/var/lib/" + strings.Repeat("k", 100) },
+			`podResources.socket: "/var/lib/kkk` + strings.Repeat("k", 97) + `" is 109 bytes long; a Unix socket path holds at most 107`},
 		{"unknown backend", func(c *Config) { c.Backend = "grpc" },
 			`backend: "grpc" is not one of host, http`},
 		{"http without URLs", func(c *Config) { c.Backend = joulie.EndpointHTTP },
