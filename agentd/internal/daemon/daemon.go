@@ -304,6 +304,7 @@ func (d *Daemon) reload() {
 		{"socket", d.cfg.Socket, next.Socket}, {"metricsAddress", d.cfg.MetricsAddress, next.MetricsAddress},
 		{"backend", d.cfg.Backend, next.Backend}, {"reconcileInterval", d.cfg.ReconcileInterval, next.ReconcileInterval},
 		{"parking.wakeAddress", d.cfg.Parking.WakeAddress, next.Parking.WakeAddress},
+		{"podResources.socket", d.cfg.PodResources.Socket, next.PodResources.Socket},
 	} {
 		if c.old != c.next {
 			d.log.Warn("changing this key needs a restart; the running value stays", "key", c.key, "running", c.old, "configured", c.next)
