@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"testing"
+	"time"
 
 	"joulie.io/joulie/agentd/internal/localapi"
 	"joulie.io/joulie/agentd/internal/nvml/fakenvml"
@@ -52,6 +53,9 @@ func TestDaemonAttributesGPUEnergyToPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpus := fakenvml.DGXH100()
+	// GPU 5 runs: its counter advances at 350 W on its own.
+	gpus[5].PowerMW, gpus[5].EnergySince = 350_000, time.Now()
+	fakenvml.WriteGPU(t, f.gpus, 5, gpus[5])
 	id := func(i int) string { return gpus[i].UUID }
 	const res = "nvidia.com/gpu"
 	k.SetPods(
@@ -59,6 +63,7 @@ func TestDaemonAttributesGPUEnergyToPods(t *testing.T) {
 		fakekubelet.Pod("ml", "infer-a", fakekubelet.Container("server", fakekubelet.Devices(res, id(2)+"::0"))),
 		fakekubelet.Pod("ml", "infer-b", fakekubelet.Container("server", fakekubelet.Devices(res, id(2)+"::1"))),
 		fakekubelet.Pod("web", "front", fakekubelet.Container("nginx")),
+		fakekubelet.Pod("ml", "burn", fakekubelet.Container("burner", fakekubelet.Devices(res, id(5)))),
 	)
 	f.start(t)
 
@@ -98,6 +103,11 @@ func TestDaemonAttributesGPUEnergyToPods(t *testing.T) {
 	if u := r.UnattributedGPUJoules[id(3)]; math.Abs(u-500) > 1e-6 {
 		t.Errorf("GPU 3 unattributed: %v J, want 500", u)
 	}
+	// The running GPU's power over a tick, on its pod: the counter's
+	// 350 W, within what the tick's timing blurs.
+	if p, _ := podIn(r, "burn"); p.GPUWatts < 300 || p.GPUWatts > 400 || p.GPUJoules < 300 {
+		t.Errorf("burn: %v W, %v J; want about 350 W and the joules of a tick at least", p.GPUWatts, p.GPUJoules)
+	}
 
 	// GPU 1 goes from train to eval, and infer-b leaves, while GPU 1 and
 	// GPU 2 use energy: whatever the tick that sees the change, no joule
@@ -107,6 +117,7 @@ func TestDaemonAttributesGPUEnergyToPods(t *testing.T) {
 		fakekubelet.Pod("ml", "eval", fakekubelet.Container("eval", fakekubelet.Devices(res, id(1)))),
 		fakekubelet.Pod("ml", "infer-a", fakekubelet.Container("server", fakekubelet.Devices(res, id(2)+"::0"))),
 		fakekubelet.Pod("web", "front", fakekubelet.Container("nginx")),
+		fakekubelet.Pod("ml", "burn", fakekubelet.Container("burner", fakekubelet.Devices(res, id(5)))),
 	)
 	bump(1, 1000)
 	bump(2, 1000)

@@ -18,6 +18,8 @@
 //	gpu<N>/enforced_mw      optional: another limit acting on the GPU
 //	gpu<N>/power_mw         power draw
 //	gpu<N>/energy_mj        energy counter, millijoules
+//	gpu<N>/energy_since_ms  optional: Unix time in ms at which energy_mj held;
+//	                        the counter then advances by power_mw from it
 //	gpu<N>/lost             optional: every call for the GPU returns ERROR_GPU_IS_LOST
 //	gpu<N>/set_error        optional: setting the limit fails with this return code
 //
@@ -52,6 +54,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -86,6 +89,10 @@ type GPU struct {
 	EnforcedMW uint32
 	PowerMW    uint32
 	EnergyMJ   uint64
+	// EnergySince, when not zero, makes the energy counter run: EnergyMJ
+	// is its value at that moment, and it advances by PowerMW from then
+	// on, as a GPU drawing that power would count.
+	EnergySince time.Time
 	// NoPower and NoEnergy leave the reading out, PowerMW or EnergyMJ
 	// ignored: NVML answers ERROR_NOT_SUPPORTED for it.
 	NoPower  bool
@@ -190,6 +197,7 @@ func WriteGPU(t testing.TB, dir string, index int, g GPU) {
 	set("enforced_mw", g.EnforcedMW != 0, g.EnforcedMW)
 	set("power_mw", !g.NoPower, g.PowerMW)
 	set("energy_mj", !g.NoEnergy, g.EnergyMJ)
+	set("energy_since_ms", !g.EnergySince.IsZero(), g.EnergySince.UnixMilli())
 	set("lost", g.Lost, "")
 	set("set_error", g.SetError != gonvml.SUCCESS, int(g.SetError))
 }
@@ -243,6 +251,9 @@ func ReadState(t testing.TB, dir string) []GPU {
 		g.PowerMW, g.NoPower = uint32(power), !ok
 		g.EnergyMJ, ok = num("energy_mj", 64)
 		g.NoEnergy = !ok
+		if ms, ok := num("energy_since_ms", 63); ok {
+			g.EnergySince = time.UnixMilli(int64(ms))
+		}
 		if code, ok := num("set_error", 31); ok {
 			g.SetError = gonvml.Return(code)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/dl"
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -350,6 +351,26 @@ func TestReadsFollowTheFiles(t *testing.T) {
 	}
 	if n := len(mustGPUs(t, b)); n != 7 {
 		t.Errorf("%d GPUs after count went to 7", n)
+	}
+}
+
+// A counter given a start time runs at the GPU's power: the agent's
+// per-pod energy sees a GPU draw without the test writing every joule.
+func TestEnergyCounterRunsAtThePower(t *testing.T) {
+	fake := fakenvml.DGXH100()
+	dir, b, _ := host(t, fake)
+	fake[0].PowerMW, fake[0].EnergyMJ, fake[0].EnergySince = 400_000, 1_000_000, time.Now().Add(-10*time.Second)
+	fakenvml.WriteGPU(t, dir, 0, fake[0])
+	g := mustGPUs(t, b)
+	// 1000 J, then 400 W for ten seconds and the little this test took.
+	if j := g[0].EnergyJoules; j < 5000 || j > 5400 {
+		t.Errorf("GPU 0 counts %v J, want about 1000 J + 400 W × 10 s", j)
+	}
+	if j := g[1].EnergyJoules; j != float64(fake[1].EnergyMJ)/1000 {
+		t.Errorf("GPU 1 counts %v J without a start time, want its file's %v J", j, fake[1].EnergyMJ/1000)
+	}
+	if back := fakenvml.ReadState(t, dir)[0]; !back.EnergySince.Equal(fake[0].EnergySince.Truncate(time.Millisecond)) {
+		t.Errorf("state reads back a start of %v, want %v", back.EnergySince, fake[0].EnergySince)
 	}
 }
 

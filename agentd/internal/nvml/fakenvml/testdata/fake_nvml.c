@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef enum {
@@ -642,6 +643,35 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 	return ret;
 }
 
+/*
+ * advance_energy makes the counter run: with "energy_since_ms" (a Unix
+ * time in milliseconds), energy_mj is the counter at that moment and the
+ * GPU has drawn power_mw ever since, so the counter reads
+ * energy_mj + power_mw x elapsed. Without the file the counter stands.
+ */
+static nvmlReturn_t advance_energy(unsigned int gpu, unsigned long long *energy)
+{
+	unsigned long long since, mw;
+	struct timespec now;
+	long long now_ms;
+	nvmlReturn_t ret = read_number(gpu, "energy_since_ms", UINT64_MAX, &since);
+
+	if (ret == NVML_ERROR_NOT_SUPPORTED)
+		return NVML_SUCCESS;
+	if (ret != NVML_SUCCESS)
+		return ret;
+	ret = read_number(gpu, "power_mw", UINT32_MAX, &mw);
+	if (ret == NVML_ERROR_NOT_SUPPORTED)
+		return NVML_SUCCESS;
+	if (ret != NVML_SUCCESS)
+		return ret;
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	if (now_ms > (long long)since)
+		*energy += mw * (unsigned long long)(now_ms - (long long)since) / 1000;
+	return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
 {
 	unsigned int index;
@@ -653,6 +683,8 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
 		ret = NVML_ERROR_INVALID_ARGUMENT;
 	if (ret == NVML_SUCCESS)
 		ret = read_number(index, "energy_mj", UINT64_MAX, energy);
+	if (ret == NVML_SUCCESS)
+		ret = advance_energy(index, energy);
 	pthread_mutex_unlock(&mu);
 	return ret;
 }
