@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +110,18 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	})
 	t.Logf("new generation reported %s after it landed", time.Since(landed).Round(time.Millisecond))
 
+	// The per-pod meter's pod list comes from the API server with the
+	// agent's own identity: list and watch of its node's pods, metadata
+	// only. Once it has arrived, the CPU estimate stops waiting for it
+	// (and, on this host without pod cgroups, says that instead).
+	poll("the node's pods listed for the per-pod meter", 30*time.Second, func() bool {
+		cpu := podsReportCPU(t, agentd.socket)
+		return cpu != "" && !strings.Contains(cpu, "waiting for the node's pod list")
+	})
+	if cpu := podsReportCPU(t, agentd.socket); !strings.Contains(cpu, "no pod cgroups") {
+		t.Errorf("per-pod CPU status %q, want it to say the host has no pod cgroups", cpu)
+	}
+
 	// Steady state: nothing changes, so the agent writes nothing. The
 	// same window measures the daemon's idle cost with its informer and
 	// probe running (targets: under 0.5% of a core, under 30 MiB); it is
@@ -120,6 +135,29 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	}
 	t.Logf("joulie-agentd idle with Kubernetes sync at a 1 s tick: CPU %.2f%% of one core, RSS %s (anonymous %s, file-backed %s)",
 		cpu, mem["VmRSS"], mem["RssAnon"], mem["RssFile"])
+}
+
+// podsReportCPU asks the agent's local socket for its per-pod report
+// (GET /v1/pods, what joulie-agentctl pods shows) and returns what it says
+// of the per-pod CPU estimate; "" when the agent does not answer yet.
+func podsReportCPU(t *testing.T, socket string) string {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		}}}
+	resp, err := c.Get("http://agentd/v1/pods")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var r struct {
+		CPU string `json:"cpu"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil {
+		return ""
+	}
+	return r.CPU
 }
 
 // deleteNodeObjects removes a test node and its Joulie objects when the

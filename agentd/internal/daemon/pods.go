@@ -39,7 +39,7 @@ func (d *Daemon) newPodMeter(cfg config.Config) (*podmeter.Meter, error) {
 			return nil, fmt.Errorf("metadata client for the pods of node %s: %w", cfg.NodeName, err)
 		}
 		d.pods = kubesync.NewNodePods(mc, cfg.NodeName)
-		o.PodUIDs = d.pods.UIDs
+		o.PodUIDs, o.PodsErr = d.pods.UIDs, d.pods.Err
 	}
 	return podmeter.New(o), nil
 }

@@ -51,6 +51,8 @@ type Options struct {
 	// the cgroups know pods only by UID. Nil in standalone mode, where
 	// the CPU estimate is not made.
 	PodUIDs func() map[string]podenergy.Key
+	// PodsErr, when set, says why PodUIDs has no answer yet.
+	PodsErr func() error
 	// Ended receives each pod's final totals once it ended (the agent's
 	// EnergyReport event). Called on the meter's goroutine.
 	Ended     func(podenergy.PodEnergy)
@@ -173,7 +175,13 @@ func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time) stri
 	t.HostCPU, t.HasHostCPU = u.Host, u.HasHost
 	names := m.opts.PodUIDs()
 	if names == nil {
-		return "no per-pod CPU estimate yet: waiting for the node's pod list from the API server"
+		msg := "no per-pod CPU estimate yet: waiting for the node's pod list from the API server"
+		if m.opts.PodsErr != nil {
+			if err := m.opts.PodsErr(); err != nil {
+				msg += " (" + err.Error() + ")"
+			}
+		}
+		return msg
 	}
 	t.PodCPU = map[podenergy.Key]time.Duration{}
 	for uid, d := range u.Pods {
