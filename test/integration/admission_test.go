@@ -185,6 +185,10 @@ func TestAgentRoleGrantsOnlyTheAgentsCalls(t *testing.T) {
 		{"get", "", "pods", "", false},
 		{"create", "", "pods", "", false},
 		{"delete", "", "pods", "", false},
+		{"create", "events.k8s.io", "events", "", true},
+		{"get", "events.k8s.io", "events", "", false},
+		{"update", "events.k8s.io", "events", "", false},
+		{"create", "", "events", "", false},
 		{"patch", "", "nodes", "", false},
 		{"get", "joulie.io", "nodetwins", "", false},
 	}

@@ -45,10 +45,12 @@ type Daemon struct {
 	agent  *agent.Agent
 	notify *systemd.Notifier
 	sync   *kubesync.Syncer // nil in standalone mode
-	// meter measures each pod's energy; nil on simulated nodes. pods
-	// follows the node's pods for it in cluster mode.
-	meter *podmeter.Meter
-	pods  *kubesync.NodePods
+	// meter measures each pod's energy; nil on simulated nodes. In
+	// cluster mode pods follows the node's pods for it, and reports
+	// writes the EnergyReport event of each pod that ended.
+	meter   *podmeter.Meter
+	pods    *kubesync.NodePods
+	reports *kubesync.EnergyReporter
 	// onHost is true when the agent drives this machine, not a simulator:
 	// only then may a park power it off or Wake-on-LAN packets go out.
 	onHost bool
@@ -237,6 +239,7 @@ func (d *Daemon) serve(ctx context.Context, listener net.Listener, sock *localap
 	}
 	if d.pods != nil {
 		serve("node's pods", func() error { d.pods.Run(ctx); return nil })
+		serve("EnergyReport events", func() error { d.reports.Run(ctx); return nil })
 	}
 	serve("reconcile loop", func() error { d.agent.Run(ctx); return nil })
 	serve("watchdog", func() error { return d.notify.Watchdog(ctx, d.healthy) })

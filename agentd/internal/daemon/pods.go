@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 
 	"joulie.io/joulie/agentd/internal/config"
@@ -40,6 +41,12 @@ func (d *Daemon) newPodMeter(cfg config.Config) (*podmeter.Meter, error) {
 		}
 		d.pods = kubesync.NewNodePods(mc, cfg.NodeName)
 		o.PodUIDs, o.PodsErr = d.pods.UIDs, d.pods.Err
+		dc, err := dynamic.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("client for the EnergyReport events of node %s: %w", cfg.NodeName, err)
+		}
+		d.reports = kubesync.NewEnergyReporter(dc, cfg.NodeName, d.log)
+		o.Ended = d.reports.Enqueue
 	}
 	return podmeter.New(o), nil
 }
