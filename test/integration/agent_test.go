@@ -142,22 +142,28 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 // of the per-pod CPU estimate; "" when the agent does not answer yet.
 func podsReportCPU(t *testing.T, socket string) string {
 	t.Helper()
+	var r struct {
+		CPU string `json:"cpu"`
+	}
+	if !getJSON(socket, "/v1/pods", &r) {
+		return ""
+	}
+	return r.CPU
+}
+
+// getJSON reads path of the agent's local socket into v; false when the
+// agent does not answer with JSON.
+func getJSON(socket, path string, v any) bool {
 	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 		}}}
-	resp, err := c.Get("http://agentd/v1/pods")
+	resp, err := c.Get("http://agentd" + path)
 	if err != nil {
-		return ""
+		return false
 	}
 	defer resp.Body.Close()
-	var r struct {
-		CPU string `json:"cpu"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil {
-		return ""
-	}
-	return r.CPU
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(v) == nil
 }
 
 // deleteNodeObjects removes a test node and its Joulie objects when the

@@ -145,7 +145,12 @@ func (m *Meter) Observe(ctx context.Context) {
 			t.Pods, t.Holders = m.lastPods()
 		}
 	}
-	st.CPU = m.cpu(&t, snap, prev)
+	var names map[string]podenergy.Key
+	if m.opts.PodUIDs != nil {
+		names = m.opts.PodUIDs()
+	}
+	nameUIDs(&t, names)
+	st.CPU = m.cpu(&t, snap, prev, names)
 
 	m.mu.Lock()
 	m.ledger.Observe(t)
@@ -161,7 +166,7 @@ func (m *Meter) Observe(ctx context.Context) {
 }
 
 // cpu fills the tick's CPU figures and says what it could do.
-func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time) string {
+func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time, names map[string]podenergy.Key) string {
 	switch {
 	case m.opts.Cgroups == nil:
 		return "per-pod CPU estimate is off"
@@ -173,7 +178,6 @@ func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time) stri
 	}
 	u := podcgroup.Read(m.opts.Cgroups)
 	t.HostCPU, t.HasHostCPU = u.Host, u.HasHost
-	names := m.opts.PodUIDs()
 	if names == nil {
 		msg := "no per-pod CPU estimate yet: waiting for the node's pod list from the API server"
 		if m.opts.PodsErr != nil {
@@ -199,6 +203,24 @@ func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time) stri
 		return "no per-pod CPU estimate: the CPU packages' power is not measured (no RAPL energy counter)"
 	}
 	return "estimated from RAPL by CPU time (" + u.Layout + ")"
+}
+
+// nameUIDs gives the kubelet's pods, which it names without UIDs, the
+// UIDs the API server knows them by: kubectl describe pod matches a pod's
+// events by UID, and a UID that changes under the same name is a new pod.
+func nameUIDs(t *podenergy.Tick, names map[string]podenergy.Key) {
+	if len(names) == 0 {
+		return
+	}
+	uids := make(map[podenergy.Key]string, len(names))
+	for uid, k := range names {
+		uids[k] = uid
+	}
+	for i := range t.Pods {
+		if t.Pods[i].UID == "" {
+			t.Pods[i].UID = uids[t.Pods[i].Key]
+		}
+	}
 }
 
 // lastPods is the pod list and GPU holders of the ledger's running pods,

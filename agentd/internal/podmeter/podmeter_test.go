@@ -184,3 +184,21 @@ func TestTickedNeverBlocksAndRunObserves(t *testing.T) {
 		t.Errorf("pods %+v after a signalled Run, want train", m.Pods())
 	}
 }
+
+// The kubelet names pods without UIDs; the API server's UIDs reach them
+// whether or not their cgroups are readable (EnergyReport events need
+// them).
+func TestKubeletPodsTakeTheAPIServersUIDs(t *testing.T) {
+	h := &host{root: t.TempDir()}
+	k := &kubelet{d: Devices{Pods: []podenergy.Key{train}}}
+	m := New(Options{Snapshot: func() agent.Snapshot { return h.snap }, Kubelet: k, Cgroups: sysfs.New(h.root),
+		PodUIDs: func() map[string]podenergy.Key { return map[string]podenergy.Key{"u-train": train, "u-gone": web} }})
+	h.tick(t0, 100)
+	m.Observe(context.Background())
+	if p := find(t, m, train); p.UID != "u-train" {
+		t.Errorf("train's UID %q, want the API server's u-train", p.UID)
+	}
+	if len(m.Pods()) != 1 {
+		t.Errorf("pods %+v, want only the kubelet's: a pod the API still lists may have ended on the node", m.Pods())
+	}
+}

@@ -244,7 +244,7 @@ func Start(ctx context.Context, c Config) (_ *Fleet, err error) {
 	plan := c.plan()
 	var lib string
 	if c.DaemonNodes > 0 {
-		if lib, err = buildFakeNVML(ctx, c.FakeNVMLSource, filepath.Join(c.Dir, "run")); err != nil {
+		if lib, err = BuildFakeNVML(ctx, c.FakeNVMLSource, filepath.Join(c.Dir, "run")); err != nil {
 			return nil, err
 		}
 	}
@@ -505,8 +505,9 @@ func (f *Fleet) Stop(ctx context.Context) error {
 	return f.stopErr
 }
 
-// buildFakeNVML compiles the fake libnvidia-ml.so.1 into dir.
-func buildFakeNVML(ctx context.Context, src, dir string) (string, error) {
+// BuildFakeNVML compiles the fake libnvidia-ml.so.1 into dir, from src
+// (agentd/internal/nvml/fakenvml/testdata/fake_nvml.c when empty).
+func BuildFakeNVML(ctx context.Context, src, dir string) (string, error) {
 	if src == "" {
 		out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "joulie.io/joulie").Output()
 		if err != nil {
