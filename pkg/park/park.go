@@ -675,7 +675,10 @@ func (f *family) unclaimedWaking() int {
 // holds as its warm reserve: up to Reserve of its idle nodes, those already
 // labelled first (so the label does not wander between passes and the
 // scheduler's view stays put), then those the park would keep anyway (it
-// may not park them, or they were emptied most recently), then by name.
+// may not park them, or they were emptied most recently, or, emptied at
+// the same time, they come later by name, as the park takes them last).
+// Holding what the park would keep leaves the same nodes switched off
+// whichever pods the reserve is kept for.
 // The park leaves held nodes alone. Reserved and control-plane nodes are
 // never held: Joulie writes no label of its own there.
 func (d *decider) holdReserves(fams map[string]*family) {
@@ -716,7 +719,7 @@ func (d *decider) holdReserves(fams map[string]*family) {
 				}
 				return eb.Compare(ea)
 			}
-			return strings.Compare(a.Node.Node.Name, b.Node.Node.Name)
+			return strings.Compare(b.Node.Node.Name, a.Node.Node.Name)
 		})
 		cands = cands[:min(len(cands), max(0, f.Reserve))]
 		for _, n := range cands {

@@ -533,12 +533,12 @@ func TestDecide(t *testing.T) {
 			settings: forPerformance(1),
 			want:     []string{"b awake>parking"},
 			check:    holds("a")},
-		{name: "the reserve holds labelled nodes first, then the most recently emptied, then by name",
+		{name: "the reserve holds labelled nodes first, then the most recently emptied, then the later name",
 			nodes: []Node{node("c1", cpuFam, 64, emptyFor(3*time.Hour)), node("c2", cpuFam, 64, emptyFor(20*time.Minute)),
 				node("c3", cpuFam, 64, emptyFor(20*time.Minute)), node("c4", cpuFam, 64, warmReserve, emptyFor(2*time.Hour))},
 			settings: forPerformance(2),
-			want:     []string{"c1 awake>parking", "c3 awake>parking"},
-			check:    holds("c2", "c4")},
+			want:     []string{"c1 awake>parking", "c2 awake>parking"},
+			check:    holds("c3", "c4")},
 		{name: "the reserve holds a node the park may not take before a parkable one",
 			nodes:    []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable), emptyFor(2*time.Hour)), node("b", cpuFam, 64)},
 			settings: forPerformance(1),
@@ -547,8 +547,8 @@ func TestDecide(t *testing.T) {
 		{name: "the reserve holds at most Reserve nodes: labelled nodes beyond it may park",
 			nodes:    []Node{node("a", cpuFam, 64, warmReserve), node("b", cpuFam, 64, warmReserve), node("c", cpuFam, 64, warmReserve)},
 			settings: forPerformance(1),
-			want:     []string{"b awake>parking", "c awake>parking"},
-			check:    holds("a")},
+			want:     []string{"a awake>parking", "b awake>parking"},
+			check:    holds("c")},
 		{name: "busy, claimed, reserved and control-plane nodes are never held",
 			nodes: []Node{node("busy", cpuFam, 64, busy(1), warmReserve), node("claimed", cpuFam, 64),
 				node("cp", cpuFam, 64, label(LabelControlPlane, "")), node("reserved", cpuFam, 64, label(joulie.LabelReserved, "true")),
@@ -568,6 +568,17 @@ func TestDecide(t *testing.T) {
 			// The CPU family parks first: c1 has been empty longest.
 			want:  []string{"c1 awake>parking"},
 			check: holds("c2", "g1")},
+		// Emptied at the same time, the park takes the earlier name first;
+		// the reserve holds the node the park would keep, so the same node
+		// is switched off whichever pods the reserve is kept for.
+		{name: "with nodes emptied together, the reserve holds the one the park would keep",
+			nodes:    []Node{node("a", cpuFam, 64), node("b", cpuFam, 64)},
+			settings: forPerformance(1),
+			want:     []string{"a awake>parking"},
+			check:    holds("b")},
+		{name: "… and the same node parks with reserveFor any",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64)},
+			want:  []string{"a awake>parking"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -446,8 +446,8 @@ func TestWarmReserveLabelsFollowDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	// idle and stale are both idle and just seen empty: the reserve of one
-	// is the first by name, idle.
-	if got, want := warmLabels(t, f, "busy", "idle", "stale"), []string{"busy=-", "idle=true", "stale=-"}; !slices.Equal(got, want) {
+	// is the node the park would take last, the later by name, stale.
+	if got, want := warmLabels(t, f, "busy", "idle", "stale"), []string{"busy=-", "idle=-", "stale=true"}; !slices.Equal(got, want) {
 		t.Errorf("labels %v, want %v", got, want)
 	}
 	ev := strings.Join(f.events(), "\n")
