@@ -72,25 +72,14 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 
 	agentd := runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)))
 
-	poll := func(what string, timeout time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out after %s waiting for %s", timeout, what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-
 	// The agent publishes its hardware under its own node's name.
-	poll("NodeHardware", 30*time.Second, func() bool {
+	pollUntil(t, "NodeHardware", 30*time.Second, func() bool {
 		hw, err := admin.JoulieV1alpha1().NodeHardwares().Get(ctx, node, metav1.GetOptions{})
 		return err == nil && hw.Status.CPU.CatalogModel == "intel-xeon-8480plus"
 	})
 	// It reports on the profile's generation; with nothing to control the
 	// CPU cap is blocked, with the reason.
-	poll("status for generation 1", 30*time.Second, func() bool {
+	pollUntil(t, "status for generation 1", 30*time.Second, func() bool {
 		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == profile.Generation && p.Status.CPU != nil && p.Status.CPU.Result == joulie.ResultBlocked
 	})
@@ -104,7 +93,7 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	landed := time.Now()
-	poll("status for the new generation", 10*time.Second, func() bool {
+	pollUntil(t, "status for the new generation", 10*time.Second, func() bool {
 		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == updated.Generation && p.Status.CPU != nil && p.Status.CPU.Result == joulie.ResultNone
 	})
@@ -114,7 +103,7 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	// agent's own identity: list and watch of its node's pods, metadata
 	// only. Once it has arrived, the CPU estimate stops waiting for it
 	// (and, on this host without pod cgroups, says that instead).
-	poll("the node's pods listed for the per-pod meter", 30*time.Second, func() bool {
+	pollUntil(t, "the node's pods listed for the per-pod meter", 30*time.Second, func() bool {
 		cpu := podsReportCPU(t, agentd.socket)
 		return cpu != "" && !strings.Contains(cpu, "waiting for the node's pod list")
 	})
@@ -135,6 +124,19 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 	}
 	t.Logf("joulie-agentd idle with Kubernetes sync at a 1 s tick: CPU %.2f%% of one core, RSS %s (anonymous %s, file-backed %s)",
 		cpu, mem["VmRSS"], mem["RssAnon"], mem["RssFile"])
+}
+
+// pollUntil waits up to timeout for cond, failing the test with what it
+// waited for.
+func pollUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // podsReportCPU asks the agent's local socket for its per-pod report

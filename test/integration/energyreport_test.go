@@ -111,19 +111,9 @@ func TestAgentReportsAPodsEnergyWhenItEnds(t *testing.T) {
 
 	agentd := runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)),
 		"--nvml-library-path", lib, "--pod-resources-socket", socket)
-	poll := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
 	// The pod's GPU energy grows on the agent's socket, under the UID
 	// the API server gave it.
-	poll("train's GPU energy on the agent's socket", func() bool {
+	pollUntil(t, "train's GPU energy on the agent's socket", 45*time.Second, func() bool {
 		var r struct {
 			Pods []struct {
 				Name      string  `json:"name"`
@@ -146,7 +136,7 @@ func TestAgentReportsAPodsEnergyWhenItEnds(t *testing.T) {
 	kubeletPods(t, podsFile, map[string][]string{})
 	events := cp.AdminClient(t).EventsV1().Events(ns)
 	var note string
-	poll("the EnergyReport event", func() bool {
+	pollUntil(t, "the EnergyReport event", 45*time.Second, func() bool {
 		list, err := events.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false

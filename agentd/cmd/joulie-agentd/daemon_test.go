@@ -200,15 +200,22 @@ func ctl(t *testing.T, f *fixture, args ...string) (string, string, int) {
 
 func status(t *testing.T, f *fixture) localapi.Status {
 	t.Helper()
-	out, errOut, code := ctl(t, f, "status", "-o", "json")
-	if code != 0 {
-		t.Fatalf("agentctl status: exit %d: %s", code, errOut)
-	}
 	var s localapi.Status
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatalf("status JSON: %v\n%s", err, out)
-	}
+	ctlJSON(t, f, "status", &s)
 	return s
+}
+
+// ctlJSON runs joulie-agentctl verb with -o json and decodes its output
+// into v.
+func ctlJSON(t *testing.T, f *fixture, verb string, v any) {
+	t.Helper()
+	out, errOut, code := ctl(t, f, verb, "-o", "json")
+	if code != 0 {
+		t.Fatalf("agentctl %s: exit %d: %s", verb, code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("%s JSON: %v\n%s", verb, err, out)
+	}
 }
 
 func raplLimitW(t testing.TB, f *fixture, zone string) int64 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"testing"
@@ -16,14 +15,8 @@ import (
 // would, through joulie-agentctl.
 func pods(t *testing.T, f *fixture) localapi.PodsReport {
 	t.Helper()
-	out, errOut, code := ctl(t, f, "pods", "-o", "json")
-	if code != 0 {
-		t.Fatalf("agentctl pods: exit %d: %s", code, errOut)
-	}
 	var r localapi.PodsReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("pods JSON: %v\n%s", err, out)
-	}
+	ctlJSON(t, f, "pods", &r)
 	return r
 }
 

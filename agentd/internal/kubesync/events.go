@@ -101,7 +101,7 @@ func (r *EnergyReporter) event(e podenergy.PodEnergy, now time.Time) *unstructur
 		"action":              "Measure",
 		"reason":              EnergyReportReason,
 		"type":                "Normal",
-		"note":                Note(e),
+		"note":                note(e),
 		"regarding": map[string]any{
 			"apiVersion": "v1",
 			"kind":       "Pod",
@@ -112,9 +112,9 @@ func (r *EnergyReporter) event(e podenergy.PodEnergy, now time.Time) *unstructur
 	}}
 }
 
-// Note is the report's text: measured GPU energy with the GPUs, the CPU
+// note is the report's text: measured GPU energy with the GPUs, the CPU
 // estimate, and the time span, within the API server's limit.
-func Note(e podenergy.PodEnergy) string {
+func note(e podenergy.PodEnergy) string {
 	var b strings.Builder
 	gpus := e.GPUs()
 	switch {

@@ -79,7 +79,7 @@ func TestANoteStaysWithinTheAPILimit(t *testing.T) {
 	for i := range 80 {
 		gpus = append(gpus, fmt.Sprintf("GPU-0b1c2d3e-aaaa-bbbb-cccc-%012d", i))
 	}
-	if n := len(Note(ended("u", 1, gpus...))); n > noteLimit {
+	if n := len(note(ended("u", 1, gpus...))); n > noteLimit {
 		t.Errorf("note of %d bytes, over the limit of %d", n, noteLimit)
 	}
 }

@@ -173,11 +173,6 @@ func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time, name
 	case m.opts.PodUIDs == nil:
 		return "no per-pod CPU estimate: pod cgroups are named by UID, and without the API server (standalone mode) the agent cannot tell which pod a UID is"
 	}
-	if !prev.IsZero() && snap.Power.HasCPU {
-		t.CPUJoules, t.HasCPU = snap.Power.CPUWatts*snap.LastReconcile.Sub(prev).Seconds(), true
-	}
-	u := podcgroup.Read(m.opts.Cgroups)
-	t.HostCPU, t.HasHostCPU = u.Host, u.HasHost
 	if names == nil {
 		msg := "no per-pod CPU estimate yet: waiting for the node's pod list from the API server"
 		if m.opts.PodsErr != nil {
@@ -187,6 +182,11 @@ func (m *Meter) cpu(t *podenergy.Tick, snap agent.Snapshot, prev time.Time, name
 		}
 		return msg
 	}
+	if !prev.IsZero() && snap.Power.HasCPU {
+		t.CPUJoules, t.HasCPU = snap.Power.CPUWatts*snap.LastReconcile.Sub(prev).Seconds(), true
+	}
+	u := podcgroup.Read(m.opts.Cgroups)
+	t.HostCPU, t.HasHostCPU = u.Host, u.HasHost
 	t.PodCPU = map[podenergy.Key]time.Duration{}
 	for uid, d := range u.Pods {
 		if k, ok := names[uid]; ok {

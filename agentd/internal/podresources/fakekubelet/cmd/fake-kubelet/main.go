@@ -30,6 +30,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"joulie.io/joulie/agentd/internal/podresources/fakekubelet"
 )
 
 type pod struct {
@@ -63,15 +65,15 @@ func (s server) List(context.Context, *v1.ListPodResourcesRequest) (*v1.ListPodR
 	}
 	resp := &v1.ListPodResourcesResponse{}
 	for _, p := range pods {
-		pr := &v1.PodResources{Namespace: p.Namespace, Name: p.Name}
+		var containers []*v1.ContainerResources
 		for _, c := range p.Containers {
-			cr := &v1.ContainerResources{Name: c.Name}
+			var devices []*v1.ContainerDevices
 			for _, d := range c.Devices {
-				cr.Devices = append(cr.Devices, &v1.ContainerDevices{ResourceName: d.Resource, DeviceIds: d.IDs})
+				devices = append(devices, fakekubelet.Devices(d.Resource, d.IDs...))
 			}
-			pr.Containers = append(pr.Containers, cr)
+			containers = append(containers, fakekubelet.Container(c.Name, devices...))
 		}
-		resp.PodResources = append(resp.PodResources, pr)
+		resp.PodResources = append(resp.PodResources, fakekubelet.Pod(p.Namespace, p.Name, containers...))
 	}
 	return resp, nil
 }
