@@ -22,6 +22,13 @@ const DefaultNodeSelector = joulie.LabelManaged + "=true"
 // (scoring.DefaultParams), so that a live controller never looks stale.
 const DefaultTwinRefresh = 2 * time.Minute
 
+// DefaultDrainDwell is how long a node stays draining, uncapped, before
+// its eco cap is applied (drainDwell). The extender's cache follows node
+// labels through a watch, within a second on a healthy API server (the
+// integration test's eco-race check measures it); 15 s leaves room for a
+// loaded one and costs little: the node was going to eco for minutes.
+const DefaultDrainDwell = 15 * time.Second
+
 // DefaultSettings are joulie-controller's planning settings with nothing
 // configured. The controller's key table takes its defaults from here, and
 // so does anything else (the energy simulator) that wants to plan as an
@@ -39,6 +46,8 @@ func DefaultSettings() Settings {
 		Queue:             policy.DefaultQueueAware(),
 		Interval:          time.Minute,
 		MinEcoDwell:       5 * time.Minute,
+		Guard:             policy.GuardDrain,
+		DrainDwell:        DefaultDrainDwell,
 		Intent:            intent.Default(),
 		Cooling:           twin.DefaultLinearCoolingModel(),
 		RackCapacityW:     twin.DefaultReferenceRackCapacityW,

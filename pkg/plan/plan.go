@@ -53,8 +53,13 @@ type Settings struct {
 	Queue        policy.QueueAware
 	Interval     time.Duration // RECONCILE_INTERVAL, the phase of rule_swap_v1
 	MinEcoDwell  time.Duration
-	Intent       intent.Config
-	Cooling      twin.CoolingModel
+	// Guard is how a node goes to eco (policy.GuardDrain, or
+	// policy.GuardSeed, also what an empty value means), and DrainDwell
+	// how long GuardDrain keeps it draining, uncapped, first.
+	Guard      policy.GuardMode
+	DrainDwell time.Duration
+	Intent     intent.Config
+	Cooling    twin.CoolingModel
 	// RackCapacityW is the PSU stress reference (50 kW).
 	RackCapacityW float64
 	// MeasurementMaxAge is how old an agent's measured power may be and
@@ -138,6 +143,10 @@ type Result struct {
 	HPCount  int
 	// PerfPods counts active performance-sensitive pods cluster-wide.
 	PerfPods int
+	// Replan, when positive, is how soon a draining node's drain dwell
+	// ends: plan again then rather than at the next interval, or the
+	// node stays uncapped for the rest of it.
+	Replan time.Duration
 }
 
 // Eligible reports whether the node takes part in planning. A node being
@@ -187,11 +196,11 @@ func Compute(in Inputs, s Settings) Result {
 	for i := range res.Nodes {
 		p := &res.Nodes[i]
 		n := intentNode(p, byName[p.Name])
-		if s.CapMode == CapModePays && p.Decision.Profile == joulie.ProfileEco {
+		if s.CapMode == CapModePays && p.Decision.Applied == joulie.ProfileEco {
 			p.Caps = chooseCaps(p, in, s)
 			n.CPUCap, n.GPUCap = p.Caps.CPU, p.Caps.GPU
 		}
-		p.Spec = s.Intent.Spec(p.Decision.Profile, n)
+		p.Spec = s.Intent.Spec(p.Decision.Applied, n)
 	}
 	twins(res.Nodes, byName, in, s)
 	slices.SortFunc(res.Nodes, func(a, b NodePlan) int { return strings.Compare(a.Name, b.Name) })
@@ -250,10 +259,15 @@ func decide(in Inputs, s Settings, cat *catalog.Catalog, byName map[string]*core
 		last := LastTransition(in.Profiles[e.Name])
 		d := policy.Guard(policy.GuardInput{
 			Current: CurrentState(n), Planned: plan[e.Name], PerfPods: perfOnNode[e.Name],
-			LastChange: last, MinEcoDwell: dwell, Now: in.Now,
+			LastChange: last, MinEcoDwell: dwell, Mode: s.Guard, DrainDwell: s.DrainDwell, Now: in.Now,
 		})
 		if d.Next != CurrentState(n) || last.IsZero() {
 			last = in.Now
+		}
+		if s.Guard == policy.GuardDrain && d.Next == policy.DrainingPerformance && perfOnNode[e.Name] == 0 {
+			if wait := s.DrainDwell - in.Now.Sub(last); wait > 0 && (res.Replan == 0 || wait < res.Replan) {
+				res.Replan = wait
+			}
 		}
 		res.Nodes = append(res.Nodes, NodePlan{Name: e.Name, Managed: true, View: views[e.Name], Planned: plan[e.Name],
 			Decision: d, LastTransition: last, PerfPods: perfOnNode[e.Name]})

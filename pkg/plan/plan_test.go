@@ -83,6 +83,49 @@ func TestPerformancePodsDrainBeforeEco(t *testing.T) {
 	}
 }
 
+// Under GuardDrain a node planned eco is labelled eco and draining but
+// its NodePowerProfile keeps the performance caps until it has drained
+// for DrainDwell; the plan says when to look again.
+func TestGuardDrainPublishesEcoCapsOnlyAfterTheDrain(t *testing.T) {
+	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 4, nil)}
+	s := settings(PolicyStaticPartition)
+	s.Guard, s.DrainDwell = policy.GuardDrain, 15*time.Second
+	in := Inputs{Now: t0, Nodes: nodes, PerfPods: map[string]int{}}
+	r := Compute(in, s)
+	got := byName(r)["gpu-b"]
+	if got.Decision.Next != policy.DrainingPerformance || got.Decision.Profile != joulie.ProfileEco || got.Decision.Transition != policy.Drain {
+		t.Fatalf("a fresh node planned eco: %+v, want draining", got.Decision)
+	}
+	if got.Spec.Profile != joulie.ProfilePerformance || *got.Spec.CPU.PackagePowerCapPctOfMax != 100 || got.Caps != nil {
+		t.Fatalf("a draining node publishes %+v, want its performance caps", got.Spec)
+	}
+	if r.Replan != 15*time.Second {
+		t.Fatalf("Replan %s, want the drain dwell", r.Replan)
+	}
+	// The labels written, 10 s later: still draining, 5 s to go.
+	nodes[1].Labels[joulie.LabelPowerProfile], nodes[1].Labels[joulie.LabelDraining] = "eco", "true"
+	in.Profiles = map[string]*joulie.NodePowerProfile{"gpu-b": {ObjectMeta: metav1.ObjectMeta{Name: "gpu-b",
+		Annotations: map[string]string{AnnotationLastTransition: t0.Format(time.RFC3339)}}}}
+	in.Now = t0.Add(10 * time.Second)
+	r = Compute(in, s)
+	if got = byName(r)["gpu-b"]; got.Decision.Next != policy.DrainingPerformance || got.Spec.Profile != joulie.ProfilePerformance || r.Replan != 5*time.Second {
+		t.Fatalf("10 s into the drain: %+v, spec %s, replan %s", got.Decision, got.Spec.Profile, r.Replan)
+	}
+	// A performance pod bound in the meantime holds it, and no replan is
+	// due: the pod's end changes the cluster and plans again.
+	in.PerfPods = map[string]int{"gpu-b": 1}
+	in.Now = t0.Add(time.Minute)
+	r = Compute(in, s)
+	if got = byName(r)["gpu-b"]; got.Decision.Next != policy.DrainingPerformance || got.Spec.Profile != joulie.ProfilePerformance || r.Replan != 0 {
+		t.Fatalf("draining with a performance pod: %+v, spec %s, replan %s", got.Decision, got.Spec.Profile, r.Replan)
+	}
+	in.PerfPods = map[string]int{}
+	r = Compute(in, s)
+	if got = byName(r)["gpu-b"]; got.Decision.Next != policy.ActiveEco || got.Spec.Profile != joulie.ProfileEco || *got.Spec.CPU.PackagePowerCapPctOfMax != 60 {
+		t.Fatalf("drained: %+v, spec %+v", got.Decision, got.Spec)
+	}
+}
+
 func TestIneligibleNodesLeaveThePlanAndAreReleased(t *testing.T) {
 	cordoned := plantest.GPUNode("gpu-c", 8, map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "false"})
 	cordoned.Spec.Unschedulable = true

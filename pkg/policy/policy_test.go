@@ -150,6 +150,50 @@ func TestGuard(t *testing.T) {
 			if d.Next != tc.want || d.Profile != tc.profile || d.Draining != tc.drain || d.Class != tc.class || d.Transition != tc.tr {
 				t.Fatalf("Guard = %+v, want %s/%s/draining=%v/%s/%q", d, tc.want, tc.profile, tc.drain, tc.class, tc.tr)
 			}
+			// The seed's guard publishes the caps of the profile it labels,
+			// draining included.
+			if d.Applied != d.Profile {
+				t.Fatalf("GuardSeed applies %s on a node labelled %s", d.Applied, d.Profile)
+			}
+		})
+	}
+}
+
+// Under GuardDrain no move reaches eco without draining first, and a
+// draining node keeps its performance caps until it has drained for
+// DrainDwell with no performance pod on it.
+func TestGuardDrain(t *testing.T) {
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	eco, perf := joulie.ProfileEco, joulie.ProfilePerformance
+	const dwell = 15 * time.Second
+	for _, tc := range []struct {
+		name    string
+		in      GuardInput
+		want    State
+		applied joulie.Profile
+		tr      Transition
+	}{
+		{"a fresh node planned eco drains first", GuardInput{Planned: eco}, DrainingPerformance, perf, Drain},
+		{"no performance pods: drain, not eco", GuardInput{Current: ActivePerformance, Planned: eco, LastChange: now.Add(-time.Hour)}, DrainingPerformance, perf, Drain},
+		{"performance pods: defer, uncapped", GuardInput{Current: ActivePerformance, Planned: eco, PerfPods: 1}, DrainingPerformance, perf, Defer},
+		{"the eco dwell still holds", GuardInput{Current: ActivePerformance, Planned: eco, LastChange: now.Add(-time.Minute), MinEcoDwell: 5 * time.Minute}, ActivePerformance, perf, Dwell},
+		{"drained, but not for the drain dwell", GuardInput{Current: DrainingPerformance, Planned: eco, LastChange: now.Add(-dwell + time.Second)}, DrainingPerformance, perf, None},
+		{"a pod bound while draining holds it", GuardInput{Current: DrainingPerformance, Planned: eco, PerfPods: 1, LastChange: now.Add(-time.Hour)}, DrainingPerformance, perf, StillBlocked},
+		{"drained for the dwell: eco", GuardInput{Current: DrainingPerformance, Planned: eco, LastChange: now.Add(-dwell)}, ActiveEco, eco, Unblocked},
+		{"performance again while draining", GuardInput{Current: DrainingPerformance, Planned: perf, LastChange: now}, ActivePerformance, perf, ReplanPerf},
+		{"eco stays eco", GuardInput{Current: ActiveEco, Planned: eco}, ActiveEco, eco, None},
+		{"eco to performance at once", GuardInput{Current: ActiveEco, Planned: perf, LastChange: now}, ActivePerformance, perf, PlanPerf},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Mode, in.DrainDwell, in.Now = GuardDrain, dwell, now
+			d := Guard(in)
+			if d.Next != tc.want || d.Applied != tc.applied || d.Transition != tc.tr {
+				t.Fatalf("Guard = %+v, want %s applying %s (%q)", d, tc.want, tc.applied, tc.tr)
+			}
+			if d.Next != ActiveEco && d.Applied == eco {
+				t.Fatalf("%s applies eco", d.Next)
+			}
 		})
 	}
 }

@@ -228,6 +228,15 @@ func check(c *Config) []settings.Problem {
 	if s.MinEcoDwell < 0 {
 		add("minEcoDwell", "%q must not be negative", s.MinEcoDwell.String())
 	}
+	switch s.Guard {
+	case policy.GuardDrain:
+		if s.DrainDwell <= 0 {
+			add("drainDwell", "%q must be positive with guardMode drain: a scheduler that has not seen the draining label yet would place performance pods on a node capped at once", s.DrainDwell.String())
+		}
+	case policy.GuardSeed:
+	default:
+		add("guardMode", "%q is not one of drain, seed", s.Guard)
+	}
 	positive("twinRefreshInterval", c.TwinRefresh)
 	if !(s.RackCapacityW > 0) || math.IsInf(s.RackCapacityW, 0) {
 		add("rackCapacityWatts", "%s must be positive", settings.FormatFloat(s.RackCapacityW))

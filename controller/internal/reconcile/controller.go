@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -260,8 +261,13 @@ func (c *Controller) Sync(ctx context.Context) error {
 	}
 	in.Trends = c.observeTrends(in)
 	res := plan.Compute(in, c.opts.Settings)
+	skip, errs := c.confirmDrained(ctx, &in, &res)
 	c.opts.Metrics.observePlan(res)
-	var errs []error
+	if res.Replan > 0 {
+		// A drain dwell ends before the next interval: the node's eco cap
+		// is due then.
+		c.queue.AddAfter(clusterKey, res.Replan)
+	}
 	planned := make(map[string]bool, len(res.Nodes))
 	nodes := make(map[string]*corev1.Node, len(in.Nodes))
 	for _, n := range in.Nodes {
@@ -270,6 +276,9 @@ func (c *Controller) Sync(ctx context.Context) error {
 	for i := range res.Nodes {
 		p := &res.Nodes[i]
 		planned[p.Name] = true
+		if skip[p.Name] {
+			continue
+		}
 		if err := c.apply(ctx, nodes[p.Name], p, in); err != nil {
 			errs = append(errs, err) // each names its object
 		}
@@ -281,6 +290,62 @@ func (c *Controller) Sync(ctx context.Context) error {
 		return fmt.Errorf("%d writes failed, first: %w", len(errs), errs[0])
 	}
 	return nil
+}
+
+// confirmDrained re-reads from the API server, not the cache, the pods of
+// every node res would move from draining to eco under policy.GuardDrain.
+// The pod cache lags the scheduler: a performance pod bound in the last
+// instant, by a scheduler that had not seen the draining label yet, would
+// otherwise run under the eco cap. Found there, the pods are counted and
+// the plan is made again, which keeps the node draining and uncapped. A
+// node whose pods cannot be read is skipped (left draining, uncapped, as
+// it is) and the error returned, so the reconcile is retried.
+func (c *Controller) confirmDrained(ctx context.Context, in *plan.Inputs, res *plan.Result) (skip map[string]bool, errs []error) {
+	if c.opts.Settings.Guard != policy.GuardDrain {
+		return nil, nil
+	}
+	found := false
+	for _, p := range res.Nodes {
+		if p.Decision.Transition != policy.Unblocked {
+			continue
+		}
+		n, err := c.livePerformancePods(ctx, p.Name)
+		if err != nil {
+			if skip == nil {
+				skip = map[string]bool{}
+			}
+			skip[p.Name] = true
+			errs = append(errs, err)
+			continue
+		}
+		if n > 0 {
+			c.log.Info("a performance pod the cache had not seen runs on a draining node; it stays draining, uncapped", "node", p.Name, "performancePods", n)
+			c.opts.Metrics.LatePerformancePods.Add(float64(n))
+			in.PerfPods[p.Name] = n
+			found = true
+		}
+	}
+	if found {
+		*res = plan.Compute(*in, c.opts.Settings)
+	}
+	return skip, errs
+}
+
+// livePerformancePods counts the active performance pods bound to node by
+// a quorum read of the API server.
+func (c *Controller) livePerformancePods(ctx context.Context, node string) (int, error) {
+	pods, err := c.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return 0, fmt.Errorf("list the pods of Node %s before capping it eco (it stays draining, uncapped): %w", node, err)
+	}
+	n := 0
+	for i := range pods.Items {
+		if plan.IsPerformanceDemand(&pods.Items[i]) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // apply writes one node's profile, labels and twin where they differ.
@@ -431,6 +496,9 @@ func (c *Controller) event(node *corev1.Node, p *plan.NodePlan) {
 	case policy.Defer:
 		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "DowngradeDeferred",
 			"eco planned; draining while %d performance pods run", p.PerfPods)
+	case policy.Drain:
+		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "Draining",
+			"eco planned; draining, uncapped, for %s before the eco cap", c.opts.Settings.DrainDwell)
 	case policy.Allow, policy.Unblocked:
 		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "ProfileEco", "node moves to eco (%s)", t)
 	case policy.PlanPerf, policy.ReplanPerf:

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,6 +27,7 @@ import (
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/plan/plantest"
+	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/powerest"
 )
 
@@ -378,6 +380,75 @@ func TestWriteErrorsNameTheirObject(t *testing.T) {
 			err := f.ctrl.Sync(context.Background())
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !apierrors.IsForbidden(err) {
 				t.Fatalf("Sync = %v; want a Forbidden error naming the object (%q)", err, tc.want)
+			}
+		})
+	}
+}
+
+// Under GuardDrain the eco cap waits for a fresh read of the API server:
+// a performance pod bound to a draining node before the pod cache saw it
+// keeps the node draining and uncapped, and a failed read leaves the node
+// as it is and fails the reconcile, to be retried.
+func TestDrainedNodeIsCappedOnlyAfterAFreshRead(t *testing.T) {
+	s := settings(plan.PolicyStaticPartition)
+	s.Guard, s.DrainDwell = policy.GuardDrain, 15*time.Second
+	draining := func() *corev1.Node {
+		return plantest.GPUNode("gpu-b", 8, map[string]string{joulie.LabelPowerProfile: "eco", joulie.LabelDraining: "true"})
+	}
+	since := &joulie.NodePowerProfile{ObjectMeta: metav1.ObjectMeta{Name: "gpu-b",
+		Annotations: map[string]string{plan.AnnotationLastTransition: t0.Add(-time.Minute).Format(time.RFC3339)}}}
+	late := plantest.PerfPod("late", "gpu-b", corev1.PodRunning)
+	for _, tc := range []struct {
+		name     string
+		api      []k8sruntime.Object // what the API server holds and the cache has not seen
+		listErr  error
+		wantSpec joulie.Profile // "" when nothing may be written for gpu-b
+		wantErr  bool
+		late     float64
+	}{
+		{"nothing bound: eco", nil, nil, joulie.ProfileEco, false, 0},
+		{"a late performance pod: still draining, uncapped", []k8sruntime.Object{late}, nil, joulie.ProfilePerformance, false, 1},
+		{"the read fails: nothing written", nil, errors.New("etcd unavailable"), "", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, s, t0)
+			for _, o := range tc.api {
+				if err := f.kube.Tracker().Add(o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.listErr != nil {
+				f.kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, k8sruntime.Object, error) { return true, nil, tc.listErr })
+			}
+			na, nb := plantest.GPUNode("gpu-a", 8, nil), draining()
+			for _, n := range []*corev1.Node{na, nb} {
+				if err := f.kube.Tracker().Add(n.DeepCopy()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.add(t, na, nb, since)
+			err := f.ctrl.Sync(context.Background())
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Sync: %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr && !strings.Contains(err.Error(), "stays draining, uncapped") {
+				t.Errorf("error %q does not say what became of the node", err)
+			}
+			if got := testutil.ToFloat64(f.ctrl.opts.Metrics.LatePerformancePods); got != tc.late {
+				t.Errorf("late performance pods counted %v, want %v", got, tc.late)
+			}
+			if tc.wantSpec == "" {
+				for _, a := range append(f.kube.Actions(), f.jc.Actions()...) {
+					if pa, ok := a.(k8stesting.PatchAction); ok && pa.GetName() == "gpu-b" {
+						t.Fatalf("wrote %s %s of gpu-b after a failed read", a.GetVerb(), a.GetResource().Resource)
+					}
+				}
+				return
+			}
+			var b joulie.NodePowerProfile
+			applied(t, f.jc.Actions(), "nodepowerprofiles", "", "gpu-b", &b)
+			if b.Spec.Profile != tc.wantSpec {
+				t.Fatalf("gpu-b's profile applied as %s, want %s", b.Spec.Profile, tc.wantSpec)
 			}
 		})
 	}

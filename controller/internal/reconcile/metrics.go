@@ -21,7 +21,10 @@ type Metrics struct {
 	EligibleNodes     prometheus.Gauge
 	PerformanceTarget prometheus.Gauge
 	PerformancePods   prometheus.Gauge
-	twins             *twinCollector
+	// LatePerformancePods counts the performance pods the fresh read
+	// before an eco cap found on a draining node when the cache had none.
+	LatePerformancePods prometheus.Counter
+	twins               *twinCollector
 }
 
 // NewMetrics registers the metrics with reg (none when reg is nil).
@@ -32,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ReconcileErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "joulie_controller_reconcile_errors_total",
 			Help: "Reconciles in which at least one write failed."}),
 		Transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joulie_controller_transitions_total",
-			Help: "Downgrade guard transitions by kind (defer, allow, still_blocked, unblocked, replan_perf, plan_perf, dwell)."}, []string{"transition"}),
+			Help: "Downgrade guard transitions by kind (drain, defer, allow, still_blocked, unblocked, replan_perf, plan_perf, dwell)."}, []string{"transition"}),
 		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joulie_controller_writes_total",
 			Help: "Writes to the API server by resource."}, []string{"resource"}),
 		WriteErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "joulie_controller_write_errors_total",
@@ -45,11 +48,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Performance node count the policy asks for."}),
 		PerformancePods: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_performance_pods",
 			Help: "Active performance-sensitive pods in the cluster."}),
+		LatePerformancePods: prometheus.NewCounter(prometheus.CounterOpts{Name: "joulie_controller_late_performance_pods_total",
+			Help: "Performance pods found on a draining node by the fresh read before its eco cap, which the pod cache had not seen yet (the node stayed draining, uncapped)."}),
 		twins: newTwinCollector(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ReconcileDuration, m.ReconcileErrors, m.Transitions, m.Writes, m.WriteErrors,
-			m.Nodes, m.EligibleNodes, m.PerformanceTarget, m.PerformancePods, m.twins)
+			m.Nodes, m.EligibleNodes, m.PerformanceTarget, m.PerformancePods, m.LatePerformancePods, m.twins)
 	}
 	return m
 }

@@ -89,6 +89,9 @@ type ArmSpec struct {
 	// performanceSpread when Joulie is set; empty means the seeds'
 	// (plan.CapModeFixed, policy.SpreadDensity).
 	CapMode, Spread string
+	// Guard is the controller's guardMode when Joulie is set; empty means
+	// the seeds' (policy.GuardSeed).
+	Guard policy.GuardMode
 	// Caps says whether the agents enforce the controller's caps.
 	Caps bool
 	// Oracle chooses caps per job or per node (Joulie is then off).
@@ -127,7 +130,7 @@ var ArmSpecs = []ArmSpec{
 	{Arm: ArmOracle, Profile: schedsim.MostAllocatedProfile, Oracle: OracleSlices, PowerOff: Foresight,
 		Describe: "oracle bound, idealised: as f-oracle-physical with a CPU cap per job slice"},
 	{Arm: ArmJoulie, Profile: ShippedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
-		CapMode: plan.CapModePays, Spread: policy.SpreadDemand,
+		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain,
 		Describe: "Joulie as shipped: the chart's packing profile, the extender's pack mode, queue_aware_v1 with performance spread by demand, caps only where they pay, idle nodes parked with a warm reserve per family"},
 }
 

@@ -34,6 +34,7 @@ func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 		// with (planSettings).
 		want.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
 		want.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
+		want.Guard = cmp.Or(spec.Guard, policy.GuardSeed)
 		if !reflect.DeepEqual(s.plan, want) {
 			t.Errorf("%s: the simulated controller plans with\n%+v\nthe controller's defaults are\n%+v", spec.Arm, s.plan, want)
 		}

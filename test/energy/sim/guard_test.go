@@ -54,7 +54,7 @@ func TestResultsUnchanged(t *testing.T) {
 		"e-joulie-nocaps/6":    "ae78cb6a8a227d5c",
 		"f-oracle-physical/6":  "98ec9f7cf96bbbf7",
 		"f-oracle/6":           "baafe2c6b3022cff",
-		"j-joulie/6":           "9340bb14c37cee20",
+		"j-joulie/6":           "2a101601a7e39327",
 		"a-default/7":          "6119f5903a13b764",
 		"b-binpack/7":          "3e808fda932ee3b2",
 		"g-binpack-poweroff/7": "af403a6b33396726",
@@ -64,7 +64,7 @@ func TestResultsUnchanged(t *testing.T) {
 		"e-joulie-nocaps/7":    "05669820f4eddd6a",
 		"f-oracle-physical/7":  "60e39c708149cd2b",
 		"f-oracle/7":           "ee957461628b62a5",
-		"j-joulie/7":           "4bb6b64a14886392",
+		"j-joulie/7":           "39c7242931a55385",
 	}
 	for _, seed := range []int64{6, 7} {
 		nodes, jobs := smallRun(t, seed, 600)

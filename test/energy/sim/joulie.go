@@ -30,6 +30,10 @@ import (
 // The reconcile runs every simulated minute over days of a long tail, so
 // what it hands plan.Compute is kept up to date as the cluster changes
 // rather than rebuilt (controllerView); plan.Compute reads its inputs and
+// drainReplan marks the extra reconcile a drain dwell asks for; the
+// periodic ones carry 0.
+const drainReplan = 1
+
 // never writes them.
 func (s *simulation) reconcile(ctx context.Context) error {
 	now := epoch.Add(s.now)
@@ -83,6 +87,14 @@ func (s *simulation) reconcile(ctx context.Context) error {
 		}
 	}
 	s.twinGen++
+	if res.Replan > 0 {
+		// The controller plans again when a drain dwell ends (its queue
+		// holds one such pass, the earliest).
+		if at := s.now + res.Replan; s.replanAt <= s.now || at < s.replanAt {
+			s.replanAt = at
+			heap.Push(&s.events, event{t: at, kind: evReconcile, idx: drainReplan})
+		}
+	}
 	if len(res.Nodes) > 0 {
 		// One event even when nothing changed, so the clock stops at the
 		// same instants, and the energy sums the same terms, as when every
@@ -308,6 +320,7 @@ func planSettings(spec ArmSpec, opts Options) plan.Settings {
 	ps := plan.DefaultSettings()
 	ps.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
 	ps.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
+	ps.Guard = cmp.Or(spec.Guard, policy.GuardSeed)
 	ps.Policy = spec.Policy
 	ps.Interval = opts.ReconcileInterval
 	if opts.Intent != nil {

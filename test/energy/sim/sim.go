@@ -155,6 +155,8 @@ type simulation struct {
 	ctl controllerView
 	// pendingPerf counts the performance jobs waiting in the queue.
 	pendingPerf int
+	// replanAt is when the pass a drain dwell asked for runs.
+	replanAt time.Duration
 	// twinGen counts the reconciles, so the extender knows when the
 	// twins it summed have changed.
 	twinGen uint64
@@ -238,10 +240,13 @@ func (s *simulation) loop(ctx context.Context) error {
 				return err
 			}
 		case evReconcile:
+			if ev.idx == drainReplan && ev.t != s.replanAt {
+				continue // superseded by an earlier pass
+			}
 			if err := s.reconcile(ctx); err != nil {
 				return err
 			}
-			if s.done < len(s.jobs) {
+			if ev.idx != drainReplan && s.done < len(s.jobs) {
 				heap.Push(&s.events, event{t: s.now + s.opts.ReconcileInterval, kind: evReconcile})
 			}
 		case evCaps:
