@@ -71,7 +71,7 @@ CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
 
-.PHONY: all help deps tools print-helm build run demo test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full
+.PHONY: all help deps tools print-helm build run demo test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race
 
 all: build
 
@@ -117,6 +117,16 @@ test-unit: deps ## unit tests of the product module, with the race detector
 # the pinned helm.
 test-integration: deps $(HELM) ## integration tests against a real API server and scheduler
 	cd test && JOULIE_HELM=$(HELM) $(GO) test -race -count=1 -timeout 30m ./...
+
+# The eco race's long run: the short one in test-integration runs 20 s per
+# guard mode; this runs ECO_RACE_DURATION per mode, ECO_RACE_COUNT times
+# (hundreds of guard transitions each).
+ECO_RACE_DURATION ?= 5m
+ECO_RACE_COUNT ?= 3
+
+test-eco-race: deps $(HELM) ## the scheduling path under node flips for minutes, repeated: no performance pod under an eco cap
+	cd test && JOULIE_HELM=$(HELM) JOULIE_ECO_RACE_DURATION=$(ECO_RACE_DURATION) $(GO) test -count=$(ECO_RACE_COUNT) -timeout 0 -v \
+		-run 'TestNoPerformancePodRunsUnderAnEcoCap' ./integration
 
 test-helm: $(HELM) ## helm lint --strict, renders, schema and dashboard checks of the chart
 	HELM=$(HELM) hack/test-helm.sh

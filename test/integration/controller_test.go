@@ -48,7 +48,7 @@ func runController(t *testing.T, sa, selector string, env ...string) *controller
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "NODE_SELECTOR="+selector+"=true",
-		"RECONCILE_INTERVAL=2s", "MIN_ECO_DWELL=0", "METRICS_ADDR=", "POD_NAME="+sa, "POD_NAMESPACE="+harness.ControllerNamespace,
+		"RECONCILE_INTERVAL=2s", "MIN_ECO_DWELL=0", "DRAIN_DWELL=1s", "METRICS_ADDR=", "POD_NAME="+sa, "POD_NAMESPACE="+harness.ControllerNamespace,
 		"LEADER_ELECTION_ID="+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), "RECONCILE_DEBOUNCE=100ms")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf

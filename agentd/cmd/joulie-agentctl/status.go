@@ -97,6 +97,9 @@ func writeStatus(w io.Writer, st localapi.Status, now time.Time) error {
 			s.add("Sync error", "%s", st.SyncError)
 		}
 	}
+	if st.EcoGuard != "" {
+		s.add("Eco guard", "%s", st.EcoGuard)
+	}
 	s.add("Failsafe", "%s", failsafe(st.Failsafe, now))
 	if st.OriginalsRecorded == 0 {
 		s.add("Originals", "none recorded: the host is as joulie-agentd found it")

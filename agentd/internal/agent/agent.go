@@ -77,6 +77,10 @@ type Options struct {
 	Version string
 	Now     func() time.Time
 	Logger  *slog.Logger
+	// PerformancePods, when set, names the active performance pods bound
+	// to the node, or says why they are not known; the eco guard
+	// (ecoguard.go) reads it on every tick that enforces an eco target.
+	PerformancePods func() ([]string, error)
 	// Ticked, when set, is called after every tick's snapshot is taken,
 	// on the tick's goroutine: it must return at once (the per-pod energy
 	// meter only signals its own loop).
@@ -133,6 +137,9 @@ type Snapshot struct {
 	Park ParkState
 	// WakeOnLAN counts the magic packets sent, per MAC ever listed.
 	WakeOnLAN []WakeTarget
+	// Guard is what the eco guard did on the tick; when it refused, Spec
+	// is the performance target enforced instead of the eco one.
+	Guard EcoGuard
 }
 
 // PowerState is the power state the agent reports on its status:
@@ -426,6 +433,14 @@ func (a *Agent) Reconcile() {
 		a.mu.Unlock()
 	}
 	wol := a.wake(spec, source, now)
+	spec, guard := a.guardEco(spec, source)
+	if guard.Refused {
+		guard.Since = now
+		if prev.Guard.Refused {
+			guard.Since = prev.Guard.Since
+		}
+	}
+	a.logGuard(prev.Guard, guard)
 
 	var res enforce.Result
 	// An empty spec lifts every cap (the enforcers restore originals);
@@ -452,7 +467,7 @@ func (a *Agent) Reconcile() {
 	a.snap = Snapshot{
 		Node: a.opts.Node, Version: a.opts.Version, Standalone: a.opts.Standalone != nil,
 		Spec: spec, Source: source, Generation: generation, Result: res,
-		LastReconcile: now, Failsafe: fs, Park: park, WakeOnLAN: wol,
+		LastReconcile: now, Failsafe: fs, Park: park, WakeOnLAN: wol, Guard: guard,
 	}
 	a.mu.Unlock()
 	if a.opts.Ticked != nil {

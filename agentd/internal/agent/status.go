@@ -67,6 +67,9 @@ func (s Snapshot) ProfileStatus(published *joulie.MeasuredPower) joulie.NodePowe
 		}
 		st.Conditions = []metav1.Condition{c}
 	}
+	if c := s.ecoCondition(); c != nil {
+		st.Conditions = append(st.Conditions, *c)
+	}
 	cpu, gpu := s.CPU, s.GPU
 	st.CPU, st.GPU = &cpu, &gpu
 	if cur := s.MeasuredPower(); ShouldPublishPower(published, cur) {

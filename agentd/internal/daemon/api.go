@@ -22,7 +22,7 @@ func (a apiAdapter) Status() localapi.Status {
 		ObservedGeneration: s.Generation, CPUMode: s.CPUMode, CPU: &cpu, GPU: &gpu,
 		MeasuredPower: s.MeasuredPower(), SyncError: s.SyncError, OriginalsRecorded: a.d.hw.PendingOriginals(),
 		Failsafe: localapi.FailsafeState{Active: s.Failsafe.Active, Mode: s.Failsafe.Mode, Reason: s.Failsafe.Reason, Since: timePtr(s.Failsafe.Since)},
-		LastSync: timePtr(s.LastSync),
+		LastSync: timePtr(s.LastSync), EcoGuard: s.Guard.Message(),
 	}
 	if s.Spec != nil {
 		st.Profile = s.Spec.Profile

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/dynamic"
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
@@ -80,8 +81,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		}
 	}
 	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier(), onHost: onHost}
+	var dc dynamic.Interface
+	if onHost && !cfg.Standalone() {
+		if dc, err = dynamicClient(cfg); err != nil {
+			hw.Close()
+			return nil, err
+		}
+		d.pods = kubesync.NewNodePods(dc, cfg.NodeName)
+	}
 	d.agent = agent.New(hw, d.agentOptions(cfg))
-	if d.meter, err = d.newPodMeter(cfg); err != nil {
+	if d.pods != nil {
+		// A performance pod bound to the node lifts an eco cap at once,
+		// not at the next tick.
+		d.pods.OnChange(d.agent.Kick)
+	}
+	if d.meter, err = d.newPodMeter(cfg, dc); err != nil {
 		hw.Close()
 		return nil, err
 	}
@@ -145,6 +159,9 @@ func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 	}
 	if cfg.Standalone() {
 		o.Standalone = cfg.StandaloneMode.Profile.DeepCopy()
+	}
+	if d.pods != nil {
+		o.PerformancePods = d.pods.PerformancePods
 	}
 	// Only the NodePowerProfile of cluster mode can park the node or list
 	// Wake-on-LAN targets, and only a real host is switched off or sends

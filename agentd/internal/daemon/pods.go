@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/kubesync"
@@ -17,10 +16,24 @@ import (
 	"joulie.io/joulie/agentd/internal/sysfs"
 )
 
+// dynamicClient is the client of the node's pods and of the events the
+// meter writes, under the agent's own identity.
+func dynamicClient(cfg config.Config) (dynamic.Interface, error) {
+	rc, err := kubesync.RestConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("client for the pods and events of node %s: %w", cfg.NodeName, err)
+	}
+	return dc, nil
+}
+
 // newPodMeter builds the per-pod energy meter of a daemon that drives its
 // own host; simulated nodes have neither GPUs nor pod cgroups of their
-// own, so they get none.
-func (d *Daemon) newPodMeter(cfg config.Config) (*podmeter.Meter, error) {
+// own, so they get none. dc is nil in standalone mode.
+func (d *Daemon) newPodMeter(cfg config.Config, dc dynamic.Interface) (*podmeter.Meter, error) {
 	if !d.onHost {
 		return nil, nil
 	}
@@ -30,21 +43,10 @@ func (d *Daemon) newPodMeter(cfg config.Config) (*podmeter.Meter, error) {
 		Cgroups:  sysfs.New(cfg.HostRoot),
 		Logger:   d.log,
 	}
-	if !cfg.Standalone() {
-		rc, err := kubesync.RestConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		mc, err := metadata.NewForConfig(rc)
-		if err != nil {
-			return nil, fmt.Errorf("metadata client for the pods of node %s: %w", cfg.NodeName, err)
-		}
-		d.pods = kubesync.NewNodePods(mc, cfg.NodeName)
+	if d.pods != nil {
 		o.PodUIDs, o.PodsErr = d.pods.UIDs, d.pods.Err
-		dc, err := dynamic.NewForConfig(rc)
-		if err != nil {
-			return nil, fmt.Errorf("client for the EnergyReport events of node %s: %w", cfg.NodeName, err)
-		}
+	}
+	if dc != nil {
 		d.reports = kubesync.NewEnergyReporter(dc, cfg.NodeName, d.log)
 		o.Ended = d.reports.Enqueue
 	}

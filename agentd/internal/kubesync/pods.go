@@ -3,41 +3,47 @@ package kubesync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
 	"joulie.io/joulie/agentd/internal/podenergy"
+	"joulie.io/joulie/pkg/workload"
 )
 
 // Pods is the resource of the pods bound to the node.
 var Pods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
-// NodePods follows the pods bound to one node, metadata only: the per-pod
-// energy meter needs their names and UIDs (the kubelet names pod cgroups by
-// UID), nothing of their specs. The field selector asks the API server
-// for this node's pods alone; RBAC cannot narrow the agent's list to them,
-// so the agent's role grants list and watch of pods, and the metadata
-// client keeps specs (and whatever their environments hold) off the wire.
+// NodePods follows the pods bound to one node. The per-pod energy meter
+// needs their names and UIDs (the kubelet names pod cgroups by UID); the
+// eco guard needs their class, which pkg/workload reads from the
+// annotation and the scheduling constraints. The field selector asks the
+// API server for this node's pods alone; RBAC cannot narrow the agent's
+// list to them, so the agent's role grants list and watch of pods. Each
+// pod is cut down to those fields as it arrives, so neither the cache nor
+// anything the daemon logs holds containers, environments or volumes.
 type NodePods struct {
 	informer cache.SharedIndexInformer
 
-	mu  sync.Mutex
-	err error // the last list or watch failure, nil once one succeeded
+	mu       sync.Mutex
+	err      error  // the last list or watch failure, nil once one succeeded
+	onChange func() // told when a performance pod comes or goes
 }
 
 // NewNodePods builds the informer of node's pods over client. It is built
-// by hand, like the profile's, rather than from client-go's
-// metadatainformer, which links every built-in API group into the daemon
-// (18 MB of binary).
-func NewNodePods(client metadata.Interface, node string) *NodePods {
+// by hand, like the profile's, rather than from client-go's informer
+// factories, which link every built-in API group into the daemon.
+func NewNodePods(client dynamic.Interface, node string) *NodePods {
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
 	pods := client.Resource(Pods)
 	lw := &cache.ListWatch{
@@ -53,14 +59,80 @@ func NewNodePods(client metadata.Interface, node string) *NodePods {
 	// As with the profile: a client that cannot stream a list as watch
 	// events (client-go's fakes) says so through the wrapper.
 	p := &NodePods{informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client),
-		&metav1.PartialObjectMetadata{}, 10*time.Minute, cache.Indexers{})}
+		&unstructured.Unstructured{}, 10*time.Minute, cache.Indexers{})}
+	_ = p.informer.SetTransform(slimPod)
 	_ = p.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		p.mu.Lock()
 		p.err = fmt.Errorf("list the pods of node %s: %w", node, err)
 		p.mu.Unlock()
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
+	_, _ = p.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { p.changed(nil, o) },
+		UpdateFunc: p.changed,
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			p.changed(o, nil)
+		},
+	})
 	return p
+}
+
+// OnChange asks to be told, on the informer's goroutine, whenever a
+// performance pod starts or stops counting on the node; f must return at
+// once (the agent's Kick).
+func (p *NodePods) OnChange(f func()) {
+	p.mu.Lock()
+	p.onChange = f
+	p.mu.Unlock()
+}
+
+func (p *NodePods) changed(old, cur any) {
+	o, _ := old.(*corev1.Pod)
+	c, _ := cur.(*corev1.Pod)
+	if isPerformance(o) == isPerformance(c) {
+		return
+	}
+	p.mu.Lock()
+	f := p.onChange
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+func isPerformance(p *corev1.Pod) bool {
+	return p != nil && workload.IsActive(p) && workload.Classify(p) == workload.Performance
+}
+
+// slimPod keeps of a pod what the meter and the guard read: its name,
+// UID, annotations and owners, the node it is bound to, its scheduling
+// constraints on nodes, and its phase.
+func slimPod(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil // a tombstone, or already cut down
+	}
+	keep := map[string]any{}
+	for _, path := range [][]string{
+		{"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"}, {"metadata", "resourceVersion"},
+		{"metadata", "annotations"}, {"metadata", "ownerReferences"},
+		{"spec", "nodeName"}, {"spec", "nodeSelector"}, {"spec", "affinity", "nodeAffinity"},
+		{"status", "phase"},
+	} {
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...); found {
+			if err := unstructured.SetNestedField(keep, v, path...); err != nil {
+				return nil, fmt.Errorf("keep %v of pod %s/%s: %w", path, u.GetNamespace(), u.GetName(), err)
+			}
+		}
+	}
+	pod := &corev1.Pod{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(keep, pod); err != nil {
+		return nil, fmt.Errorf("read pod %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return pod, nil
 }
 
 // Err is why the node's pods are not known yet: the last failure to list
@@ -77,6 +149,20 @@ func (p *NodePods) Err() error {
 // Run follows the pods until ctx ends.
 func (p *NodePods) Run(ctx context.Context) { p.informer.RunWithContext(ctx) }
 
+// pods is the node's pods; nil until the first list arrived.
+func (p *NodePods) pods() []*corev1.Pod {
+	if !p.informer.HasSynced() {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, o := range p.informer.GetStore().List() {
+		if pod, ok := o.(*corev1.Pod); ok {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
 // UIDs names the node's pods by UID; nil until the first list arrived,
 // so a meter does not take "no pods yet" for "every pod ended".
 func (p *NodePods) UIDs() map[string]podenergy.Key {
@@ -84,12 +170,29 @@ func (p *NodePods) UIDs() map[string]podenergy.Key {
 		return nil
 	}
 	out := map[string]podenergy.Key{}
-	for _, o := range p.informer.GetStore().List() {
-		m, ok := o.(*metav1.PartialObjectMetadata)
-		if !ok {
-			continue
-		}
-		out[string(m.UID)] = podenergy.Key{Namespace: m.Namespace, Name: m.Name}
+	for _, pod := range p.pods() {
+		out[string(pod.UID)] = podenergy.Key{Namespace: pod.Namespace, Name: pod.Name}
 	}
 	return out
+}
+
+// PerformancePods names ("namespace/name", sorted) the active
+// performance-sensitive pods bound to the node, by pkg/workload's
+// classification, the one the controller and the extender use; an error
+// while the pods are not known.
+func (p *NodePods) PerformancePods() ([]string, error) {
+	if !p.informer.HasSynced() {
+		if err := p.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("the pods of this node are not listed yet")
+	}
+	var out []string
+	for _, pod := range p.pods() {
+		if isPerformance(pod) {
+			out = append(out, pod.Namespace+"/"+pod.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -111,6 +111,10 @@ type Status struct {
 	// SyncError is the last failure to reach the API server, empty once a
 	// sync succeeds again.
 	SyncError string `json:"syncError,omitempty"`
+	// EcoGuard says, when it acts, what the eco guard does: an eco target
+	// held off while performance pods run here, or applied without the
+	// node's pods being known.
+	EcoGuard string `json:"ecoGuard,omitempty"`
 	// Failsafe says whether the agent runs on its failsafe target.
 	Failsafe FailsafeState `json:"failsafe"`
 	// OriginalsRecorded counts the controls whose original values are

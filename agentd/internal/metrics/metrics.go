@@ -68,6 +68,9 @@ var (
 	failsafe = prometheus.NewDesc("joulie_failsafe_active",
 		"1 while the failsafe is in force because the desired state went stale.",
 		[]string{"node", "mode"}, nil)
+	ecoRefused = prometheus.NewDesc("joulie_eco_refused",
+		"1 while the agent holds an eco target off because performance pods run on the node (the node stays at its performance caps).",
+		[]string{"node"}, nil)
 	powerState = prometheus.NewDesc("joulie_agent_power_state",
 		"1 for the power state the agent reports on its NodePowerProfile status (awake, parked), 0 for the other.",
 		[]string{"node", "state"}, nil)
@@ -92,7 +95,7 @@ func NewCollector(source Source) *Collector { return &Collector{source: source} 
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{info, backendMode, throttlePct, aboveTrip, belowTrip, dvfsActions,
-		controlResult, gpuResult, capWatts, powerWatts, lastReconcile, lastSync, syncUp, failsafe,
+		controlResult, gpuResult, capWatts, powerWatts, lastReconcile, lastSync, syncUp, failsafe, ecoRefused,
 		powerState, wolPackets, wolErrors} {
 		ch <- d
 	}
@@ -164,6 +167,7 @@ func collect(ch chan<- prometheus.Metric, s agent.Snapshot) {
 		}
 		gauge(syncUp, b2f(s.SyncError == "" && !s.LastSync.IsZero()), node)
 		gauge(failsafe, b2f(s.Failsafe.Active), node, s.Failsafe.Mode)
+		gauge(ecoRefused, b2f(s.Guard.Refused), node)
 		for _, st := range agentPowerStates {
 			gauge(powerState, b2f(s.PowerState() == st), node, string(st))
 		}
