@@ -63,9 +63,9 @@ type Observation struct {
 }
 
 // PerfOnEco counts the performance pods running on eco nodes. A
-// draining node's profile is already eco (the controller publishes eco
-// as soon as it decides it) while the performance pods it had finish:
-// those were placed before, and are not counted.
+// draining node is labelled eco but keeps its performance caps (the
+// controller's drain guard) while the performance pods placed before
+// finish: those are not counted.
 func (o Observation) PerfOnEco() int {
 	n := 0
 	for _, s := range o.Nodes {
