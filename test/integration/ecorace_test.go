@@ -58,8 +58,8 @@ func TestNoPerformancePodRunsUnderAnEcoCap(t *testing.T) {
 	for _, mode := range []string{"drain", "seed"} {
 		t.Run(mode, func(t *testing.T) {
 			r := runEcoRace(t, mode, d)
-			t.Logf("guard %s, %s: %d performance pods bound, %d guard transitions seen, %d agent refusals, longest a bound performance pod ran under eco: %s",
-				mode, d, r.bound, r.transitions, r.refusals, r.longest.Round(time.Millisecond))
+			t.Logf("guard %s, %s: %d performance pods bound, %d guard transitions seen, %d agent refusals, longest a bound performance pod ran under eco: %s; the extender's cache followed each label change within %s (at this test's resolution)",
+				mode, d, r.bound, r.transitions, r.refusals, r.longest.Round(time.Millisecond), r.extenderLag.Round(time.Millisecond))
 			for _, v := range r.violations {
 				t.Error(v)
 			}
@@ -81,7 +81,7 @@ func TestNoPerformancePodRunsUnderAnEcoCap(t *testing.T) {
 
 type ecoRaceResult struct {
 	bound, transitions, refusals int
-	longest                      time.Duration
+	longest, extenderLag         time.Duration
 	violations                   []string
 }
 
@@ -117,6 +117,7 @@ func runEcoRace(t *testing.T, mode string, d time.Duration) ecoRaceResult {
 	cappedSince := map[string]time.Time{} // pod → when it was first seen under eco
 	lastState := map[string]string{}
 	refusing := map[string]bool{}
+	changedAt := map[string]time.Time{} // node → when the test saw its labels change
 	sel := labels.Set{"joulie.test/ecorace": group}.String()
 	created := 0
 	next := time.Now()
@@ -189,8 +190,17 @@ func runEcoRace(t *testing.T, mode string, d time.Duration) ecoRaceResult {
 			state := node.Labels[joulie.LabelPowerProfile] + "/" + node.Labels[joulie.LabelDraining]
 			if prev, ok := lastState[n]; ok && prev != state {
 				r.transitions++
+				changedAt[n] = time.Now()
 			}
 			lastState[n] = state
+		}
+		// How long the extender's cache takes to follow a label change
+		// (the drain dwell must be longer), at the loop's resolution.
+		for _, en := range ext.debugScoring(t).Nodes {
+			if at, ok := changedAt[en.NodeName]; ok && en.ProfileLabel+"/"+en.DrainingLabel == lastState[en.NodeName] {
+				r.extenderLag = max(r.extenderLag, time.Since(at))
+				delete(changedAt, en.NodeName)
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

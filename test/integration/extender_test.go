@@ -323,6 +323,8 @@ type debugScoring struct {
 		HasTwin        bool    `json:"hasTwin"`
 		AllocatableCPU float64 `json:"allocatableCpu"`
 		RequestedCPU   float64 `json:"requestedCpu"`
+		ProfileLabel   string  `json:"powerProfileLabel"`
+		DrainingLabel  string  `json:"drainingLabel"`
 	} `json:"nodes"`
 }
 
