@@ -55,5 +55,6 @@ func DefaultSettings() Settings {
 		Coefficients:      powerest.DefaultCoefficients(),
 		CapMode:           CapModePays,
 		Spread:            policy.SpreadDemand,
+		GPUCapScope:       GPUScopeNode,
 	}
 }

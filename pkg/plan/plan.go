@@ -76,7 +76,18 @@ type Settings struct {
 	// floor: policy.SpreadDemand, or policy.SpreadDensity (the seeds',
 	// also what an empty value means).
 	Spread string
+	// GPUCapScope is how GPU caps follow the pods: GPUScopeNode, a node's
+	// GPUs all take its profile's cap (also what an empty value means), or
+	// GPUScopePod, which also caps, on performance nodes, the GPUs only
+	// standard pods hold.
+	GPUCapScope string
 }
+
+// GPU cap scopes (gpuCapScope).
+const (
+	GPUScopeNode = "node"
+	GPUScopePod  = "pod"
+)
 
 // Facility is the facility poller's latest reading; nil fields are
 // unknown.
@@ -201,6 +212,15 @@ func Compute(in Inputs, s Settings) Result {
 			n.CPUCap, n.GPUCap = p.Caps.CPU, p.Caps.GPU
 		}
 		p.Spec = s.Intent.Spec(p.Decision.Applied, n)
+		if s.GPUCapScope == GPUScopePod && p.Decision.Applied == joulie.ProfilePerformance && p.Spec.GPU != nil {
+			// Standard work sharing a performance node is capped on its own
+			// GPUs at the fixed eco cap: the cap that pays would need each
+			// GPU's own draw, which the node's measured power does not say.
+			n.CPUCap, n.GPUCap = nil, nil
+			if eco := s.Intent.Spec(joulie.ProfileEco, n).GPU; eco != nil {
+				p.Spec.GPU.StandardPowerCap = eco.PowerCap
+			}
+		}
 	}
 	twins(res.Nodes, byName, in, s)
 	slices.SortFunc(res.Nodes, func(a, b NodePlan) int { return strings.Compare(a.Name, b.Name) })

@@ -453,3 +453,29 @@ func TestDemandSpreadMakesTheWarmReservePerformance(t *testing.T) {
 		}
 	}
 }
+
+// With per-GPU caps a performance GPU node publishes the GPU eco cap for
+// the GPUs only standard pods hold; eco nodes, CPU nodes and the node
+// scope publish none.
+func TestGPUScopePodCapsStandardGPUsOnPerformanceNodes(t *testing.T) {
+	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 8, nil), plantest.CPUNode("cpu-a", nil)}
+	for _, scope := range []string{GPUScopeNode, GPUScopePod} {
+		s := settings(PolicyStaticPartition)
+		s.GPUCapScope = scope
+		got := byName(Compute(Inputs{Now: t0, Nodes: nodes}, s))
+		perf, eco := got["gpu-a"], got["gpu-b"]
+		if perf.Decision.Applied != joulie.ProfilePerformance || eco.Decision.Applied != joulie.ProfileEco {
+			t.Fatalf("%s: gpu-a %s, gpu-b %s; want performance and eco", scope, perf.Decision.Applied, eco.Decision.Applied)
+		}
+		std := perf.Spec.GPU.StandardPowerCap
+		switch {
+		case scope == GPUScopeNode && std != nil:
+			t.Errorf("node scope: the performance node publishes a standard GPU cap %+v", std)
+		case scope == GPUScopePod && (std == nil || *std.CapPctOfMax != 60 || *perf.Spec.GPU.PowerCap.CapPctOfMax != 100):
+			t.Errorf("pod scope: the performance node publishes %+v, want its GPUs at 100%% and standard pods' at 60%%", perf.Spec.GPU)
+		}
+		if eco.Spec.GPU.StandardPowerCap != nil || got["cpu-a"].Spec.GPU != nil {
+			t.Errorf("%s: an eco or CPU node publishes a standard GPU cap", scope)
+		}
+	}
+}

@@ -20,17 +20,22 @@ import (
 
 // fakeGPU lays out one GPU of the fake libnvidia-ml (its state files:
 // agentd/internal/nvml/fakenvml) whose energy counter runs at watts.
-func fakeGPU(t *testing.T, dir, uuid string, watts int) {
+func fakeGPU(t *testing.T, dir, uuid string, watts int) { fakeGPUs(t, dir, watts, uuid) }
+
+// fakeGPUs lays out one H100 of the fake libnvidia-ml per UUID, in order.
+func fakeGPUs(t *testing.T, dir string, watts int, uuids ...string) {
 	t.Helper()
-	g := filepath.Join(dir, "gpu0")
-	files := map[string]string{
-		"count": "1", "gpu0/name": "NVIDIA H100 80GB HBM3", "gpu0/uuid": uuid, "gpu0/pci_bus_id": "0000:18:00.0",
-		"gpu0/min_mw": "200000", "gpu0/max_mw": "700000", "gpu0/default_mw": "700000", "gpu0/limit_mw": "700000",
-		"gpu0/power_mw": fmt.Sprint(watts * 1000), "gpu0/energy_mj": "1000000",
-		"gpu0/energy_since_ms": fmt.Sprint(time.Now().UnixMilli()),
-	}
-	if err := os.MkdirAll(g, 0o755); err != nil {
-		t.Fatal(err)
+	files := map[string]string{"count": fmt.Sprint(len(uuids))}
+	for i, uuid := range uuids {
+		g := fmt.Sprintf("gpu%d/", i)
+		for k, v := range map[string]string{"name": "NVIDIA H100 80GB HBM3", "uuid": uuid, "pci_bus_id": fmt.Sprintf("0000:%02x:00.0", 0x18+i),
+			"min_mw": "200000", "max_mw": "700000", "default_mw": "700000", "limit_mw": "700000",
+			"power_mw": fmt.Sprint(watts * 1000), "energy_mj": "1000000", "energy_since_ms": fmt.Sprint(time.Now().UnixMilli())} {
+			files[g+k] = v
+		}
+		if err := os.MkdirAll(filepath.Join(dir, g), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, v := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o644); err != nil {

@@ -75,12 +75,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		return nil, err
 	}
 	onHost := hw == nil
+	// The host asks the daemon, which is made after it, which GPUs only
+	// standard pods hold; nothing asks before the agent's first tick.
+	var d *Daemon
 	if onHost {
-		if hw, err = openHost(cfg); err != nil {
+		if hw, err = openHost(cfg, func() map[string]bool { return d.standardGPUs() }); err != nil {
 			return nil, err
 		}
 	}
-	d := &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier(), onHost: onHost}
+	d = &Daemon{cfg: cfg, log: log, hw: hw, notify: systemd.NewNotifier(), onHost: onHost}
 	var dc dynamic.Interface
 	if onHost && !cfg.Standalone() {
 		if dc, err = dynamicClient(cfg); err != nil {
@@ -110,7 +113,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 
 // openHost opens the host's own hardware, holding the state directory's
 // lock.
-func openHost(cfg config.Config) (agent.Hardware, error) {
+func openHost(cfg config.Config, standardGPUs func() map[string]bool) (agent.Hardware, error) {
 	// One writer per journal: a second daemon, or an offline restore by
 	// joulie-agentctl, must not write the same controls at the same time.
 	unlock, err := state.Lock(cfg.StateDir)
@@ -122,7 +125,7 @@ func openHost(cfg config.Config) (agent.Hardware, error) {
 	h, err := host.Open(host.Config{
 		Root: cfg.HostRoot, StateDir: cfg.StateDir,
 		NVMLLibraryPath: cfg.NVMLLibraryPath, AMDSMILibraryPath: cfg.AMDSMILibraryPath,
-		DVFS: cfg.DVFS, AgentVersion: version.Version,
+		DVFS: cfg.DVFS, AgentVersion: version.Version, StandardGPUs: standardGPUs,
 	})
 	if err != nil {
 		_ = unlock()

@@ -50,7 +50,35 @@ func (d *Daemon) newPodMeter(cfg config.Config, dc dynamic.Interface) (*podmeter
 		d.reports = kubesync.NewEnergyReporter(dc, cfg.NodeName, d.log)
 		o.Ended = d.reports.Enqueue
 	}
+	// A GPU changing hands may change its cap (per-GPU caps): enforce
+	// now, not at the next tick.
+	o.HoldersChanged = d.agent.Kick
 	return podmeter.New(o), nil
+}
+
+// standardGPUs names by UUID the GPUs that only standard pods hold, as the
+// kubelet last said who holds which GPU and the API server says what each
+// pod is. A GPU held by a pod whose class is not known yet counts as not
+// standard: it keeps the node's cap rather than risk slowing a
+// performance pod.
+func (d *Daemon) standardGPUs() map[string]bool {
+	if d == nil || d.meter == nil || d.pods == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for id, pods := range d.meter.Holders() {
+		standard := len(pods) > 0
+		for _, p := range pods {
+			if perf, known := d.pods.Performance(p.Namespace, p.Name); perf || !known {
+				standard = false
+				break
+			}
+		}
+		if standard {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // podCollectors is the per-pod energy's metrics, none without a meter.

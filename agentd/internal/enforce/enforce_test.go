@@ -371,12 +371,37 @@ func TestCPUDVFSMessageCarriesTheBackendsReason(t *testing.T) {
 	}
 }
 
-// enforceGPU runs one tick of e, listing the devices as the host does.
+// enforceGPU runs one tick of e, listing the devices as the host does,
+// with no GPU held by standard pods alone.
 func enforceGPU(e *GPUEnforcer, now time.Time, t *joulie.GPUPowerTarget) joulie.ControlStatus {
+	return enforceGPUHeld(e, now, t, nil)
+}
+
+func enforceGPUHeld(e *GPUEnforcer, now time.Time, t *joulie.GPUPowerTarget, standard map[string]bool) joulie.ControlStatus {
 	var gpus []backend.GPU
 	var err error
 	if e.capper != nil {
 		gpus, err = e.capper.GPUs()
 	}
-	return e.Enforce(now, t, gpus, err)
+	return e.Enforce(now, t, gpus, err, standard)
+}
+
+// Per-GPU caps: the GPUs only standard pods hold take the standard cap,
+// the others (held by performance pods, or idle) the node's cap; without
+// a standard cap in the target every GPU takes the node's.
+func TestGPUsOfStandardPodsTakeTheStandardCap(t *testing.T) {
+	g := newFakeGPUs(4, 700)
+	e := NewGPUEnforcer(g, nil, time.Minute)
+	target := &joulie.GPUPowerTarget{PowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(100.0)},
+		StandardPowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}
+	standard := map[string]bool{g.gpus[1].UUID: true, g.gpus[3].UUID: true}
+	st := enforceGPUHeld(e, t0, target, standard)
+	if st.Result != joulie.ResultApplied || strings.Join(g.sets, ",") != "0=700,1=420,2=700,3=420" || st.AppliedCapWatts != nil {
+		t.Fatalf("status %+v, sets %v", st, g.sets)
+	}
+	g.sets = nil
+	st = enforceGPUHeld(e, t0, &joulie.GPUPowerTarget{PowerCap: target.PowerCap}, standard)
+	if strings.Join(g.sets, ",") != "0=700,1=700,2=700,3=700" || *st.AppliedCapWatts != 700 {
+		t.Fatalf("without a standard cap: status %+v, sets %v", st, g.sets)
+	}
 }

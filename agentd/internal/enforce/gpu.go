@@ -36,7 +36,10 @@ func NewGPUEnforcer(capper backend.GPUCapper, restore func() error, retryMin tim
 // enumeration for this tick (err when it failed), and returns the status.
 // The caller lists the devices once per tick and shares the list with
 // whatever else reads them that tick (measured power, hardware facts).
-func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []backend.GPU, err error) joulie.ControlStatus {
+// standard names, by UUID, the devices only standard pods hold: they take
+// t.StandardPowerCap where t sets one (per-GPU caps), the others
+// t.PowerCap.
+func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []backend.GPU, err error, standard map[string]bool) joulie.ControlStatus {
 	if e.capper == nil {
 		return joulie.ControlStatus{Backend: joulie.BackendNone, Result: joulie.ResultNone, Message: "no GPUs found on this host"}
 	}
@@ -59,7 +62,11 @@ func (e *GPUEnforcer) Enforce(now time.Time, t *joulie.GPUPowerTarget, gpus []ba
 	devices := make([]joulie.DeviceControlStatus, 0, len(gpus))
 	for _, g := range gpus {
 		d := joulie.DeviceControlStatus{ID: strconv.Itoa(g.Index)}
-		watts, ok := ResolveGPU(t, g.MaxWatts)
+		dt := t
+		if t.StandardPowerCap != nil && standard[g.UUID] {
+			dt = &joulie.GPUPowerTarget{PowerCap: t.StandardPowerCap}
+		}
+		watts, ok := ResolveGPU(dt, g.MaxWatts)
 		switch {
 		case g.CapBlocked != "":
 			d.Result, d.Message = joulie.ResultBlocked, g.CapBlocked

@@ -65,6 +65,10 @@ type Config struct {
 	Writer sysfs.Writer
 	// DiscoverRAPL replaces rapl.Discover; tests count discoveries.
 	DiscoverRAPL func(fs *sysfs.FS) ([]rapl.Package, []string)
+	// StandardGPUs, when set, names by UUID the GPUs only standard pods
+	// hold; it is asked on a tick whose target sets a standard GPU cap,
+	// and must answer at once (from what the per-pod meter last saw).
+	StandardGPUs func() map[string]bool
 }
 
 // Skip is the library path that turns a library backend off.
@@ -162,7 +166,11 @@ func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce
 	h.listGPUs()
 	if spec != nil {
 		r.CPU = h.cpuEnf.Enforce(now, spec.CPU)
-		r.GPU = h.gpuEnf.Enforce(now, spec.GPU, h.gpus, h.gpusErr)
+		var standard map[string]bool
+		if spec.GPU != nil && spec.GPU.StandardPowerCap != nil && h.cfg.StandardGPUs != nil {
+			standard = h.cfg.StandardGPUs()
+		}
+		r.GPU = h.gpuEnf.Enforce(now, spec.GPU, h.gpus, h.gpusErr, standard)
 		h.noteApplied(r.GPU)
 	}
 	r.CPUMode = h.cpuEnf.Mode()

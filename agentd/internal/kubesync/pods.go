@@ -176,6 +176,18 @@ func (p *NodePods) UIDs() map[string]podenergy.Key {
 	return out
 }
 
+// Performance reports whether the pod namespace/name on the node is an
+// active performance-sensitive pod; known is false when the pod is not in
+// the node's list (not listed yet, or gone).
+func (p *NodePods) Performance(namespace, name string) (perf, known bool) {
+	o, ok, err := p.informer.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return false, false
+	}
+	pod, ok := o.(*corev1.Pod)
+	return ok && isPerformance(pod), ok
+}
+
 // PerformancePods names ("namespace/name", sorted) the active
 // performance-sensitive pods bound to the node, by pkg/workload's
 // classification, the one the controller and the extender use; an error

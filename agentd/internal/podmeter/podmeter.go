@@ -10,6 +10,8 @@ package podmeter
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,9 +57,13 @@ type Options struct {
 	PodsErr func() error
 	// Ended receives each pod's final totals once it ended (the agent's
 	// EnergyReport event). Called on the meter's goroutine.
-	Ended     func(podenergy.PodEnergy)
-	Retention time.Duration
-	Logger    *slog.Logger
+	Ended func(podenergy.PodEnergy)
+	// HoldersChanged, when set, is told on the meter's goroutine that the
+	// pods holding the GPUs changed (the agent's Kick: per-GPU caps
+	// follow within the tick that saw it). It must return at once.
+	HoldersChanged func()
+	Retention      time.Duration
+	Logger         *slog.Logger
 }
 
 // Status says what the meter could do at its last observation.
@@ -78,10 +84,11 @@ type Meter struct {
 	opts   Options
 	signal chan struct{}
 
-	mu     sync.Mutex
-	ledger *podenergy.Ledger
-	status Status
-	last   time.Time
+	mu      sync.Mutex
+	ledger  *podenergy.Ledger
+	status  Status
+	last    time.Time
+	holders map[string][]podenergy.Claim // by GPU ID, at the last observation
 }
 
 // New builds a meter; Run starts it.
@@ -156,7 +163,13 @@ func (m *Meter) Observe(ctx context.Context) {
 	m.ledger.Observe(t)
 	ended := m.ledger.Ended()
 	m.status, m.last = st, snap.LastReconcile
+	holders := m.ledger.Holders()
+	changed := !maps.EqualFunc(holders, m.holders, slices.Equal)
+	m.holders = holders
 	m.mu.Unlock()
+	if changed && m.opts.HoldersChanged != nil {
+		m.opts.HoldersChanged()
+	}
 	for _, e := range ended {
 		m.opts.Logger.Info("pod ended", "pod", e.Key.String(), "gpuJoules", e.GPUJoules, "cpuJoulesEstimate", e.CPUJoules, "gpus", e.GPUs())
 		if m.opts.Ended != nil {
@@ -240,6 +253,20 @@ func (m *Meter) lastPods() ([]podenergy.Pod, map[string][]podenergy.Claim) {
 		holders[id] = claims
 	}
 	return pods, holders
+}
+
+// Holders is, by GPU ID, the pods holding each GPU at the last
+// observation; GPUs nobody holds are absent.
+func (m *Meter) Holders() map[string][]podenergy.Key {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string][]podenergy.Key, len(m.holders))
+	for id, claims := range m.holders {
+		for _, c := range claims {
+			out[id] = append(out[id], c.Pod)
+		}
+	}
+	return out
 }
 
 // Pods is every pod's energy so far, those ended within the retention

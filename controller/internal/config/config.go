@@ -265,6 +265,11 @@ func check(c *Config) []settings.Problem {
 	default:
 		add("capMode", "%q is not one of pays, fixed", s.CapMode)
 	}
+	switch s.GPUCapScope {
+	case plan.GPUScopeNode, plan.GPUScopePod:
+	default:
+		add("gpuCapScope", "%q is not one of node, pod", s.GPUCapScope)
+	}
 
 	fraction("marginal.cpuUtilCoeff", s.Coefficients.CPUUtil)
 	fraction("marginal.gpuUtilCoeffStandard", s.Coefficients.GPUUtilStandard)

@@ -193,6 +193,7 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 		{"model range", map[string]string{"GPU_MODEL_CAPS_JSON": `{"H100": {"minCapWatts": 800, "maxCapWatts": 700}}`}, nil, []string{"gpu.modelCapsJSON", "GPU_MODEL_CAPS_JSON", "H100"}},
 		{"model JSON", map[string]string{"GPU_MODEL_CAPS_JSON": `[1,2]`}, nil, []string{"GPU_MODEL_CAPS_JSON"}},
 		{"cap mode", map[string]string{"CAP_MODE": "always"}, nil, []string{`capMode: "always" is not one of pays, fixed (from CAP_MODE)`}},
+		{"gpu cap scope", map[string]string{"GPU_CAP_SCOPE": "device"}, nil, []string{`gpuCapScope: "device" is not one of node, pod (from GPU_CAP_SCOPE)`}},
 		{"guard mode", map[string]string{"GUARD_MODE": "eager"}, nil, []string{`guardMode: "eager" is not one of drain, seed (from GUARD_MODE)`}},
 		{"drain dwell", nil, []string{"--drain-dwell", "0s"}, []string{`drainDwell: "0s" must be positive with guardMode drain`, "--drain-dwell"}},
 		{"spread", nil, []string{"--performance-spread", "random"}, []string{`performanceSpread: "random" is not one of demand, density`, "--performance-spread"}},

@@ -756,6 +756,12 @@ func schema_pkg_apis_joulie_v1alpha1_GPUPowerTarget(ref common.ReferenceCallback
 							Ref:         ref("joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerCap"),
 						},
 					},
+					"standardPowerCap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StandardPowerCap, when set, is the cap of each GPU that only standard pods hold (per the kubelet's pod-resources API); GPUs a performance pod holds, and idle ones, take PowerCap. The controller sets it on performance nodes with per-GPU caps (caps.gpuScope pod), so standard work sharing a performance node is capped where it runs.",
+							Ref:         ref("joulie.io/joulie/pkg/apis/joulie/v1alpha1.GPUPowerCap"),
+						},
+					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Reason says why the controller chose this cap, as for the CPU.",

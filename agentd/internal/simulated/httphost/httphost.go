@@ -104,7 +104,7 @@ func (h *Host) Enforce(now time.Time, spec *joulie.NodePowerProfileSpec) enforce
 	gpus, gpuErr := h.gpu.GPUs() // once per tick, for the caps and the report
 	if spec != nil {
 		h.lastCPU = nil // one telemetry read per tick, shared by DVFS and the report
-		r.CPU, r.GPU = h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU, gpus, gpuErr)
+		r.CPU, r.GPU = h.cpuEnf.Enforce(now, spec.CPU), h.gpuEnf.Enforce(now, spec.GPU, gpus, gpuErr, nil)
 	}
 	r.CPUMode = h.cpuEnf.Mode()
 	r.Power = h.measuredPower(now, gpus, gpuErr)

@@ -123,6 +123,13 @@ type GPUPowerTarget struct {
 	// PowerCap is the per-device cap.
 	// +optional
 	PowerCap *GPUPowerCap `json:"powerCap,omitempty"`
+	// StandardPowerCap, when set, is the cap of each GPU that only
+	// standard pods hold (per the kubelet's pod-resources API); GPUs a
+	// performance pod holds, and idle ones, take PowerCap. The controller
+	// sets it on performance nodes with per-GPU caps (caps.gpuScope pod),
+	// so standard work sharing a performance node is capped where it runs.
+	// +optional
+	StandardPowerCap *GPUPowerCap `json:"standardPowerCap,omitempty"`
 	// Reason says why the controller chose this cap, as for the CPU.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional

@@ -466,6 +466,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: reason
       type:
         scalar: string
+    - name: standardPowerCap
+      type:
+        namedType: io.joulie.joulie.pkg.apis.joulie.v1alpha1.GPUPowerCap
 - name: io.joulie.joulie.pkg.apis.joulie.v1alpha1.MeasuredPower
   map:
     fields:

@@ -15,6 +15,12 @@ package v1alpha1
 type GPUPowerTargetApplyConfiguration struct {
 	// PowerCap is the per-device cap.
 	PowerCap *GPUPowerCapApplyConfiguration `json:"powerCap,omitempty"`
+	// StandardPowerCap, when set, is the cap of each GPU that only
+	// standard pods hold (per the kubelet's pod-resources API); GPUs a
+	// performance pod holds, and idle ones, take PowerCap. The controller
+	// sets it on performance nodes with per-GPU caps (caps.gpuScope pod),
+	// so standard work sharing a performance node is capped where it runs.
+	StandardPowerCap *GPUPowerCapApplyConfiguration `json:"standardPowerCap,omitempty"`
 	// Reason says why the controller chose this cap, as for the CPU.
 	Reason *string `json:"reason,omitempty"`
 }
@@ -30,6 +36,14 @@ func GPUPowerTarget() *GPUPowerTargetApplyConfiguration {
 // If called multiple times, the PowerCap field is set to the value of the last call.
 func (b *GPUPowerTargetApplyConfiguration) WithPowerCap(value *GPUPowerCapApplyConfiguration) *GPUPowerTargetApplyConfiguration {
 	b.PowerCap = value
+	return b
+}
+
+// WithStandardPowerCap sets the StandardPowerCap field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the StandardPowerCap field is set to the value of the last call.
+func (b *GPUPowerTargetApplyConfiguration) WithStandardPowerCap(value *GPUPowerCapApplyConfiguration) *GPUPowerTargetApplyConfiguration {
+	b.StandardPowerCap = value
 	return b
 }
 

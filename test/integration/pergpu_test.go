@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/test/demo/fleet"
+)
+
+// Per-GPU caps on the real joulie-agentd, with its node's own identity,
+// three GPUs of the fake libnvidia-ml and a fake kubelet on the real
+// pod-resources API: on a performance node whose profile sets a standard
+// GPU cap, the GPU a standard pod holds is capped, the performance pod's
+// and the idle one are not, and a GPU changing hands changes its cap.
+func TestAgentCapsEachGPUByTheClassOfItsPod(t *testing.T) {
+	const node, ns = "per-gpu-node", "per-gpu"
+	uuids := []string{"GPU-pg000000-0000-4000-8000-000000000000", "GPU-pg000000-0000-4000-8000-000000000001", "GPU-pg000000-0000-4000-8000-000000000002"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.CreateReadyNode(t, node, nil, nil)
+	deleteNodeObjects(t, admin, node)
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, GPU: &joulie.GPUPowerTarget{
+			PowerCap:         &joulie.GPUPowerCap{CapPctOfMax: ptr.To(100.0)},
+			StandardPowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name, class string) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+		if class != "" {
+			p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: class}
+		}
+		cp.CreatePod(t, p)
+	}
+	pod("train", joulie.WorkloadClassPerformance)
+	pod("batch", "")
+	pod("etl", "")
+
+	lib, err := fleet.BuildFakeNVML(ctx, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := t.TempDir()
+	fakeGPUs(t, gpus, 300, uuids...)
+	t.Setenv("FAKE_NVML_DIR", gpus)
+	sockDir, err := os.MkdirTemp("", "kubelet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	socket, podsFile := filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
+	kubeletPods(t, podsFile, map[string][]string{ns + "/train": {uuids[0]}, ns + "/batch": {uuids[1]}})
+	kubelet := exec.Command(cp.BuildProgram(t, "joulie.io/joulie/agentd/internal/podresources/fakekubelet/cmd/fake-kubelet"),
+		"--socket", socket, "--pods", podsFile)
+	kubelet.Stderr = os.Stderr
+	if err := kubelet.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kubelet.Process.Signal(syscall.SIGTERM); _ = kubelet.Wait() })
+	runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)), "--nvml-library-path", lib, "--pod-resources-socket", socket)
+
+	limits := func() string {
+		var out []string
+		for i := range uuids {
+			b, err := os.ReadFile(filepath.Join(gpus, "gpu"+string(rune('0'+i)), "limit_mw"))
+			if err != nil {
+				return err.Error()
+			}
+			out = append(out, strings.TrimSpace(string(b)))
+		}
+		return strings.Join(out, ",")
+	}
+	expect := func(what, want string) {
+		t.Helper()
+		start := time.Now()
+		pollUntil(t, what+" (limits "+want+" mW; last "+limits()+")", 30*time.Second, func() bool { return limits() == want })
+		t.Logf("%s: limits %s mW after %s", what, want, time.Since(start).Round(10*time.Millisecond))
+	}
+	// The standard pod's GPU at 60% of 700 W; the performance pod's and
+	// the idle GPU at 100%.
+	expect("batch's GPU capped, train's and the idle one not", "700000,420000,700000")
+
+	// batch ends and etl takes the idle GPU: the caps follow within the
+	// tick that sees it (the agent ticks every second).
+	kubeletPods(t, podsFile, map[string][]string{ns + "/train": {uuids[0]}, ns + "/etl": {uuids[2]}})
+	expect("the GPUs changed hands", "700000,700000,420000")
+
+	// A GPU shared by a performance and a standard pod stays uncapped.
+	kubeletPods(t, podsFile, map[string][]string{ns + "/train": {uuids[0], uuids[2]}, ns + "/etl": {uuids[2]}})
+	expect("a GPU shared with a performance pod", "700000,700000,700000")
+}
