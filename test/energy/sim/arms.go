@@ -27,6 +27,7 @@ const (
 	ArmOraclePhysical Arm = "f-oracle-physical"  // oracle: per-GPU caps per job, node-level CPU caps, power-off with foresight
 	ArmOracle         Arm = "f-oracle"           // oracle: as f-oracle-physical, CPU caps per job slice (idealised)
 	ArmJoulie         Arm = "j-joulie"           // Joulie as shipped after issue 23: packing, caps that pay, parking
+	ArmJouliePerGPU   Arm = "j-joulie-pergpu"    // as j-joulie, with per-GPU caps (gpuCapScope pod)
 )
 
 // OracleMode says how the oracle chooses caps.
@@ -92,6 +93,9 @@ type ArmSpec struct {
 	// Guard is the controller's guardMode when Joulie is set; empty means
 	// the seeds' (policy.GuardSeed).
 	Guard policy.GuardMode
+	// GPUCapScope is the controller's gpuCapScope when Joulie is set;
+	// empty means plan.GPUScopeNode.
+	GPUCapScope string
 	// Caps says whether the agents enforce the controller's caps.
 	Caps bool
 	// Oracle chooses caps per job or per node (Joulie is then off).
@@ -132,6 +136,9 @@ var ArmSpecs = []ArmSpec{
 	{Arm: ArmJoulie, Profile: ShippedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
 		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain,
 		Describe: "Joulie as shipped: the chart's packing profile, the extender's pack mode, queue_aware_v1 with performance spread by demand, caps only where they pay, idle nodes parked with a warm reserve per family"},
+	{Arm: ArmJouliePerGPU, Profile: ShippedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
+		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain, GPUCapScope: plan.GPUScopePod,
+		Describe: "as j-joulie, with per-GPU caps: on performance nodes, the GPUs of standard jobs at the fixed GPU eco cap"},
 }
 
 // Spec returns the spec of arm a.

@@ -35,6 +35,7 @@ func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 		want.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
 		want.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
 		want.Guard = cmp.Or(spec.Guard, policy.GuardSeed)
+		want.GPUCapScope = cmp.Or(spec.GPUCapScope, plan.GPUScopeNode)
 		if !reflect.DeepEqual(s.plan, want) {
 			t.Errorf("%s: the simulated controller plans with\n%+v\nthe controller's defaults are\n%+v", spec.Arm, s.plan, want)
 		}

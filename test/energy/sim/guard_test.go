@@ -55,6 +55,7 @@ func TestResultsUnchanged(t *testing.T) {
 		"f-oracle-physical/6":  "98ec9f7cf96bbbf7",
 		"f-oracle/6":           "baafe2c6b3022cff",
 		"j-joulie/6":           "2a101601a7e39327",
+		"j-joulie-pergpu/6":    "94878543764c8da2",
 		"a-default/7":          "6119f5903a13b764",
 		"b-binpack/7":          "3e808fda932ee3b2",
 		"g-binpack-poweroff/7": "af403a6b33396726",
@@ -65,6 +66,7 @@ func TestResultsUnchanged(t *testing.T) {
 		"f-oracle-physical/7":  "60e39c708149cd2b",
 		"f-oracle/7":           "ee957461628b62a5",
 		"j-joulie/7":           "39c7242931a55385",
+		"j-joulie-pergpu/7":    "2c6015fcb233a3cb",
 	}
 	for _, seed := range []int64{6, 7} {
 		nodes, jobs := smallRun(t, seed, 600)

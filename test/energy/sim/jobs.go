@@ -196,11 +196,11 @@ func (s *simulation) free(n *nodeState) (cpu, mem int64, gpus int) {
 
 // applyCaps is the agent of node i enforcing new caps: the node's draw and
 // its jobs' progress change from now on.
-func (s *simulation) applyCaps(i int, cpuCap, gpuCap float64) {
+func (s *simulation) applyCaps(i int, cpuCap, gpuCap, gpuStdCap float64) {
 	n := s.nodes[i]
-	if !s.spec.Caps || (n.cpuCap == cpuCap && n.gpuCap == gpuCap) {
+	if !s.spec.Caps || (n.cpuCap == cpuCap && n.gpuCap == gpuCap && n.gpuStdCap == gpuStdCap) {
 		return
 	}
-	n.cpuCap, n.gpuCap = cpuCap, gpuCap
+	n.cpuCap, n.gpuCap, n.gpuStdCap = cpuCap, gpuCap, gpuStdCap
 	s.nodeChanged(n)
 }

@@ -81,9 +81,9 @@ func (s *simulation) reconcile(ctx context.Context) error {
 		n.hardware = s.hardwareOf(n)
 		// The agent of a node asked for the caps it already has does
 		// nothing (applyCaps); only a change is worth an event.
-		if cpuCap, gpuCap := capFractions(np.Spec); cpuCap != n.askedCPU || gpuCap != n.askedGPU {
-			n.askedCPU, n.askedGPU = cpuCap, gpuCap
-			caps = append(caps, capsChange{node: ni, cpuCap: cpuCap, gpuCap: gpuCap})
+		if cpuCap, gpuCap, stdCap := capFractions(np.Spec); cpuCap != n.askedCPU || gpuCap != n.askedGPU || stdCap != n.askedStd {
+			n.askedCPU, n.askedGPU, n.askedStd = cpuCap, gpuCap, stdCap
+			caps = append(caps, capsChange{node: ni, cpuCap: cpuCap, gpuCap: gpuCap, gpuStdCap: stdCap})
 		}
 	}
 	s.twinGen++
@@ -180,15 +180,21 @@ func (s *simulation) applyLabels(n *nodeState, np *plan.NodePlan) (bool, error) 
 // capFractions reads a profile's caps as fractions of the maximum, as the
 // agent resolves them (1: no cap). The controller writes percentages
 // unless CPU_WRITE_ABSOLUTE_CAPS is set, which the simulator does not do.
-func capFractions(spec joulie.NodePowerProfileSpec) (cpu, gpu float64) {
-	cpu, gpu = 1, 1
+func capFractions(spec joulie.NodePowerProfileSpec) (cpu, gpu, gpuStd float64) {
+	cpu, gpu, gpuStd = 1, 1, 1
 	if c := spec.CPU; c != nil && c.PackagePowerCapPctOfMax != nil {
 		cpu = *c.PackagePowerCapPctOfMax / 100
 	}
 	if g := spec.GPU; g != nil && g.PowerCap != nil && g.PowerCap.CapPctOfMax != nil {
 		gpu = *g.PowerCap.CapPctOfMax / 100
+		gpuStd = gpu
+		// The agent caps the GPUs only standard pods hold at the standard
+		// cap, and needs the node's cap beside it.
+		if sc := g.StandardPowerCap; sc != nil && sc.CapPctOfMax != nil {
+			gpuStd = *sc.CapPctOfMax / 100
+		}
 	}
-	return cpu, gpu
+	return cpu, gpu, gpuStd
 }
 
 // extender is joulie-extender's filter and prioritize over the simulated
@@ -306,8 +312,8 @@ func (s *simulation) hardwareOf(n *nodeState) powerest.Node {
 
 // capsChange is the caps a reconcile asks node's agent for.
 type capsChange struct {
-	node           int
-	cpuCap, gpuCap float64
+	node                      int
+	cpuCap, gpuCap, gpuStdCap float64
 }
 
 // planSettings are the controller's defaults (plan.DefaultSettings, which
@@ -321,6 +327,7 @@ func planSettings(spec ArmSpec, opts Options) plan.Settings {
 	ps.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
 	ps.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
 	ps.Guard = cmp.Or(spec.Guard, policy.GuardSeed)
+	ps.GPUCapScope = cmp.Or(spec.GPUCapScope, plan.GPUScopeNode)
 	ps.Policy = spec.Policy
 	ps.Interval = opts.ReconcileInterval
 	if opts.Intent != nil {

@@ -39,6 +39,9 @@ type nodeState struct {
 	// none): by its agent AgentDelay after the reconcile that asked, or by
 	// the physical oracle.
 	cpuCap, gpuCap float64
+	// gpuStdCap is the cap fraction of the GPUs standard jobs hold, with
+	// per-GPU caps (gpu.standardPowerCap; 1: none).
+	gpuStdCap float64
 	// running holds the indices of the jobs on the node in ascending
 	// order: the sums over them and the events they push come out the
 	// same on every run (a map's order would not).
@@ -53,7 +56,7 @@ type nodeState struct {
 	lastTransition time.Time
 	// askedCPU and askedGPU are the caps the last reconcile asked for (1:
 	// none), which the agent has applied or will.
-	askedCPU, askedGPU float64
+	askedCPU, askedGPU, askedStd float64
 	// park is the node's parking state in a parking arm (parking.go).
 	park parkingState
 	// podsChanged says running changed since the controller's view of the
@@ -80,7 +83,7 @@ type nodeState struct {
 var standard = workload.StandardCluster(1, 1)
 
 func (s *simulation) newNode(i int, n workload.Node, obj *v1.Node) *nodeState {
-	ns := &nodeState{idx: i, spec: n, obj: obj, cpuCap: 1, gpuCap: 1, askedCPU: 1, askedGPU: 1}
+	ns := &nodeState{idx: i, spec: n, obj: obj, cpuCap: 1, gpuCap: 1, gpuStdCap: 1, askedCPU: 1, askedGPU: 1, askedStd: 1}
 	ns.host, ns.gpu = physicsFor(s.model, n)
 	return ns
 }
@@ -135,10 +138,7 @@ func (s *simulation) awakeWatts(n *nodeState) float64 {
 		for _, idx := range n.running {
 			j := s.jobs[idx]
 			u := s.model.Class(j.job.Boundness).Utilization
-			c := n.gpuCap
-			if s.spec.Oracle != NoOracle {
-				c = j.cap
-			}
+			c := s.gpuCapOf(j, n)
 			w += float64(j.job.GPUs) * physics.Capped(n.gpu.GPUWatts(u), s.model.EffectiveCap(c)*n.gpu.GPUMaxWatts())
 			used += j.job.GPUs
 		}

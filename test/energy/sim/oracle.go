@@ -103,6 +103,19 @@ func gpuDevice(n *nodeState, k int, util float64) physics.Device {
 	return physics.Device{Idle: f * n.gpu.GPUIdleWatts, Natural: f * n.gpu.GPUWatts(util), Max: f * n.gpu.GPUMaxWatts()}
 }
 
+// gpuCapOf is the cap fraction of job j's GPUs on node n: the oracle's
+// own cap for the job, the standard cap where the node's agent caps the
+// GPUs standard jobs hold (per-GPU caps), else the node's GPU cap.
+func (s *simulation) gpuCapOf(j *jobState, n *nodeState) float64 {
+	switch {
+	case s.spec.Oracle != NoOracle:
+		return j.cap
+	case !j.perfPod && n.gpuStdCap < n.gpuCap:
+		return n.gpuStdCap
+	}
+	return n.gpuCap
+}
+
 // cpuClock is the clock fraction node n's CPUs run at under its package
 // cap: the cap binds on the whole node's draw.
 func (s *simulation) cpuClock(n *nodeState) float64 {
@@ -119,10 +132,7 @@ func (s *simulation) cpuClock(n *nodeState) float64 {
 func (s *simulation) jobClock(j *jobState, n *nodeState, cpuClock float64) float64 {
 	u := s.model.Class(j.job.Boundness).Utilization
 	if j.job.GPUs > 0 {
-		c := n.gpuCap
-		if s.spec.Oracle != NoOracle {
-			c = j.cap
-		}
+		c := s.gpuCapOf(j, n)
 		if c >= 1 {
 			return 1
 		}

@@ -251,7 +251,7 @@ func (s *simulation) loop(ctx context.Context) error {
 			}
 		case evCaps:
 			for _, c := range ev.caps {
-				s.applyCaps(c.node, c.cpuCap, c.gpuCap)
+				s.applyCaps(c.node, c.cpuCap, c.gpuCap, c.gpuStdCap)
 			}
 		case evPower:
 			if err := s.powerEvent(ctx, ev); err != nil {

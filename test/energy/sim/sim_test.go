@@ -109,7 +109,7 @@ func TestAPackageCapSlowsOnlyWhenItBinds(t *testing.T) {
 	if !s.trySchedule(ctx, 0) {
 		t.Fatal("the light job did not fit")
 	}
-	s.applyCaps(0, 0.6, 1)
+	s.applyCaps(0, 0.6, 1, 1)
 	if light.rate != 1 {
 		t.Errorf("light load (1/6 of the CPUs) under a 60%% cap: rate %v, want full speed", light.rate)
 	}
@@ -120,7 +120,7 @@ func TestAPackageCapSlowsOnlyWhenItBinds(t *testing.T) {
 	if light.rate != want || want >= 1 {
 		t.Errorf("saturated node under a 60%% cap: rate %v, want %v", light.rate, want)
 	}
-	s.applyCaps(0, m.MinCapFraction, 1)
+	s.applyCaps(0, m.MinCapFraction, 1, 1)
 	if stretch, table := 1/light.rate, 62.7/31.7; math.Abs(stretch/table-1) > 0.03 {
 		t.Errorf("saturated node at the floor cap: stretch %.3f, want the table's %.3f within 3%%", stretch, table)
 	}
@@ -160,5 +160,28 @@ func TestSeedMethodDropsWhatDoesNotFitAtOnce(t *testing.T) {
 		if j.End == 0 {
 			t.Fatalf("job %s did not complete in the main pass", j.ID)
 		}
+	}
+}
+
+// Per-GPU caps: a standard job's GPUs take the node's standard GPU cap
+// when it is below the node's cap, a performance job's the node's; the
+// oracle's own caps win over both.
+func TestGPUCapOfAJobFollowsItsClass(t *testing.T) {
+	n := &nodeState{gpuCap: 1, gpuStdCap: 0.6}
+	std, perf := &jobState{cap: 0.8}, &jobState{perfPod: true, cap: 0.9}
+	s := &simulation{spec: ArmSpec{}}
+	if got := s.gpuCapOf(std, n); got != 0.6 {
+		t.Errorf("standard job on a performance node with per-GPU caps: %v, want 0.6", got)
+	}
+	if got := s.gpuCapOf(perf, n); got != 1 {
+		t.Errorf("performance job: %v, want 1", got)
+	}
+	n.gpuCap, n.gpuStdCap = 0.5, 0.5
+	if got := s.gpuCapOf(std, n); got != 0.5 {
+		t.Errorf("standard job on an eco node: %v, want the node's 0.5", got)
+	}
+	s.spec.Oracle = OraclePhysical
+	if got := s.gpuCapOf(std, n); got != 0.8 {
+		t.Errorf("oracle: %v, want the job's own 0.8", got)
 	}
 }
