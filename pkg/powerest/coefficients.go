@@ -34,8 +34,8 @@ package powerest
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
+
+	"joulie.io/joulie/pkg/settings"
 )
 
 // Environment variables that override DefaultCoefficients in the extender.
@@ -67,24 +67,36 @@ func DefaultCoefficients() Coefficients {
 	return Coefficients{CPUUtil: 0.8, GPUUtilStandard: 0.6, GPUUtilPerformance: 0.9}
 }
 
-// Validate checks that every coefficient is a finite number in [0, 1]. One
-// above 1 would claim that a pod draws more than the maximum power of the
-// share it requested, which the model's clamp to the node's maximum cannot
-// represent consistently; a negative one would make heavy pods look like
-// they free power and attract them to the busiest nodes. Zero is allowed: it
-// switches a term off, for operators who want placement to ignore it. The
-// error names the environment variable that sets the offending value.
-func (c Coefficients) Validate() error {
-	return errors.Join(
-		checkRange(EnvCPUUtilCoeff, c.CPUUtil),
-		checkRange(EnvGPUUtilCoeffStandard, c.GPUUtilStandard),
-		checkRange(EnvGPUUtilCoeffPerformance, c.GPUUtilPerformance),
-	)
+// Problems is every coefficient that is not a finite number in [0, 1], by
+// configuration key (marginal.cpuUtilCoeff); the programs' configuration
+// loaders say where the value came from. One above 1 would claim that a
+// pod draws more than the maximum power of the share it requested, which
+// the model's clamp to the node's maximum cannot represent consistently; a
+// negative one would make heavy pods look like they free power and attract
+// them to the busiest nodes. Zero is allowed: it switches a term off, for
+// operators who want placement to ignore it.
+func (c Coefficients) Problems() []settings.Problem {
+	var ps []settings.Problem
+	for _, k := range []struct {
+		key string
+		v   float64
+	}{
+		{"marginal.cpuUtilCoeff", c.CPUUtil},
+		{"marginal.gpuUtilCoeffStandard", c.GPUUtilStandard},
+		{"marginal.gpuUtilCoeffPerformance", c.GPUUtilPerformance},
+	} {
+		if !(k.v >= 0 && k.v <= 1) { // also refuses NaN
+			ps = append(ps, settings.Problem{Key: k.key, Msg: settings.FormatFloat(k.v) + " is not a number between 0 and 1"})
+		}
+	}
+	return ps
 }
 
-func checkRange(env string, v float64) error {
-	if v >= 0 && v <= 1 { // false for NaN
-		return nil
+// Validate is Problems as one error, each problem naming its key.
+func (c Coefficients) Validate() error {
+	var errs []error
+	for _, p := range c.Problems() {
+		errs = append(errs, errors.New(p.Key+": "+p.Msg))
 	}
-	return fmt.Errorf("%s=%s: must be between 0 and 1", env, strconv.FormatFloat(v, 'g', -1, 64))
+	return errors.Join(errs...)
 }

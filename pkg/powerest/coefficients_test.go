@@ -15,6 +15,8 @@ func TestDefaultCoefficients(t *testing.T) {
 	}
 }
 
+// Each problem names the configuration key, as every other setting does;
+// the programs' loaders add where the value came from.
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -24,11 +26,11 @@ func TestValidate(t *testing.T) {
 		{name: "bounds are inclusive", c: Coefficients{CPUUtil: 0, GPUUtilStandard: 1, GPUUtilPerformance: 1}},
 		{name: "zero value is valid", c: Coefficients{}},
 		{name: "CPU above 1", c: Coefficients{CPUUtil: 1.2, GPUUtilStandard: 0.6, GPUUtilPerformance: 0.9},
-			wantErr: "MARGINAL_CPU_UTIL_COEFF=1.2: must be between 0 and 1"},
+			wantErr: "marginal.cpuUtilCoeff: 1.2 is not a number between 0 and 1"},
 		{name: "standard GPU negative", c: Coefficients{CPUUtil: 0.8, GPUUtilStandard: -1, GPUUtilPerformance: 0.9},
-			wantErr: "MARGINAL_GPU_UTIL_COEFF_STANDARD=-1: must be between 0 and 1"},
+			wantErr: "marginal.gpuUtilCoeffStandard: -1 is not a number between 0 and 1"},
 		{name: "performance GPU NaN", c: Coefficients{CPUUtil: 0.8, GPUUtilStandard: 0.6, GPUUtilPerformance: math.NaN()},
-			wantErr: "MARGINAL_GPU_UTIL_COEFF_PERFORMANCE=NaN: must be between 0 and 1"},
+			wantErr: "marginal.gpuUtilCoeffPerformance: NaN is not a number between 0 and 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"joulie.io/joulie/agentd/internal/podresources"
 	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/baseurl"
 	"joulie.io/joulie/pkg/settings"
 )
 
@@ -235,20 +235,10 @@ func checkListenAddress(addr string) string {
 	return ""
 }
 
-// checkBaseURL holds a backend URL to the rules httpbackend.New applies
-// when the daemon builds its client (http or https, a host, no query or
-// fragment), so that a bad URL stops the start instead of every tick.
+// checkBaseURL holds a backend URL to pkg/baseurl's rule, which
+// httpbackend.New applies when the daemon builds its client, so that a bad
+// URL stops the start instead of every tick.
 func checkBaseURL(raw string) string {
-	u, err := url.Parse(strings.ReplaceAll(raw, "{node}", "node"))
-	switch {
-	case err != nil:
-		return "is not a URL"
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "must start with http:// or https://"
-	case u.Host == "":
-		return "has no host"
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return "must have no query or fragment (the backend contract adds its own)"
-	}
-	return ""
+	_, err := baseurl.Expand(raw, "node")
+	return baseurl.Reason(err)
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -271,28 +270,10 @@ func check(c *Config) []settings.Problem {
 		add("gpuCapScope", "%q is not one of node, pod", s.GPUCapScope)
 	}
 
-	fraction("marginal.cpuUtilCoeff", s.Coefficients.CPUUtil)
-	fraction("marginal.gpuUtilCoeffStandard", s.Coefficients.GPUUtilStandard)
-	fraction("marginal.gpuUtilCoeffPerformance", s.Coefficients.GPUUtilPerformance)
+	ps = append(ps, s.Coefficients.Problems()...)
 
-	f := c.Facility
-	if f.Enabled || c.Kepler {
-		// Kepler needs the Prometheus URL even without facility metrics.
-		if u, err := url.Parse(f.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			add("facility.prometheusURL", "%q is not an http:// or https:// base URL without query, such as %s", f.PrometheusURL, facility.DefaultPrometheusURL)
-		}
-	}
-	positive("facility.pollInterval", f.Interval)
-	positive("facility.queryTimeout", f.Timeout)
-	for _, q := range []struct{ key, expr string }{
-		{"facility.ambientTempMetric", f.AmbientTempQuery},
-		{"facility.itPowerMetric", f.ITPowerQuery},
-		{"facility.coolingPowerMetric", f.CoolingPowerQuery},
-	} {
-		if strings.TrimSpace(q.expr) == "" {
-			add(q.key, "is empty: want a metric name or PromQL expression")
-		}
-	}
+	// Kepler needs the Prometheus URL even without facility metrics.
+	ps = append(ps, c.Facility.Problems(c.Facility.Enabled || c.Kepler)...)
 	if c.Kepler && c.KeplerQuery == "" {
 		add("kepler.nodePowerQuery", "is empty: Kepler power needs a PromQL query giving watts per node")
 	}

@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"joulie.io/joulie/pkg/baseurl"
+	"joulie.io/joulie/pkg/settings"
 )
 
 // Environment variables of the poller's settings (operator seed,
@@ -61,49 +64,52 @@ func DefaultConfig() Config {
 }
 
 // Validate reports every setting that would keep the poller from working.
-// The Prometheus URL is required only when the poller is enabled; messages
-// name the variable an operator sets.
+// The Prometheus URL is required only when the poller is enabled. Each
+// message names the configuration key (facility.pollInterval); the
+// controller's configuration loader says where the value came from.
 func (c Config) Validate() error {
 	return c.validate(c.Enabled)
 }
 
 func (c Config) validate(needURL bool) error {
 	var errs []error
-	if c.Interval <= 0 {
-		errs = append(errs, fmt.Errorf("%s=%q: must be positive", EnvPollInterval, c.Interval))
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("%s=%q: must be positive", EnvQueryTimeout, c.Timeout))
-	}
-	for _, q := range []struct{ name, expr string }{
-		{EnvAmbientTempMetric, c.AmbientTempQuery},
-		{EnvITPowerMetric, c.ITPowerQuery},
-		{EnvCoolingMetric, c.CoolingPowerQuery},
-	} {
-		if strings.TrimSpace(q.expr) == "" {
-			errs = append(errs, fmt.Errorf("%s is empty: want a metric name or PromQL expression", q.name))
-		}
-	}
-	if needURL {
-		if _, err := parseBaseURL(c.PrometheusURL); err != nil {
-			errs = append(errs, err)
-		}
+	for _, p := range c.Problems(needURL) {
+		errs = append(errs, errors.New(p.Key+": "+p.Msg))
 	}
 	return errors.Join(errs...)
 }
 
-// parseBaseURL accepts an http(s) URL with a host and any path prefix, as
-// when Prometheus is served behind a proxy under /prometheus.
-func parseBaseURL(raw string) (*url.URL, error) {
-	if strings.TrimSpace(raw) == "" {
-		return nil, fmt.Errorf("%s is empty: facility metrics are enabled and need a Prometheus to query", EnvPrometheusURL)
+// Problems is every setting that would keep the poller (or, with needURL,
+// Kepler's queries, which share the Prometheus URL) from working, by
+// configuration key.
+func (c Config) Problems(needURL bool) []settings.Problem {
+	var ps []settings.Problem
+	if c.Interval <= 0 {
+		ps = append(ps, settings.Problem{Key: "facility.pollInterval", Msg: fmt.Sprintf("%q must be positive", c.Interval.String())})
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s=%q: want an http:// or https:// URL such as %s", EnvPrometheusURL, raw, DefaultPrometheusURL)
+	if c.Timeout <= 0 {
+		ps = append(ps, settings.Problem{Key: "facility.queryTimeout", Msg: fmt.Sprintf("%q must be positive", c.Timeout.String())})
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%s=%q: a base URL takes no query or fragment", EnvPrometheusURL, raw)
+	for _, q := range []struct{ key, expr string }{
+		{"facility.ambientTempMetric", c.AmbientTempQuery},
+		{"facility.itPowerMetric", c.ITPowerQuery},
+		{"facility.coolingPowerMetric", c.CoolingPowerQuery},
+	} {
+		if strings.TrimSpace(q.expr) == "" {
+			ps = append(ps, settings.Problem{Key: q.key, Msg: "is empty: want a metric name or PromQL expression"})
+		}
 	}
-	return u, nil
+	if needURL {
+		if strings.TrimSpace(c.PrometheusURL) == "" {
+			ps = append(ps, settings.Problem{Key: "facility.prometheusURL", Msg: "is empty: facility metrics and Kepler power need a Prometheus to query"})
+		} else if _, err := baseurl.Parse(c.PrometheusURL); err != nil {
+			ps = append(ps, settings.Problem{Key: "facility.prometheusURL",
+				Msg: fmt.Sprintf("%q %s; want a base URL such as %s", c.PrometheusURL, baseurl.Reason(err), DefaultPrometheusURL)})
+		}
+	}
+	return ps
 }
+
+// parseBaseURL is the Prometheus URL once validated: pkg/baseurl's rule,
+// so a path prefix (Prometheus behind a proxy under /prometheus) is kept.
+func parseBaseURL(raw string) (*url.URL, error) { return baseurl.Parse(raw) }

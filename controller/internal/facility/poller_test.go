@@ -547,7 +547,7 @@ func TestQueryUsesThePathPrefixAndPassesTheTimeout(t *testing.T) {
 func TestNewRefusesWhatCannotWork(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.PrometheusURL = ""
-	if _, err := New(cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "FACILITY_PROMETHEUS_URL is empty") {
+	if _, err := New(cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "facility.prometheusURL: is empty") {
 		t.Errorf("empty URL: got %v", err)
 	}
 	reg := prometheus.NewRegistry()

@@ -164,14 +164,7 @@ func check(c *Config) []settings.Problem {
 		}
 	}
 	positive("twinStalenessThreshold", c.StalenessThreshold)
-	coefficient := func(key string, f float64) {
-		if !(f >= 0 && f <= 1) { // also refuses NaN
-			add(key, "%s is not a number between 0 and 1", settings.FormatFloat(f))
-		}
-	}
-	coefficient("marginal.cpuUtilCoeff", c.Coefficients.CPUUtil)
-	coefficient("marginal.gpuUtilCoeffStandard", c.Coefficients.GPUUtilStandard)
-	coefficient("marginal.gpuUtilCoeffPerformance", c.Coefficients.GPUUtilPerformance)
+	ps = append(ps, c.Coefficients.Problems()...)
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		add("tls.keyFile", "tls.certFile %q and tls.keyFile %q: give both or neither", c.TLSCertFile, c.TLSKeyFile)
 	} else if c.TLSCertFile != "" {

@@ -18,6 +18,7 @@ import (
 
 	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/baseurl"
 )
 
 // DefaultMaxTelemetryAge is how long a telemetry reading serves to clamp
@@ -116,26 +117,8 @@ func orDefault(d time.Duration) time.Duration {
 }
 
 // expandURL puts the node name in place of {node} and checks the result
-// is a usable base: http or https, a host, no query or fragment (the
-// contract owns the query).
-func expandURL(raw, node string) (*url.URL, error) {
-	s := strings.ReplaceAll(raw, "{node}", url.PathEscape(node))
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%q after {node} substitution: %w", s, err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%s: scheme must be http or https", u.Redacted())
-	case u.Host == "":
-		return nil, fmt.Errorf("%s: no host", u.Redacted())
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, fmt.Errorf("%s: a base URL takes no query or fragment", u.Redacted())
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = strings.TrimRight(u.RawPath, "/")
-	return u, nil
-}
+// is a usable base by pkg/baseurl's rule (the contract owns the query).
+func expandURL(raw, node string) (*url.URL, error) { return baseurl.Expand(raw, node) }
 
 // Node is the node the client speaks for.
 func (c *Client) Node() string { return c.node }

@@ -541,9 +541,9 @@ func TestNewRefusesUnusableConfig(t *testing.T) {
 	}{
 		{"no node", httpbackend.Config{Telemetry: ok}, "node name is empty"},
 		{"no URL", httpbackend.Config{Node: "n1"}, "neither a telemetry nor a control URL"},
-		{"bad scheme", httpbackend.Config{Node: "n1", Control: httpbackend.Endpoint{URL: "ftp://sim/{node}"}}, "ftp://sim/n1: scheme must be http or https"},
+		{"bad scheme", httpbackend.Config{Node: "n1", Control: httpbackend.Endpoint{URL: "ftp://sim/{node}"}}, "ftp://sim/n1 must start with http:// or https://"},
 		{"no host", httpbackend.Config{Node: "n1", Telemetry: httpbackend.Endpoint{URL: "http:///x"}}, "no host"},
-		{"query", httpbackend.Config{Node: "n1", Telemetry: httpbackend.Endpoint{URL: "http://sim/?node={node}"}}, "takes no query or fragment"},
+		{"query", httpbackend.Config{Node: "n1", Telemetry: httpbackend.Endpoint{URL: "http://sim/?node={node}"}}, "must have no query or fragment"},
 		{"password is redacted", httpbackend.Config{Node: "n1", Telemetry: httpbackend.Endpoint{URL: "http://u:secret@sim/#x"}}, "http://u:xxxxx@sim/#x"},
 		{"unparsable", httpbackend.Config{Node: "n1", Telemetry: httpbackend.Endpoint{URL: "http://[::1"}}, "telemetry URL"},
 	}
