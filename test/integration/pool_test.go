@@ -6,59 +6,72 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
+	"joulie.io/joulie/test/harness"
 )
 
-// poolAccess is what a pool's own identity needs, and no more: list the
-// nodes it selects, and the agent's calls (the chart's agent role, less
-// TelemetryProfile routing, which pool mode does not read) on every one of
-// their objects; the agents' one-node admission policy does not apply to
-// it.
-const poolAccess = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: joulie-agent-pool-test
-rules:
-- apiGroups: [""]
-  resources: ["nodes"]
-  verbs: ["list"]
-- apiGroups: ["joulie.io"]
-  resources: ["nodehardwares"]
-  verbs: ["get", "create"]
-- apiGroups: ["joulie.io"]
-  resources: ["nodehardwares/status", "nodepowerprofiles/status"]
-  verbs: ["update"]
-- apiGroups: ["joulie.io"]
-  resources: ["nodepowerprofiles"]
-  verbs: ["get", "list", "watch"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: joulie-agent-pool-test
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: joulie-agent-pool-test
-subjects:
-- kind: ServiceAccount
-  name: joulie-agent-pool
-  namespace: joulie-system
-`
+// chartPoolAccount is the pool agent's ServiceAccount, which the chart
+// creates with agents.pool.enabled (the suite installs it so).
+const chartPoolAccount = "joulie-agent-pool"
+
+// The chart's pool role is what a pool's identity needs, and no more:
+// list the nodes it selects, and the agent's calls (less TelemetryProfile
+// routing, the pods and the events, which pool mode does not use) on
+// every one of their objects.
+func TestPoolRoleGrantsOnlyThePoolsCalls(t *testing.T) {
+	kc := kubernetes.NewForConfigOrDie(cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartPoolAccount))
+	for _, c := range []struct {
+		verb, group, resource, subresource string
+		allowed                            bool
+	}{
+		{"list", "", "nodes", "", true},
+		{"get", "", "nodes", "", false},
+		{"watch", "", "nodes", "", false},
+		{"patch", "", "nodes", "", false},
+		{"get", "joulie.io", "nodehardwares", "", true},
+		{"create", "joulie.io", "nodehardwares", "", true},
+		{"update", "joulie.io", "nodehardwares", "", false},
+		{"patch", "joulie.io", "nodehardwares", "", false},
+		{"delete", "joulie.io", "nodehardwares", "", false},
+		{"update", "joulie.io", "nodehardwares", "status", true},
+		{"patch", "joulie.io", "nodehardwares", "status", false},
+		{"get", "joulie.io", "nodepowerprofiles", "", true},
+		{"list", "joulie.io", "nodepowerprofiles", "", true},
+		{"watch", "joulie.io", "nodepowerprofiles", "", true},
+		{"update", "joulie.io", "nodepowerprofiles", "", false},
+		{"create", "joulie.io", "nodepowerprofiles", "", false},
+		{"update", "joulie.io", "nodepowerprofiles", "status", true},
+		{"list", "joulie.io", "telemetryprofiles", "", false},
+		{"list", "", "pods", "", false},
+		{"create", "events.k8s.io", "events", "", false},
+		{"get", "joulie.io", "nodetwins", "", false},
+		{"get", "", "secrets", "", false},
+	} {
+		review, err := kc.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: c.verb, Group: c.group, Resource: c.resource, Subresource: c.subresource, Name: "pool-node-a",
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("access review of %s %s/%s: %v", c.verb, c.resource, c.subresource, err)
+		}
+		if review.Status.Allowed != c.allowed {
+			t.Errorf("the pool may %s %s (subresource %q): %v, want %v", c.verb, c.resource, c.subresource, review.Status.Allowed, c.allowed)
+		}
+	}
+}
 
 func TestPoolModeDrivesEverySelectedNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin, err := versioned.NewForConfig(cp.AdminConfig())
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.Apply(ctx, []byte(poolAccess)); err != nil {
 		t.Fatal(err)
 	}
 	sim := newFakeSim()
@@ -81,7 +94,8 @@ func TestPoolModeDrivesEverySelectedNode(t *testing.T) {
 	cp.CreateReadyNode(t, "pool-node-other", nil, nil)
 	deleteNodeObjects(t, admin, "pool-node-other")
 
-	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, "joulie-system", "joulie-agent-pool"))
+	// The chart's pool ServiceAccount and role are all it has.
+	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartPoolAccount))
 	runAgent(t, "pool", kubeconfig, "--pool-enabled", "--pool-node-selector", "joulie.io/pool-test=true",
 		"--backend", "http", "--http-telemetry-url", srv.URL+"/sim/{node}", "--http-control-url", srv.URL+"/sim/{node}")
 
