@@ -191,3 +191,36 @@ func containsAll(lines []string, subs ...string) bool {
 	}
 	return false
 }
+
+// A backend that reaches some of the host's GPUs does not hide the others:
+// amdgpu's hwmon caps the AMD GPU, and the NVIDIA GPUs beside it, which
+// NVML cannot reach, are listed and blocked, each with its own state.
+func TestGPUsNoBackendReachesAreListedBesideTheOthers(t *testing.T) {
+	root := xeonWithPCI(t, append([]pcitest.Device{pcitest.MI300X("0001:41:00.0")}, pcitest.HGX(2)...)...)
+	amdGPU(t, root, "0001:41:00.0", 0o644)
+	h := openPCIHost(t, root, Skip)
+	c := newClock()
+
+	_, gpu := apply(h, c.now(), eco(60))
+	if gpu.Backend != joulie.BackendHwmon || gpu.Result != joulie.ResultBlocked || len(gpu.Devices) != 3 {
+		t.Fatalf("GPU status %+v, want hwmon's GPU and the two NVIDIA GPUs", gpu)
+	}
+	if d := gpu.Devices[0]; d.Result != joulie.ResultApplied || d.AppliedCapWatts == nil || *d.AppliedCapWatts != 450 {
+		t.Errorf("the AMD GPU: %+v, want capped at 60%% of 750 W", d)
+	}
+	for _, d := range gpu.Devices[1:] {
+		if d.Result != joulie.ResultBlocked || !strings.Contains(d.Message, "NVML cannot reach the NVIDIA GPUs") || !strings.Contains(d.Message, "nvmlLibraryPath is none") {
+			t.Errorf("an NVIDIA GPU: %+v, want blocked, saying why", d)
+		}
+	}
+	if !strings.Contains(gpu.Message, "2 of 3 GPUs not capped") {
+		t.Errorf("GPU message %q", gpu.Message)
+	}
+	hw := h.Hardware(c.now())
+	if hw.GPU == nil || hw.GPU.Count != 3 || len(hw.GPU.Devices) != 3 || hw.GPU.Devices[2].PCIBusID != "0000:2a:00.0" {
+		t.Fatalf("NodeHardware GPU %+v, want all three", hw.GPU)
+	}
+	if !containsAll(hw.Warnings, "2 of 3 GPUs cannot be capped", "NVML cannot reach") {
+		t.Errorf("warnings %q do not name the NVIDIA GPUs", hw.Warnings)
+	}
+}

@@ -105,7 +105,7 @@ func (h *Host) openGPU() {
 		gpus, err := b.GPUs()
 		switch {
 		case err == nil && len(gpus) > 0:
-			h.gpu = b
+			h.gpu = h.alsoOnBus(b, gpus, pci.VendorNVIDIA, "the AMD GPUs on the PCI bus are not capped: the agent drives one GPU backend, NVML, which reaches only the NVIDIA GPUs")
 			return
 		case backend.IsBlocked(err):
 			why.nvml = plain(err) + "; install the NVIDIA driver (it ships libnvidia-ml.so.1) or set nvmlLibraryPath to the library's path"
@@ -120,7 +120,7 @@ func (h *Host) openGPU() {
 		g := amdsmi.NewGPUCapper(h.amdsmiLib, h.journal)
 		gpus, err := g.GPUs()
 		if err == nil && len(gpus) > 0 {
-			h.gpu = g
+			h.gpu = h.alsoOnBus(g, gpus, pci.VendorAMD, "NVML cannot reach the NVIDIA GPUs on the PCI bus: "+why.nvml)
 			return
 		}
 		why.amdsmi = "amd-smi lists none of them"
@@ -136,7 +136,7 @@ func (h *Host) openGPU() {
 	h.restorers[amdhwmon.Backend] = hw
 	gpus, err := hw.GPUs()
 	if err == nil && len(gpus) > 0 {
-		h.gpu = hw
+		h.gpu = h.alsoOnBus(hw, gpus, pci.VendorAMD, "NVML cannot reach the NVIDIA GPUs on the PCI bus: "+why.nvml)
 		return
 	}
 	why.hwmon = "the amdgpu driver has bound none of them"
@@ -158,6 +158,50 @@ func (h *Host) openGPU() {
 		u = append(u, backend.GPU{Index: i, Name: g.Model(), PCIBusID: g.Address, CapBlocked: reasons[g.VendorID]})
 	}
 	h.gpu = u
+}
+
+// alsoOnBus is b, which drives the GPUs of vendor drives (gpus, as it
+// lists them), with the GPUs of the other vendor on the PCI bus listed
+// after them, each blocked with why: a GPU the backend cannot reach is a
+// control the agent cannot enforce, not a GPU that is not there.
+func (h *Host) alsoOnBus(b backend.GPUCapper, gpus []backend.GPU, drives, why string) backend.GPUCapper {
+	next := 0
+	for _, g := range gpus {
+		next = max(next, g.Index+1)
+	}
+	var others unreachableGPUs
+	for _, g := range pci.GPUs(h.fs) {
+		if g.VendorID == drives {
+			continue
+		}
+		others = append(others, backend.GPU{Index: next, Name: g.Model(), PCIBusID: g.Address, CapBlocked: why})
+		next++
+	}
+	if len(others) == 0 {
+		return b
+	}
+	return withUnreachable{GPUCapper: b, others: others}
+}
+
+// withUnreachable is a GPU backend with, after its own GPUs, GPUs on the
+// bus it cannot reach, which it lists and never writes.
+type withUnreachable struct {
+	backend.GPUCapper
+	others unreachableGPUs
+}
+
+func (w withUnreachable) GPUs() ([]backend.GPU, error) {
+	gpus, err := w.GPUCapper.GPUs()
+	return append(gpus, w.others...), err
+}
+
+func (w withUnreachable) SetCap(index int, watts float64) (float64, error) {
+	for _, g := range w.others {
+		if g.Index == index {
+			return 0, fmt.Errorf("%w: GPU %d (%s): %s", backend.ErrBlocked, index, g.PCIBusID, g.CapBlocked)
+		}
+	}
+	return w.GPUCapper.SetCap(index, watts)
 }
 
 func (h *Host) wireEnforcers() {
