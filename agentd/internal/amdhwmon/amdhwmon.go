@@ -286,6 +286,12 @@ func (c *Capper) describe(index int, addr, dev string) (backend.GPU, error) {
 			break
 		}
 	}
+	// The hwmon ABI's energy counter (microjoules since the driver
+	// loaded), where the driver exposes one: per-pod energy then measures
+	// instead of integrating the draw.
+	if uj, ok, err := c.readMicro(hw, "energy1_input"); err == nil && ok && uj >= 0 {
+		g.EnergyJoules, g.HasEnergy = float64(uj)/1e6, true
+	}
 	if err := errors.Join(errs...); err != nil {
 		return g, fmt.Errorf("AMD GPU %s: %w", addr, err)
 	}

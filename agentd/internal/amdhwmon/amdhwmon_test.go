@@ -399,3 +399,23 @@ func TestPresentFollowsTheGPUsOnThePCIBus(t *testing.T) {
 		}
 	}
 }
+
+// Where amdgpu exposes the hwmon energy counter (energy1_input, in
+// microjoules), the GPU reports it, so per-pod energy is measured rather
+// than integrated from the draw; elsewhere HasEnergy stays false.
+func TestEnergyCounterIsReadWhereTheDriverHasOne(t *testing.T) {
+	withCounter := mi300x()
+	withCounter.attrs["energy1_input"] = "123456789000"
+	root := buildHost(t, withCounter, mi210())
+	c, _, _ := newCapper(t, root, nil)
+	got, err := c.GPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got[1]; !g.HasEnergy || g.EnergyJoules != 123456.789 {
+		t.Errorf("MI300X with energy1_input: HasEnergy %v, %v J; want 123456.789 J", g.HasEnergy, g.EnergyJoules)
+	}
+	if g := got[0]; g.HasEnergy {
+		t.Errorf("MI210 without energy1_input reports energy %v J", g.EnergyJoules)
+	}
+}
