@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -159,10 +158,14 @@ func (a *Args) decodePod(s *scanner) error {
 	if err := a.reserve(len(raw) + (s.values-values)*podValueBytes); err != nil {
 		return err
 	}
+	// A second, streaming pass reads what the extender keeps.
+	end := s.pos
+	s.pos = start
 	var p podJSON
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return &SyntaxError{Offset: start, Msg: "pod: " + err.Error()}
+	if err := a.readPod(s, &p); err != nil {
+		return err
 	}
+	s.pos = end
 	a.Pod = p.pod()
 	return nil
 }

@@ -10,8 +10,10 @@ import (
 const (
 	sliceBytes = int(unsafe.Sizeof([]byte(nil)))
 	nodeBytes  = int(unsafe.Sizeof(Node{}))
-	// podValueBytes is what one JSON value of the pod may cost while
-	// encoding/json decodes it and pod copies it out, garbage included.
+	// podValueBytes is what one JSON value of the pod may cost while it
+	// is decoded and pod copies it out, garbage included: an upper bound,
+	// since the streaming decoder (pod.go) builds only the values the
+	// extender reads.
 	// The worst value is an empty container, {}: a 64-byte containerJSON
 	// in a slice that grows by doubling, then a 408-byte corev1.Container.
 	// A map entry (annotations, node selector, resources) costs less,
