@@ -175,12 +175,9 @@ func check(c *Config) []settings.Problem {
 			c.Certificate = &cert
 		}
 	}
-	if c.MaxInFlightBytes < 2*c.MaxRequestBytes {
-		// A filter call of the largest body holds that body and a reply
-		// as large (the Nodes handed back); below twice the body limit it
-		// could never be answered.
-		add("maxInflightBytes", "%d is less than twice maxRequestBytes %d: a filter call of the largest body holds it and a reply as large; raise the first or lower the second",
-			c.MaxInFlightBytes, c.MaxRequestBytes)
+	if need := ByteSize(server.MinInFlightBytes(int64(c.MaxRequestBytes))); c.MaxInFlightBytes < need {
+		add("maxInflightBytes", "%d is less than %d, maxRequestBytes %d and a quarter: a filter call of the largest body holds the body and what is decoded from it while its reply streams the kept Nodes from the body; raise the first or lower the second",
+			c.MaxInFlightBytes, need, c.MaxRequestBytes)
 	}
 	positive("readHeaderTimeout", c.ReadHeaderTimeout)
 	positive("readTimeout", c.ReadTimeout)

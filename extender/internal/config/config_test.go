@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"joulie.io/joulie/extender/internal/server"
 	"joulie.io/joulie/pkg/settings/settingstest"
 
 	"joulie.io/joulie/extender/internal/fixture"
@@ -106,10 +107,10 @@ func TestBadValuesNameTheKeyAndTheValue(t *testing.T) {
 		{"size", []string{"--max-request-bytes", "lots"}, nil, []string{"maxRequestBytes", "--max-request-bytes", `"lots"`}},
 		{"tiny size", []string{"--max-request-bytes", "10"}, nil, []string{"maxRequestBytes", `"10"`}},
 		{"in-flight size", nil, map[string]string{"EXTENDER_MAX_INFLIGHT_BYTES": "a lot"}, []string{"EXTENDER_MAX_INFLIGHT_BYTES", "maxInflightBytes", `"a lot"`}},
-		// The default budget (160Mi) cannot hold a filter call of a 100Mi
-		// body and its reply.
-		{"budget below two bodies", []string{"--max-request-bytes", "100Mi"}, nil,
-			[]string{"maxInflightBytes: 167772160", "maxRequestBytes 104857600", "twice"}},
+		// The default budget (160Mi) cannot hold a filter call of a 130Mi
+		// body and what is decoded from it.
+		{"budget below a body and a quarter", []string{"--max-request-bytes", "130Mi"}, nil,
+			[]string{"maxInflightBytes: 167772160 is less than 170393600", "maxRequestBytes 136314880"}},
 		{"timeout", nil, map[string]string{"EXTENDER_WRITE_TIMEOUT": "-1s"}, []string{"writeTimeout", "EXTENDER_WRITE_TIMEOUT", `"-1s"`}},
 		{"log level", []string{"--log-level", "loud"}, nil, []string{"logLevel", "--log-level", `"loud"`}},
 		{"log format", []string{"--log-format", "xml"}, nil, []string{"logFormat", "--log-format", `"xml"`}},
@@ -231,5 +232,17 @@ func TestKeyTableDefaultsArePkgDefaults(t *testing.T) {
 	}
 	if cfg.Params() != p {
 		t.Errorf("loaded defaults give Params %+v, want scoring.DefaultParams() %+v", cfg.Params(), p)
+	}
+}
+
+// A filter reply streams the kept Nodes from the body, so a body limit of
+// 100Mi fits the default 160Mi budget, which twice the body once did not.
+func TestBudgetNeedsOneBodyAndAQuarter(t *testing.T) {
+	cfg, err := load(t, []string{"--max-request-bytes", "100Mi"}, nil)
+	if err != nil {
+		t.Fatalf("a 100Mi body limit in the default 160Mi budget: %v", err)
+	}
+	if got := server.MinInFlightBytes(int64(cfg.MaxRequestBytes)); got != 125<<20 {
+		t.Errorf("MinInFlightBytes(100Mi) = %d, want 125Mi", got)
 	}
 }

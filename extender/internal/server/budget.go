@@ -34,3 +34,11 @@ func (b *budget) take(n int64) bool {
 
 // give returns n bytes taken before.
 func (b *budget) give(n int64) { b.used.Add(-n) }
+
+// MinInFlightBytes is the least in-flight budget that answers a call of
+// maxRequest bytes: the body, and a quarter more for what is decoded from
+// it (names, nodes, reasons, scores; a few percent for real Nodes) and
+// the reply's own bytes. The filter reply to full Nodes is written from
+// the request body, not from a copy (TestFilterRepliesToNodesWithoutCopyingThem),
+// so it needs no second body.
+func MinInFlightBytes(maxRequest int64) int64 { return maxRequest + maxRequest/4 }

@@ -261,26 +261,58 @@ func TestDecodedValuesCountAgainstTheBudget(t *testing.T) {
 	}
 }
 
-// Exchanges kept for reuse are small: one that served full Nodes is let
-// go, one that served names is kept.
-func TestOnlySmallExchangesAreKept(t *testing.T) {
+// Exchanges kept for reuse: small ones uncharged, and one large one (it
+// served full Nodes) with its buffers charged to the budget, which the
+// next call of that size reuses instead of allocating them again. A
+// refused call's large buffers are not kept.
+func TestSmallExchangesAndOneChargedLargeOneAreKept(t *testing.T) {
 	opts := defaultOptions()
 	opts.MaxRequestBytes = 64 << 20
 	opts.MaxInFlightBytes = 160 << 20
 	ts := newTestServer(t, opts, benchSnapshot())
-	for _, body := range [][]byte{marshal(t, fixture.WithNodes(fixture.Pod(""), 1000)), marshal(t, fixture.ByName(fixture.Pod(""), benchNodes))} {
-		if rec := post(t, ts.Handler(), "/filter", body); rec.Code != http.StatusOK {
-			t.Fatalf("status %d: %.200s", rec.Code, rec.Body)
-		}
+	full := marshal(t, fixture.WithNodes(fixture.Pod(""), 1000))
+	byName := marshal(t, fixture.ByName(fixture.Pod(""), benchNodes))
+
+	if rec := post(t, ts.Handler(), "/filter", byName); rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %.200s", rec.Code, rec.Body)
 	}
-	if len(ts.free) != 1 {
-		t.Fatalf("%d exchanges kept, want the one that served names", len(ts.free))
+	if len(ts.free) != 1 || len(ts.large) != 0 || ts.budget.used.Load() != 0 {
+		t.Fatalf("after a call by name: %d small and %d large exchanges kept, %d bytes charged; want 1, 0, 0", len(ts.free), len(ts.large), ts.budget.used.Load())
 	}
-	ex := <-ts.free
-	if r := ex.retained(); r > maxPooledBytes || r < 100<<10 {
+	small := <-ts.free
+	if r := small.retained(); r > maxPooledBytes || r < 100<<10 {
 		t.Errorf("kept exchange holds %d bytes, want the by-name call's, under %d", r, maxPooledBytes)
 	}
-	t.Logf("a filter call by name for %d nodes keeps %d KiB", benchNodes, ex.retained()>>10)
+	t.Logf("a filter call by name for %d nodes keeps %d KiB", benchNodes, small.retained()>>10)
+
+	var large *exchange
+	for i := range 2 {
+		if rec := post(t, ts.Handler(), "/filter", full); rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %.200s", rec.Code, rec.Body)
+		}
+		if len(ts.large) != 1 {
+			t.Fatalf("call %d with full Nodes: %d large exchanges kept, want 1", i, len(ts.large))
+		}
+		ex := <-ts.large
+		if used := ts.budget.used.Load(); used != int64(ex.retained()) || ex.charged != ex.retained() {
+			t.Fatalf("call %d: %d bytes charged, %d on the exchange, which holds %d", i, used, ex.charged, ex.retained())
+		}
+		if large != nil && ex != large {
+			t.Fatalf("call %d used a new large exchange instead of the kept one", i)
+		}
+		large = ex
+		ts.large <- ex
+	}
+	t.Logf("a filter call with %d full Nodes (%d KiB) keeps %d KiB, charged", 1000, len(full)>>10, large.retained()>>10)
+
+	// A refused call lets its large buffers go, and the budget with them.
+	bad := append(append([]byte(nil), full[:len(full)-2]...), "]]"...)
+	if rec := post(t, ts.Handler(), "/filter", bad); rec.Code != http.StatusBadRequest {
+		t.Fatalf("a malformed body: status %d, want 400", rec.Code)
+	}
+	if len(ts.large) != 0 || ts.budget.used.Load() != 0 {
+		t.Fatalf("after a refused call: %d large exchanges kept, %d bytes charged; want none", len(ts.large), ts.budget.used.Load())
+	}
 }
 
 // budgetAtWrite records what the calls in flight held when the reply's
@@ -322,5 +354,21 @@ func TestFilterRepliesToNodesWithoutCopyingThem(t *testing.T) {
 	}
 	if limit := int64(len(body)) + int64(len(want))/2; w.used > limit {
 		t.Errorf("the call held %d bytes while replying; a body of %d and a reply of %d: the kept Nodes were copied", w.used, len(body), len(want))
+	}
+}
+
+// The least budget the configuration accepts answers a filter call of the
+// largest body, full Nodes and all: its reply streams the kept Nodes from
+// the body (MinInFlightBytes).
+func TestTheLeastBudgetAnswersTheLargestFullNodesCall(t *testing.T) {
+	body := marshal(t, fixture.WithNodes(fixture.Pod(""), 1000))
+	opts := defaultOptions()
+	opts.MaxRequestBytes = int64(len(body)) + 1
+	opts.MaxInFlightBytes = MinInFlightBytes(opts.MaxRequestBytes)
+	ts := newTestServer(t, opts, benchSnapshot())
+	for _, verb := range []string{"/filter", "/prioritize"} {
+		if rec := post(t, ts.Handler(), verb, body); rec.Code != http.StatusOK {
+			t.Fatalf("%s of a %d-byte body in a %d-byte budget: status %d: %.200s", verb, len(body), opts.MaxInFlightBytes, rec.Code, rec.Body)
+		}
 	}
 }

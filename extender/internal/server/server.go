@@ -73,16 +73,22 @@ type Server struct {
 	// hold is then bounded by a constant, not by the most calls ever in
 	// flight at once.
 	free chan *exchange
+	// large holds at most one exchange above maxPooledBytes (one that
+	// served full Nodes), its buffers charged to the budget while idle:
+	// the scheduler that sends full Nodes reuses them call after call
+	// instead of allocating tens of MB each time, and what it keeps is
+	// memory the budget already counts, not memory beside it.
+	large chan *exchange
 }
 
 const (
 	// firstRead is the body buffer's first size: a call by name for a
 	// few hundred nodes fits.
 	firstRead = 16 << 10
-	// maxPooledBytes bounds an exchange kept for reuse. One that served a
-	// call by name for 5,000 nodes holds 0.6 to 0.8 MiB (body, names,
-	// scores, reply); one that served full Nodes holds tens of MB and is
-	// let go.
+	// maxPooledBytes bounds an exchange kept uncharged for reuse. One
+	// that served a call by name for 5,000 nodes holds 0.6 to 0.8 MiB
+	// (body, names, scores, reply); one that served full Nodes holds tens
+	// of MB and goes to the large slot, charged, or is let go.
 	maxPooledBytes = 1 << 20
 	// freeExchanges is how many are kept: a scheduler makes one call at
 	// a time, so 16 serve several schedulers and their bursts, and idle
@@ -118,6 +124,7 @@ func New(opts Options, snapshot func() *state.Snapshot, reg *prometheus.Registry
 		now:      time.Now,
 		budget:   budget{limit: opts.MaxInFlightBytes},
 		free:     make(chan *exchange, freeExchanges),
+		large:    make(chan *exchange, 1),
 	}
 	s.metrics = metrics.New(reg, snapshot, opts.Params.StalenessThreshold, func() time.Time { return s.now() }, s.budget.used.Load)
 	return s
@@ -180,9 +187,16 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, cert *tls.Cer
 	return nil
 }
 
+// get returns an exchange for a call: a small kept one, else the large
+// one (whose buffers arrive charged), else a new one.
 func (s *Server) get() *exchange {
 	select {
 	case ex := <-s.free:
+		return ex
+	default:
+	}
+	select {
+	case ex := <-s.large:
 		return ex
 	default:
 		ex := new(exchange)
@@ -191,14 +205,43 @@ func (s *Server) get() *exchange {
 	}
 }
 
-func (s *Server) put(ex *exchange) {
-	s.budget.give(int64(ex.charged))
-	ex.charged = 0
+// put ends a call. A small exchange is kept uncharged (what 16 of them
+// hold is a constant). A large one is kept with its buffers charged when
+// its call was answered (a refused call's buffers are sized by whoever
+// sent it), when they take at most half the budget (the other half stays
+// for other calls) and when the slot is free; anything else goes.
+func (s *Server) put(ex *exchange, answered bool) {
 	ex.args.Reset() // drop references into the body
 	clear(ex.reasons)
-	if ex.retained() > maxPooledBytes {
-		return // to the garbage collector
+	r := ex.retained()
+	if r > maxPooledBytes {
+		if !answered || int64(r) > s.budget.limit/2 {
+			s.budget.give(int64(ex.charged))
+			ex.charged = 0
+			return
+		}
+		// Keep exactly the buffers' size charged: more was charged for
+		// this call than it retains, or its buffers predate the call.
+		keep := false
+		if d := r - ex.charged; d <= 0 || s.budget.take(int64(d)) {
+			if d < 0 {
+				s.budget.give(int64(-d))
+			}
+			ex.charged = r
+			select {
+			case s.large <- ex:
+				keep = true
+			default:
+			}
+		}
+		if !keep {
+			s.budget.give(int64(ex.charged))
+			ex.charged = 0
+		}
+		return
 	}
+	s.budget.give(int64(ex.charged))
+	ex.charged = 0
 	select {
 	case s.free <- ex:
 	default:
@@ -370,7 +413,8 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, verb string, answe
 	start := time.Now()
 	defer s.guard(w, verb)
 	ex := s.get()
-	defer s.put(ex)
+	answered := false
+	defer func() { s.put(ex, answered) }()
 	e := s.read(w, r, ex)
 	if e == nil {
 		e = answer(w, r, ex)
@@ -378,6 +422,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request, verb string, answe
 	if e != nil {
 		s.refuse(w, r, verb, e)
 	}
+	answered = e == nil
 	s.metrics.ObserveRequest(verb, time.Since(start))
 }
 
