@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -92,12 +93,30 @@ func benchHTTP(b *testing.B, path string, body []byte) {
 	client := srv.Client()
 	url := srv.URL + path
 	var respBytes int64
+	var took []time.Duration
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
+		start := time.Now()
 		respBytes = doPost(b, client, url, body)
+		took = append(took, time.Since(start))
 	}
 	b.ReportMetric(float64(respBytes), "resp-bytes")
+	reportLatency(b, took)
+}
+
+// reportLatency reports the median and 99th percentile of the calls'
+// round trips, client included, in microseconds.
+func reportLatency(b *testing.B, took []time.Duration) {
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	at := func(q float64) float64 {
+		return float64(took[min(len(took)-1, int(q*float64(len(took))))].Microseconds())
+	}
+	b.ReportMetric(at(0.5), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
 }
 
 func doPost(b *testing.B, client *http.Client, url string, body []byte) int64 {

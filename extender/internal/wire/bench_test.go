@@ -61,3 +61,34 @@ func BenchmarkEncodingJSONFullNodes5000(b *testing.B) {
 	_, withNodes := benchBodies()
 	benchEncodingJSON(b, withNodes)
 }
+
+// The pod alone: the streaming decoder against encoding/json into podJSON
+// (what the extender did before), on the fixture's pod and on a pod as
+// the API server stores it, managed fields, environment, volumes and
+// status included.
+func benchPod(b *testing.B, decode func([]byte) (*podJSON, error), raw []byte) {
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decode(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var benchPods = sync.OnceValues(func() (small, stored []byte) {
+	small, _ = json.Marshal(fixture.Pod("performance"))
+	stored, _ = json.Marshal(fixture.StoredPod("performance"))
+	return small, stored
+})
+
+func BenchmarkReadPodStreaming(b *testing.B)    { small, _ := benchPods(); benchPod(b, streamPod, small) }
+func BenchmarkReadPodEncodingJSON(b *testing.B) { small, _ := benchPods(); benchPod(b, fullPod, small) }
+func BenchmarkReadStoredPodStreaming(b *testing.B) {
+	_, stored := benchPods()
+	benchPod(b, streamPod, stored)
+}
+func BenchmarkReadStoredPodEncodingJSON(b *testing.B) {
+	_, stored := benchPods()
+	benchPod(b, fullPod, stored)
+}
