@@ -34,8 +34,7 @@ package powerest
 
 import (
 	"errors"
-
-	"joulie.io/joulie/pkg/settings"
+	"strconv"
 )
 
 // Environment variables that override DefaultCoefficients in the extender.
@@ -75,8 +74,8 @@ func DefaultCoefficients() Coefficients {
 // negative one would make heavy pods look like they free power and attract
 // them to the busiest nodes. Zero is allowed: it switches a term off, for
 // operators who want placement to ignore it.
-func (c Coefficients) Problems() []settings.Problem {
-	var ps []settings.Problem
+func (c Coefficients) Problems() []Problem {
+	var ps []Problem
 	for _, k := range []struct {
 		key string
 		v   float64
@@ -86,11 +85,16 @@ func (c Coefficients) Problems() []settings.Problem {
 		{"marginal.gpuUtilCoeffPerformance", c.GPUUtilPerformance},
 	} {
 		if !(k.v >= 0 && k.v <= 1) { // also refuses NaN
-			ps = append(ps, settings.Problem{Key: k.key, Msg: settings.FormatFloat(k.v) + " is not a number between 0 and 1"})
+			ps = append(ps, Problem{Key: k.key, Msg: strconv.FormatFloat(k.v, 'g', -1, 64) + " is not a number between 0 and 1"})
 		}
 	}
 	return ps
 }
+
+// Problem is a coefficient out of range, by configuration key. (The
+// programs' configuration loaders take it as theirs; this package stays
+// free of their dependencies, since the extender's hot path links it.)
+type Problem struct{ Key, Msg string }
 
 // Validate is Problems as one error, each problem naming its key.
 func (c Coefficients) Validate() error {

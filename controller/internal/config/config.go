@@ -270,7 +270,9 @@ func check(c *Config) []settings.Problem {
 		add("gpuCapScope", "%q is not one of node, pod", s.GPUCapScope)
 	}
 
-	ps = append(ps, s.Coefficients.Problems()...)
+	for _, p := range s.Coefficients.Problems() {
+		add(p.Key, "%s", p.Msg)
+	}
 
 	// Kepler needs the Prometheus URL even without facility metrics.
 	ps = append(ps, c.Facility.Problems(c.Facility.Enabled || c.Kepler)...)

@@ -164,7 +164,9 @@ func check(c *Config) []settings.Problem {
 		}
 	}
 	positive("twinStalenessThreshold", c.StalenessThreshold)
-	ps = append(ps, c.Coefficients.Problems()...)
+	for _, p := range c.Coefficients.Problems() {
+		add(p.Key, "%s", p.Msg)
+	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		add("tls.keyFile", "tls.certFile %q and tls.keyFile %q: give both or neither", c.TLSCertFile, c.TLSKeyFile)
 	} else if c.TLSCertFile != "" {
