@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	jouliev1alpha1 "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -152,11 +153,7 @@ func TestAgentWritesOnlyObjectsOfItsOwnNode(t *testing.T) {
 // an object's metadata, nothing the agent does not do.
 func TestAgentRoleGrantsOnlyTheAgentsCalls(t *testing.T) {
 	const node = "node-access"
-	kc := kubernetes.NewForConfigOrDie(cp.AgentConfig(t, node))
-	cases := []struct {
-		verb, group, resource, subresource string
-		allowed                            bool
-	}{
+	checkAccess(t, cp.AgentConfig(t, node), node, []access{
 		{"get", "joulie.io", "nodehardwares", "", true},
 		{"create", "joulie.io", "nodehardwares", "", true},
 		{"list", "joulie.io", "nodehardwares", "", false},
@@ -191,18 +188,31 @@ func TestAgentRoleGrantsOnlyTheAgentsCalls(t *testing.T) {
 		{"create", "", "events", "", false},
 		{"patch", "", "nodes", "", false},
 		{"get", "joulie.io", "nodetwins", "", false},
-	}
-	for _, c := range cases {
+	})
+}
+
+// access is one call an identity may or may not make.
+type access struct {
+	verb, group, resource, subresource string
+	allowed                            bool
+}
+
+// checkAccess asks the API server, as the identity of cfg, whether it may
+// make each call on the object name, and fails every answer that differs.
+func checkAccess(t *testing.T, cfg *rest.Config, name string, calls []access) {
+	t.Helper()
+	kc := kubernetes.NewForConfigOrDie(cfg)
+	for _, c := range calls {
 		review, err := kc.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: c.verb, Group: c.group, Resource: c.resource, Subresource: c.subresource, Name: node,
+				Verb: c.verb, Group: c.group, Resource: c.resource, Subresource: c.subresource, Name: name,
 			}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("access review of %s %s/%s: %v", c.verb, c.resource, c.subresource, err)
 		}
 		if review.Status.Allowed != c.allowed {
-			t.Errorf("agent of %s may %s %s (subresource %q): %v, want %v", node, c.verb, c.resource, c.subresource, review.Status.Allowed, c.allowed)
+			t.Errorf("may %s %s (subresource %q) of %s: %v, want %v", c.verb, c.resource, c.subresource, name, review.Status.Allowed, c.allowed)
 		}
 	}
 }

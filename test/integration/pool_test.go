@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -25,11 +23,7 @@ const chartPoolAccount = "joulie-agent-pool"
 // routing, the pods and the events, which pool mode does not use) on
 // every one of their objects.
 func TestPoolRoleGrantsOnlyThePoolsCalls(t *testing.T) {
-	kc := kubernetes.NewForConfigOrDie(cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartPoolAccount))
-	for _, c := range []struct {
-		verb, group, resource, subresource string
-		allowed                            bool
-	}{
+	checkAccess(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartPoolAccount), "pool-node-a", []access{
 		{"list", "", "nodes", "", true},
 		{"get", "", "nodes", "", false},
 		{"watch", "", "nodes", "", false},
@@ -52,19 +46,7 @@ func TestPoolRoleGrantsOnlyThePoolsCalls(t *testing.T) {
 		{"create", "events.k8s.io", "events", "", false},
 		{"get", "joulie.io", "nodetwins", "", false},
 		{"get", "", "secrets", "", false},
-	} {
-		review, err := kc.AuthorizationV1().SelfSubjectAccessReviews().Create(t.Context(), &authorizationv1.SelfSubjectAccessReview{
-			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: c.verb, Group: c.group, Resource: c.resource, Subresource: c.subresource, Name: "pool-node-a",
-			}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("access review of %s %s/%s: %v", c.verb, c.resource, c.subresource, err)
-		}
-		if review.Status.Allowed != c.allowed {
-			t.Errorf("the pool may %s %s (subresource %q): %v, want %v", c.verb, c.resource, c.subresource, review.Status.Allowed, c.allowed)
-		}
-	}
+	})
 }
 
 func TestPoolModeDrivesEverySelectedNode(t *testing.T) {
