@@ -75,14 +75,21 @@ func TestNoPerformancePodRunsUnderAnEcoCap(t *testing.T) {
 			if mode == "seed" && r.refusals == 0 {
 				t.Error("the seeds' guard published eco on nodes with performance pods, yet no agent refused it")
 			}
+			// And the refusal reaches the API, where an operator sees it.
+			if mode == "seed" && r.statusRefusals == 0 {
+				t.Error("no NodePowerProfile status ever carried the EcoRefused condition")
+			}
 		})
 	}
 }
 
 type ecoRaceResult struct {
 	bound, transitions, refusals int
-	longest, extenderLag         time.Duration
-	violations                   []string
+	// statusRefusals counts the samples in which a NodePowerProfile's
+	// status carried the agent's EcoRefused condition.
+	statusRefusals       int
+	longest, extenderLag time.Duration
+	violations           []string
 }
 
 func runEcoRace(t *testing.T, mode string, d time.Duration) ecoRaceResult {
@@ -183,6 +190,13 @@ func runEcoRace(t *testing.T, mode string, d time.Duration) ecoRaceResult {
 			}
 		}
 		for _, n := range nodes {
+			if p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, n, metav1.GetOptions{}); err == nil {
+				for _, c := range p.Status.Conditions {
+					if c.Type == "EcoRefused" && c.Status == metav1.ConditionTrue {
+						r.statusRefusals++
+					}
+				}
+			}
 			node, err := kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
