@@ -176,6 +176,9 @@ func deleteNodeObjects(t *testing.T, admin versioned.Interface, node string) {
 		bg := context.Background()
 		_ = admin.JoulieV1alpha1().NodePowerProfiles().Delete(bg, node, metav1.DeleteOptions{})
 		_ = admin.JoulieV1alpha1().NodeHardwares().Delete(bg, node, metav1.DeleteOptions{})
+		// A controller the test ran leaves the node's twin; the
+		// extender's cluster-wide figures would count it in later tests.
+		_ = admin.JoulieV1alpha1().NodeTwins().Delete(bg, node, metav1.DeleteOptions{})
 		_ = cp.AdminClient(t).CoreV1().Nodes().Delete(bg, node, metav1.DeleteOptions{})
 	})
 }

@@ -263,7 +263,8 @@ func TestControllerPlansAMixedCluster(t *testing.T) {
 	}
 
 	// One performance pod runs on gpu-b; the other two go away, so the
-	// policy wants gpu-b eco, but the guard keeps it draining.
+	// policy wants gpu-b eco, but the guard keeps it draining: labelled
+	// eco and draining, its profile still performance (uncapped).
 	cp.BindPod(t, "default", pending[0], gpuB)
 	cp.SetPodPhase(t, "default", pending[0], corev1.PodRunning)
 	for _, name := range pending[1:] {
@@ -272,10 +273,10 @@ func TestControllerPlansAMixedCluster(t *testing.T) {
 		}
 	}
 	view.expect("gpu-b drains while its performance pod runs", 30*time.Second, map[string]string{
-		gpuB: "eco/true/draining", gpuA: "performance/false/performance", cpuA: "performance/false/performance"})
+		gpuB: "performance(label eco)/true/draining", gpuA: "performance/false/performance", cpuA: "performance/false/performance"})
 	// It stays draining across ticks.
 	time.Sleep(5 * time.Second)
-	view.expect("gpu-b still draining", time.Second, map[string]string{gpuB: "eco/true/draining"})
+	view.expect("gpu-b still draining", time.Second, map[string]string{gpuB: "performance(label eco)/true/draining"})
 	events, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + gpuB})
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ var demoValues = []report.Setting{
 	{Component: "chart", Name: "controller.policy.queueHpBaseFrac", Value: "0.3"},
 	{Component: "chart", Name: "controller.policy.queuePerfPerHpNode", Value: "3"},
 	{Component: "chart", Name: "controller.policy.minEcoDwell", Value: "20s"},
-	{Component: "chart", Name: "controller.policy.drainDwell", Value: "5s"},
+	{Component: "chart", Name: "controller.policy.drainDwell", Value: "2s"},
 	{Component: "chart", Name: "controller.twin.refreshInterval", Value: "10s"},
 	{Component: "chart", Name: "controller.leaderElection.leaseDuration", Value: "15s"},
 }
