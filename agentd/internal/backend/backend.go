@@ -57,6 +57,10 @@ type GPU struct {
 	// discovery reports the control as missing and enforcement does not
 	// attempt the write.
 	CapBlocked string
+	// MIGs are the UUIDs of the device's MIG devices, in slot order, when
+	// MIG mode is on: the kubelet names the MIG devices it hands out by
+	// them, and their energy is the parent device's.
+	MIGs []string
 }
 
 // GPUCapper is a GPU backend: it enumerates devices and sets per-device

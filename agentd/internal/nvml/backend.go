@@ -170,7 +170,31 @@ func (b *Backend) read(index int, known backend.GPU) (backend.GPU, bool) {
 	if mj, ret := dev.GetTotalEnergyConsumption(); r.ok(ret) {
 		g.EnergyJoules, g.HasEnergy = float64(mj)/1000, true
 	}
+	g.MIGs = b.migs(dev, &r)
 	return g, !r.lost
+}
+
+// migs lists the UUIDs of dev's MIG devices when MIG mode is on; nil on a
+// GPU without MIG (ERROR_NOT_SUPPORTED) or with it off.
+func (b *Backend) migs(dev Device, r *readings) []string {
+	if cur, _, ret := dev.GetMigMode(); !r.ok(ret) || cur != gonvml.DEVICE_MIG_ENABLE {
+		return nil
+	}
+	n, ret := dev.GetMaxMigDeviceCount()
+	if !r.ok(ret) {
+		return nil
+	}
+	out := []string{}
+	for i := range n {
+		mig, ret := dev.GetMigDeviceHandleByIndex(i)
+		if !r.ok(ret) {
+			continue // an empty slot
+		}
+		if uuid, ret := mig.GetUUID(); r.ok(ret) {
+			out = append(out, uuid)
+		}
+	}
+	return out
 }
 
 // readings tells optional readings that a device lacks, which are only

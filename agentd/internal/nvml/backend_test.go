@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +67,7 @@ func TestEnumeratesAllEightH100s(t *testing.T) {
 		if i == 7 {
 			want.EnergyJoules, want.HasEnergy = 0, false
 		}
-		if g != want {
+		if !reflect.DeepEqual(g, want) {
 			t.Errorf("GPU %d:\n got %+v\nwant %+v", i, g, want)
 		}
 	}
@@ -336,7 +338,7 @@ func TestGPULostBeforeFirstReadIsListedByIndex(t *testing.T) {
 	if err != nil || len(gpus) != 8 {
 		t.Fatalf("GPUs = %d, %v", len(gpus), err)
 	}
-	if gpus[0] != (backend.GPU{Index: 0}) {
+	if !reflect.DeepEqual(gpus[0], backend.GPU{Index: 0}) {
 		t.Errorf("GPU lost before any read: %+v, want only its index", gpus[0])
 	}
 	if gpus[1].UUID != h.Devices[1].UUID {
@@ -595,5 +597,23 @@ func TestPresentAsksNVMLByUUID(t *testing.T) {
 	_ = b.Close()
 	if _, err := b.Present(h.Devices[2].UUID); err == nil {
 		t.Error("Present on a closed backend claims to know")
+	}
+}
+
+// A GPU in MIG mode lists its MIG devices' UUIDs, in slot order; the
+// others list none.
+func TestMIGDevicesAreListedWithTheirGPU(t *testing.T) {
+	h := nvmltest.NewDGX(t)
+	h.GPUs[2].Update(func(g *nvmltest.GPUState) { g.MIGs = []string{"MIG-aaaa", "", "MIG-cccc"} })
+	b, _ := newBackendOn(t, h)
+	gpus, err := b.GPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gpus[2].MIGs; !slices.Equal(got, []string{"MIG-aaaa", "MIG-cccc"}) {
+		t.Errorf("GPU 2's MIG devices %q, want the two slots in use", got)
+	}
+	if gpus[0].MIGs != nil || !gpus[0].HasEnergy {
+		t.Errorf("GPU 0 without MIG: %+v", gpus[0])
 	}
 }

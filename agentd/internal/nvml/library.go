@@ -51,6 +51,13 @@ type Device interface {
 	// loaded; GPUs older than Volta return ERROR_NOT_SUPPORTED.
 	GetTotalEnergyConsumption() (uint64, gonvml.Return)
 	SetPowerManagementLimit(limit uint32) gonvml.Return
+	// GetMigMode is MIG mode now and after the next reset (1: on);
+	// ERROR_NOT_SUPPORTED on GPUs without MIG.
+	GetMigMode() (int, int, gonvml.Return)
+	GetMaxMigDeviceCount() (int, gonvml.Return)
+	// GetMigDeviceHandleByIndex is the MIG device in slot index;
+	// ERROR_NOT_FOUND for an empty slot. Only GetUUID is asked of it.
+	GetMigDeviceHandleByIndex(index int) (gonvml.Device, gonvml.Return)
 }
 
 // Wrap narrows go-nvml's Interface (the real library from gonvml.New, or

@@ -39,6 +39,11 @@ type GPU struct {
 	HasEnergy    bool
 	PowerWatts   float64
 	HasPower     bool
+	// Shares, when above 0, splits the device into that many equal parts
+	// (its MIG devices) of which a claim's Replicas are its own; the
+	// parts nobody holds keep their energy unattributed. Without it the
+	// holders share the whole device.
+	Shares int
 }
 
 // Tick is what the agent read in one tick.
@@ -236,18 +241,23 @@ func (l *Ledger) attributeGPU(prev gpuState, now GPU, holders []Claim, dt float6
 		return
 	}
 	if sameClaims(prev.holders, holders) {
-		l.give(now.ID, joules, dt, holders, estimated)
+		l.give(now.ID, joules, dt, holders, estimated, now.Shares)
 		return
 	}
-	l.give(now.ID, joules/2, dt, prev.holders, estimated)
-	l.give(now.ID, joules/2, dt, holders, estimated)
+	l.give(now.ID, joules/2, dt, prev.holders, estimated, now.Shares)
+	l.give(now.ID, joules/2, dt, holders, estimated, now.Shares)
 }
 
-// give shares joules of device id between claims by replicas.
-func (l *Ledger) give(id string, joules, dt float64, claims []Claim, estimated bool) {
+// give shares joules of device id between claims by replicas, out of
+// shares parts when the device is split (MIG).
+func (l *Ledger) give(id string, joules, dt float64, claims []Claim, estimated bool, shares int) {
 	total := 0
 	for _, c := range claims {
 		total += max(c.Replicas, 1)
+	}
+	if total > 0 && total < shares {
+		l.unattributed[id] += joules * float64(shares-total) / float64(shares)
+		total = shares
 	}
 	if total == 0 {
 		l.unattributed[id] += joules

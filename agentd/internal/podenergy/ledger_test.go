@@ -201,3 +201,19 @@ func TestTicksOutOfOrderAreIgnored(t *testing.T) {
 		t.Errorf("train: %v J, want 1000", p.GPUJoules)
 	}
 }
+
+// A GPU split into MIG devices: each holder gets its MIG devices' share of
+// the parent's energy, and the idle MIG devices' share stays unattributed.
+func TestAGPUSplitIntoSharesKeepsTheIdleSharesUnattributed(t *testing.T) {
+	l := NewLedger(time.Hour)
+	h := map[string][]Claim{"GPU-a": {{Pod: train, Container: "c", Replicas: 2}, {Pod: infer, Container: "c", Replicas: 1}}}
+	split := func(j float64) GPU { g := counter("GPU-a", j); g.Shares = 7; return g }
+	l.Observe(Tick{Now: at(0), GPUs: []GPU{split(0)}, Holders: h})
+	l.Observe(Tick{Now: at(10), GPUs: []GPU{split(7000)}, Holders: h})
+	if a, b := find(t, l, train).GPUJoules, find(t, l, infer).GPUJoules; !near(a, 2000) || !near(b, 1000) {
+		t.Errorf("train %v J, infer %v J; want 2000 and 1000 (2 and 1 of 7 MIG devices)", a, b)
+	}
+	if u := l.Unattributed()["GPU-a"]; !near(u, 4000) {
+		t.Errorf("unattributed %v J, want the 4 idle MIG devices' 4000 J", u)
+	}
+}

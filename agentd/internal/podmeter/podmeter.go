@@ -8,6 +8,7 @@
 package podmeter
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"joulie.io/joulie/agentd/internal/agent"
+	"joulie.io/joulie/agentd/internal/backend"
 	"joulie.io/joulie/agentd/internal/podcgroup"
 	"joulie.io/joulie/agentd/internal/podenergy"
 	"joulie.io/joulie/agentd/internal/sysfs"
@@ -142,7 +144,7 @@ func (m *Meter) Observe(ctx context.Context) {
 		d, ok, s := m.opts.Kubelet.Devices(ctx)
 		st.Kubelet, st.KubeletUp = s, ok
 		if ok {
-			t.Holders = d.Holders
+			t.Holders = foldMIGs(d.Holders, snap.GPUs, t.GPUs)
 			for _, k := range d.Pods {
 				t.Pods = append(t.Pods, podenergy.Pod{Key: k})
 			}
@@ -290,4 +292,48 @@ func (m *Meter) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.status
+}
+
+// foldMIGs moves the holders of MIG devices onto their parent GPU, whose
+// energy counter is the only one NVML keeps: one share of the GPU per MIG
+// device held, out of as many shares as the GPU has MIG devices (the
+// readings in ticks get Shares), so an idle MIG device's part stays
+// unattributed. A MIG device the agent's GPUs do not list keeps its own
+// ID, and its energy is not measured. holders is not changed.
+func foldMIGs(holders map[string][]podenergy.Claim, gpus []backend.GPU, ticks []podenergy.GPU) map[string][]podenergy.Claim {
+	parent := map[string]string{}
+	for i, g := range gpus {
+		for _, m := range g.MIGs {
+			parent[m] = g.UUID
+		}
+		if len(g.MIGs) > 0 && i < len(ticks) && ticks[i].ID == g.UUID {
+			ticks[i].Shares = len(g.MIGs)
+		}
+	}
+	if len(parent) == 0 {
+		return holders
+	}
+	out := make(map[string][]podenergy.Claim, len(holders))
+	for id, claims := range holders {
+		p, ok := parent[id]
+		if !ok {
+			out[id] = append(out[id], claims...)
+			continue
+		}
+		for _, c := range claims {
+			c.Replicas = max(c.Replicas, 1)
+			at := slices.IndexFunc(out[p], func(o podenergy.Claim) bool { return o.Pod == c.Pod && o.Container == c.Container })
+			if at >= 0 {
+				out[p][at].Replicas += c.Replicas
+			} else {
+				out[p] = append(out[p], c)
+			}
+		}
+	}
+	for id := range out {
+		slices.SortFunc(out[id], func(a, b podenergy.Claim) int {
+			return cmp.Or(cmp.Compare(a.Pod.Namespace, b.Pod.Namespace), cmp.Compare(a.Pod.Name, b.Pod.Name), cmp.Compare(a.Container, b.Container))
+		})
+	}
+	return out
 }

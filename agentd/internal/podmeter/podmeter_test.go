@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,5 +201,35 @@ func TestKubeletPodsTakeTheAPIServersUIDs(t *testing.T) {
 	}
 	if len(m.Pods()) != 1 {
 		t.Errorf("pods %+v, want only the kubelet's: a pod the API still lists may have ended on the node", m.Pods())
+	}
+}
+
+// MIG devices fold onto their parent GPU, one share per MIG device held,
+// merged per container; other devices stay as they are.
+func TestMIGHoldersFoldOntoTheParentGPU(t *testing.T) {
+	a, b := podenergy.Key{Namespace: "ml", Name: "a"}, podenergy.Key{Namespace: "ml", Name: "b"}
+	gpus := []backend.GPU{{UUID: "GPU-p", MIGs: []string{"MIG-1", "MIG-2", "MIG-3"}}, {UUID: "GPU-q"}}
+	ticks := []podenergy.GPU{{ID: "GPU-p"}, {ID: "GPU-q"}}
+	holders := map[string][]podenergy.Claim{
+		"MIG-2": {{Pod: b, Container: "c", Replicas: 1}},
+		"MIG-1": {{Pod: a, Container: "c", Replicas: 1}},
+		"MIG-3": {{Pod: a, Container: "c", Replicas: 1}},
+		"GPU-q": {{Pod: b, Container: "d", Replicas: 1}},
+		"MIG-x": {{Pod: b, Container: "e", Replicas: 1}},
+	}
+	got := foldMIGs(holders, gpus, ticks)
+	want := map[string][]podenergy.Claim{
+		"GPU-p": {{Pod: a, Container: "c", Replicas: 2}, {Pod: b, Container: "c", Replicas: 1}},
+		"GPU-q": {{Pod: b, Container: "d", Replicas: 1}},
+		"MIG-x": {{Pod: b, Container: "e", Replicas: 1}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("folded holders\n got  %+v\n want %+v", got, want)
+	}
+	if ticks[0].Shares != 3 || ticks[1].Shares != 0 {
+		t.Errorf("shares %d and %d, want the MIG GPU split in 3 and the other whole", ticks[0].Shares, ticks[1].Shares)
+	}
+	if len(holders) != 5 {
+		t.Error("foldMIGs changed its argument")
 	}
 }

@@ -22,6 +22,9 @@
 //	                        the counter then advances by power_mw from it
 //	gpu<N>/lost             optional: every call for the GPU returns ERROR_GPU_IS_LOST
 //	gpu<N>/set_error        optional: setting the limit fails with this return code
+//	gpu<N>/mig_mode         optional: 1 turns MIG mode on (0 off); without it the
+//	                        GPU is not MIG-capable (the MIG calls return NOT_SUPPORTED)
+//	gpu<N>/mig<K>_uuid      "MIG-…", the MIG device in slot K (0 to 6)
 //
 // Values are decimal, return codes as nvml.h numbers them (4 is
 // ERROR_NO_PERMISSION), with an optional trailing newline. The library
@@ -102,6 +105,10 @@ type GPU struct {
 	// SetError, when not SUCCESS, is what setting the limit returns
 	// instead of changing it.
 	SetError gonvml.Return
+	// MIGs, when set, turns MIG mode on and lists the UUIDs of the GPU's
+	// MIG devices by slot ("" leaves a slot empty); without it the GPU is
+	// not MIG-capable.
+	MIGs []string
 }
 
 // Build compiles the fake library into outDir and returns its path. It
@@ -200,6 +207,15 @@ func WriteGPU(t testing.TB, dir string, index int, g GPU) {
 	set("energy_since_ms", !g.EnergySince.IsZero(), g.EnergySince.UnixMilli())
 	set("lost", g.Lost, "")
 	set("set_error", g.SetError != gonvml.SUCCESS, int(g.SetError))
+	set("mig_mode", g.MIGs != nil, 1)
+	for k := range 7 {
+		set(fmt.Sprintf("mig%d_uuid", k), k < len(g.MIGs) && g.MIGs[k] != "", func() string {
+			if k < len(g.MIGs) {
+				return g.MIGs[k]
+			}
+			return ""
+		}())
+	}
 }
 
 // SetInitError makes nvmlInit fail with ret; SUCCESS lets it succeed.

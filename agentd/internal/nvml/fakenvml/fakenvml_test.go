@@ -110,6 +110,7 @@ func TestExportsWhatGoNVMLCalls(t *testing.T) {
 		"nvmlDeviceGetPowerManagementLimit", "nvmlDeviceGetEnforcedPowerLimit",
 		"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTotalEnergyConsumption",
 		"nvmlDeviceSetPowerManagementLimit",
+		"nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
 	}
 	l := dl.New(lib, dl.RTLD_LAZY|dl.RTLD_LOCAL)
 	if err := l.Open(); err != nil {
@@ -235,7 +236,7 @@ func TestLostGPU(t *testing.T) {
 		fake[5].Lost = true
 		dir, b, _ := host(t, fake)
 		gpus := mustGPUs(t, b)
-		if len(gpus) != 8 || gpus[5] != (backend.GPU{Index: 5}) || gpus[4].UUID != fake[4].UUID {
+		if len(gpus) != 8 || !reflect.DeepEqual(gpus[5], backend.GPU{Index: 5}) || gpus[4].UUID != fake[4].UUID {
 			t.Errorf("GPUs = %+v; want 8, GPU 5 without facts", gpus)
 		}
 		_, err := b.SetCap(5, 400)
@@ -260,7 +261,7 @@ func TestLostGPU(t *testing.T) {
 			Index: 6, UUID: fake[6].UUID, Name: fake[6].Name, PCIBusID: fake[6].PCIBusID,
 			MinWatts: 200, MaxWatts: 700, DefaultWatts: 700,
 		}
-		if g != want {
+		if !reflect.DeepEqual(g, want) {
 			t.Errorf("GPU 6 = %+v, want the last known facts and no readings: %+v", g, want)
 		}
 		if _, err := b.SetCap(6, 400); !errors.Is(err, gonvml.ERROR_GPU_IS_LOST) {
@@ -577,5 +578,24 @@ func TestStateRoundTrip(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still there after rewrite: %v", f, err)
 		}
+	}
+}
+
+// A GPU in MIG mode lists its MIG devices through the real go-nvml
+// loader, slots in order and empty slots skipped; the others none.
+func TestMIGDevicesThroughTheLibrary(t *testing.T) {
+	fake := fakenvml.DGXH100()
+	fake[1].MIGs = []string{"MIG-1111", "", "MIG-3333"}
+	fake[2].MIGs = []string{}
+	_, b, _ := host(t, fake)
+	gpus := mustGPUs(t, b)
+	if got := gpus[1].MIGs; !reflect.DeepEqual(got, []string{"MIG-1111", "MIG-3333"}) {
+		t.Errorf("GPU 1's MIG devices %q", got)
+	}
+	if got := gpus[2].MIGs; got == nil || len(got) != 0 {
+		t.Errorf("GPU 2 in MIG mode without MIG devices: %q, want an empty list", got)
+	}
+	if gpus[0].MIGs != nil {
+		t.Errorf("GPU 0 without MIG lists %q", gpus[0].MIGs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
@@ -44,6 +45,9 @@ type GPUState struct {
 	// GPU that has fallen off the bus.
 	Lost bool
 	Sets int
+	// MIGs, when set, turns MIG mode on with these MIG devices' UUIDs in
+	// slots 0, 1, ...; without it MIG mode is off, as an H100 ships.
+	MIGs []string
 }
 
 func (g *GPUState) Limit() uint32 {
@@ -165,6 +169,33 @@ func wire(dev *server.Device, g *GPUState, bus uint32) {
 		return mw, ret
 	}
 	dev.GetEnforcedPowerLimitFunc = dev.GetPowerManagementLimitFunc
+	dev.GetMigModeFunc = func() (int, int, gonvml.Return) {
+		mode := gonvml.DEVICE_MIG_DISABLE
+		ret := read(func() gonvml.Return {
+			if g.MIGs != nil {
+				mode = gonvml.DEVICE_MIG_ENABLE
+			}
+			return gonvml.SUCCESS
+		})
+		return mode, mode, ret
+	}
+	dev.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) {
+		return 7, read(func() gonvml.Return { return gonvml.SUCCESS })
+	}
+	dev.GetMigDeviceHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+		var uuid string
+		ret := read(func() gonvml.Return {
+			if i >= len(g.MIGs) || g.MIGs[i] == "" {
+				return gonvml.ERROR_NOT_FOUND
+			}
+			uuid = g.MIGs[i]
+			return gonvml.SUCCESS
+		})
+		if ret != gonvml.SUCCESS {
+			return nil, ret
+		}
+		return &mock.Device{GetUUIDFunc: func() (string, gonvml.Return) { return uuid, gonvml.SUCCESS }}, ret
+	}
 	dev.GetPowerUsageFunc = func() (uint32, gonvml.Return) {
 		var mw uint32
 		ret := read(func() gonvml.Return { mw = min(g.UsageMW, g.LimitMW); return gonvml.SUCCESS })

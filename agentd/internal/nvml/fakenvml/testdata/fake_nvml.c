@@ -85,6 +85,12 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 
 static struct nvmlDevice_st devices[FAKE_MAX_GPUS];
 
+/* MIG devices: handles of their own, mig_devices[gpu][slot], whose index
+ * is the slot; a GPU has MIG mode on when gpu<N>/mig_mode holds 1, and its
+ * MIG devices' UUIDs in gpu<N>/mig<K>_uuid. */
+#define FAKE_MAX_MIGS 7
+static struct nvmlDevice_st mig_devices[FAKE_MAX_GPUS][FAKE_MAX_MIGS];
+
 /*
  * One lock for everything: NVML calls are short and a test needs each
  * call to see one consistent state, not a throughput.
@@ -518,12 +524,112 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
 	return ret;
 }
 
+/* mig_of finds the GPU and slot of a MIG device handle; -1 for any other. */
+static int mig_of(nvmlDevice_t dev, unsigned int *gpu, unsigned int *slot)
+{
+	uintptr_t p = (uintptr_t)dev, base = (uintptr_t)mig_devices;
+	size_t off;
+
+	if (p < base || p >= base + sizeof(mig_devices) || (p - base) % sizeof(mig_devices[0][0]) != 0)
+		return -1;
+	off = (p - base) / sizeof(mig_devices[0][0]);
+	*gpu = (unsigned int)(off / FAKE_MAX_MIGS);
+	*slot = (unsigned int)(off % FAKE_MAX_MIGS);
+	return 0;
+}
+
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
+	char name[32], buf[FAKE_MAX_VALUE];
+	unsigned int gpu, slot;
 	nvmlReturn_t ret;
 
 	pthread_mutex_lock(&mu);
-	ret = read_string(device, "uuid", uuid, length);
+	if (mig_of(device, &gpu, &slot) == 0) {
+		snprintf(name, sizeof(name), "mig%u_uuid", slot);
+		if (init_count == 0)
+			ret = NVML_ERROR_UNINITIALIZED;
+		else if (uuid == NULL)
+			ret = NVML_ERROR_INVALID_ARGUMENT;
+		else if (read_value(gpu, name, buf, sizeof(buf)) != 0)
+			ret = NVML_ERROR_NOT_FOUND;
+		else if (strlen(buf) >= length)
+			ret = NVML_ERROR_INSUFFICIENT_SIZE;
+		else {
+			memcpy(uuid, buf, strlen(buf) + 1);
+			ret = NVML_SUCCESS;
+		}
+	} else {
+		ret = read_string(device, "uuid", uuid, length);
+	}
+	pthread_mutex_unlock(&mu);
+	return ret;
+}
+
+/* A GPU without gpu<N>/mig_mode is not MIG-capable: NOT_SUPPORTED, as on
+ * boards before A100. */
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode)
+{
+	char buf[FAKE_MAX_VALUE];
+	unsigned long long mode;
+	unsigned int index;
+	nvmlReturn_t ret;
+
+	pthread_mutex_lock(&mu);
+	ret = device_index(device, &index);
+	if (ret == NVML_SUCCESS) {
+		if (currentMode == NULL || pendingMode == NULL)
+			ret = NVML_ERROR_INVALID_ARGUMENT;
+		else if (read_value(index, "mig_mode", buf, sizeof(buf)) != 0 || parse_uint(buf, 1, &mode) != 0)
+			ret = NVML_ERROR_NOT_SUPPORTED;
+		else
+			*currentMode = *pendingMode = (unsigned int)mode;
+	}
+	pthread_mutex_unlock(&mu);
+	return ret;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+	unsigned int index;
+	nvmlReturn_t ret;
+
+	pthread_mutex_lock(&mu);
+	ret = device_index(device, &index);
+	if (ret == NVML_SUCCESS) {
+		if (count == NULL)
+			ret = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!exists(index, "mig_mode"))
+			ret = NVML_ERROR_NOT_SUPPORTED;
+		else
+			*count = FAKE_MAX_MIGS;
+	}
+	pthread_mutex_unlock(&mu);
+	return ret;
+}
+
+/* A slot without gpu<N>/mig<K>_uuid holds no MIG device: NOT_FOUND. */
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice)
+{
+	char name[32];
+	unsigned int gpu;
+	nvmlReturn_t ret;
+
+	pthread_mutex_lock(&mu);
+	ret = device_index(device, &gpu);
+	if (ret == NVML_SUCCESS) {
+		snprintf(name, sizeof(name), "mig%u_uuid", index);
+		if (migDevice == NULL || index >= FAKE_MAX_MIGS)
+			ret = NVML_ERROR_INVALID_ARGUMENT;
+		else if (!exists(gpu, "mig_mode"))
+			ret = NVML_ERROR_NOT_SUPPORTED;
+		else if (!exists(gpu, name))
+			ret = NVML_ERROR_NOT_FOUND;
+		else {
+			mig_devices[gpu][index].index = index;
+			*migDevice = &mig_devices[gpu][index];
+		}
+	}
 	pthread_mutex_unlock(&mu);
 	return ret;
 }
