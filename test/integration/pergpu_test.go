@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,4 +108,105 @@ func TestAgentCapsEachGPUByTheClassOfItsPod(t *testing.T) {
 	// A GPU shared by a performance and a standard pod stays uncapped.
 	kubeletPods(t, podsFile, map[string][]string{ns + "/train": {uuids[0], uuids[2]}, ns + "/etl": {uuids[2]}})
 	expect("a GPU shared with a performance pod", "700000,700000,700000")
+}
+
+// A GPU in MIG mode, on the real agent with the fake libnvidia-ml and the
+// fake kubelet: the pods holding its MIG devices share its energy, one
+// part per MIG device, the idle MIG device's part stays unattributed, and
+// per-GPU caps treat the GPU as one device, capped while only standard
+// pods hold its MIG devices.
+func TestAgentSharesAMIGGPUByItsMIGDevices(t *testing.T) {
+	const node, ns, uuid = "mig-node", "mig", "GPU-mg000000-0000-4000-8000-000000000000"
+	migs := []string{"MIG-mg000000-0000-4000-8000-00000000000a", "MIG-mg000000-0000-4000-8000-00000000000b", "MIG-mg000000-0000-4000-8000-00000000000c"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.CreateReadyNode(t, node, nil, nil)
+	deleteNodeObjects(t, admin, node)
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, GPU: &joulie.GPUPowerTarget{
+			PowerCap:         &joulie.GPUPowerCap{CapPctOfMax: ptr.To(100.0)},
+			StandardPowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, class := range map[string]string{"a": "", "b": "", "p": joulie.WorkloadClassPerformance} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+		if class != "" {
+			p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: class}
+		}
+		cp.CreatePod(t, p)
+	}
+
+	lib, err := fleet.BuildFakeNVML(ctx, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := t.TempDir()
+	fakeGPUs(t, gpus, 300, uuid)
+	files := map[string]string{"gpu0/mig_mode": "1"}
+	for k, m := range migs {
+		files[fmt.Sprintf("gpu0/mig%d_uuid", k)] = m
+	}
+	for name, v := range files {
+		if err := os.WriteFile(filepath.Join(gpus, name), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("FAKE_NVML_DIR", gpus)
+	sockDir, err := os.MkdirTemp("", "kubelet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	socket, podsFile := filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
+	kubeletPods(t, podsFile, map[string][]string{ns + "/a": {migs[0]}, ns + "/b": {migs[1]}})
+	kubelet := exec.Command(cp.BuildProgram(t, "joulie.io/joulie/agentd/internal/podresources/fakekubelet/cmd/fake-kubelet"),
+		"--socket", socket, "--pods", podsFile)
+	kubelet.Stderr = os.Stderr
+	if err := kubelet.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kubelet.Process.Signal(syscall.SIGTERM); _ = kubelet.Wait() })
+	agentd := runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)), "--nvml-library-path", lib, "--pod-resources-socket", socket)
+
+	limit := func() string {
+		b, _ := os.ReadFile(filepath.Join(gpus, "gpu0", "limit_mw"))
+		return strings.TrimSpace(string(b))
+	}
+	pollUntil(t, "the MIG GPU capped while standard pods hold its MIG devices", 30*time.Second, func() bool { return limit() == "420000" })
+
+	type report struct {
+		Pods []struct {
+			Name      string  `json:"name"`
+			GPUJoules float64 `json:"gpuJoules"`
+		} `json:"pods"`
+		Unattributed map[string]float64 `json:"unattributedGpuJoules"`
+	}
+	var r report
+	joules := func(name string) float64 {
+		for _, p := range r.Pods {
+			if p.Name == name {
+				return p.GPUJoules
+			}
+		}
+		return 0
+	}
+	pollUntil(t, "energy on both MIG holders and the idle part unattributed", 45*time.Second, func() bool {
+		r = report{}
+		return getJSON(agentd.socket, "/v1/pods", &r) && joules("a") > 200 && joules("b") > 200 && r.Unattributed[uuid] > 200
+	})
+	// One third each: the counter runs at the GPU's draw, shared by the
+	// three MIG devices.
+	if a, b, u := joules("a"), joules("b"), r.Unattributed[uuid]; math.Abs(a-b) > 0.2*a || math.Abs(a-u) > 0.5*a {
+		t.Errorf("a %.0f J, b %.0f J, unattributed %.0f J: want about a third each", a, b, u)
+	}
+
+	// A performance pod takes the idle MIG device: the GPU is uncapped.
+	kubeletPods(t, podsFile, map[string][]string{ns + "/a": {migs[0]}, ns + "/b": {migs[1]}, ns + "/p": {migs[2]}})
+	pollUntil(t, "the MIG GPU uncapped once a performance pod holds a MIG device", 30*time.Second, func() bool { return limit() == "700000" })
 }
