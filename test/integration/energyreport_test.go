@@ -5,17 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"joulie.io/joulie/test/demo/fleet"
 )
 
 // fakeGPU lays out one GPU of the fake libnvidia-ml (its state files:
@@ -91,31 +87,9 @@ func TestAgentReportsAPodsEnergyWhenItEnds(t *testing.T) {
 	cp.CreateReadyNode(t, node, nil, nil)
 	pod := cp.CreatePod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}, Spec: corev1.PodSpec{NodeName: node}})
 
-	lib, err := fleet.BuildFakeNVML(ctx, "", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpus := t.TempDir()
-	fakeGPU(t, gpus, uuid, 400)
-	t.Setenv("FAKE_NVML_DIR", gpus)
-
-	sockDir, err := os.MkdirTemp("", "kubelet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	socket, podsFile := filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
-	kubeletPods(t, podsFile, map[string][]string{ns + "/train": {uuid}})
-	kubelet := exec.Command(cp.BuildProgram(t, "joulie.io/joulie/agentd/internal/podresources/fakekubelet/cmd/fake-kubelet"),
-		"--socket", socket, "--pods", podsFile)
-	kubelet.Stderr = os.Stderr
-	if err := kubelet.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kubelet.Process.Signal(syscall.SIGTERM); _ = kubelet.Wait() })
-
-	agentd := runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)),
-		"--nvml-library-path", lib, "--pod-resources-socket", socket)
+	h := newGPUHost(ctx, t, func(dir string) { fakeGPU(t, dir, uuid, 400) }, map[string][]string{ns + "/train": {uuid}})
+	podsFile := h.podsFile
+	agentd := h.agent(t, node)
 	// The pod's GPU energy grows on the agent's socket, under the UID
 	// the API server gave it.
 	pollUntil(t, "train's GPU energy on the agent's socket", 45*time.Second, func() bool {

@@ -37,47 +37,12 @@ func TestAgentCapsEachGPUByTheClassOfItsPod(t *testing.T) {
 	}
 	cp.CreateReadyNode(t, node, nil, nil)
 	deleteNodeObjects(t, admin, node)
-	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, GPU: &joulie.GPUPowerTarget{
-			PowerCap:         &joulie.GPUPowerCap{CapPctOfMax: ptr.To(100.0)},
-			StandardPowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pod := func(name, class string) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{NodeName: node}}
-		if class != "" {
-			p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: class}
-		}
-		cp.CreatePod(t, p)
-	}
-	pod("train", joulie.WorkloadClassPerformance)
-	pod("batch", "")
-	pod("etl", "")
-
-	lib, err := fleet.BuildFakeNVML(ctx, "", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpus := t.TempDir()
-	fakeGPUs(t, gpus, 300, uuids...)
-	t.Setenv("FAKE_NVML_DIR", gpus)
-	sockDir, err := os.MkdirTemp("", "kubelet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	socket, podsFile := filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
-	kubeletPods(t, podsFile, map[string][]string{ns + "/train": {uuids[0]}, ns + "/batch": {uuids[1]}})
-	kubelet := exec.Command(cp.BuildProgram(t, "joulie.io/joulie/agentd/internal/podresources/fakekubelet/cmd/fake-kubelet"),
-		"--socket", socket, "--pods", podsFile)
-	kubelet.Stderr = os.Stderr
-	if err := kubelet.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kubelet.Process.Signal(syscall.SIGTERM); _ = kubelet.Wait() })
-	runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)), "--nvml-library-path", lib, "--pod-resources-socket", socket)
+	perGPUProfile(ctx, t, admin, node)
+	nodePods(t, node, ns, map[string]string{"train": joulie.WorkloadClassPerformance, "batch": "", "etl": ""})
+	h := newGPUHost(ctx, t, func(dir string) { fakeGPUs(t, dir, 300, uuids...) },
+		map[string][]string{ns + "/train": {uuids[0]}, ns + "/batch": {uuids[1]}})
+	gpus, podsFile := h.gpus, h.podsFile
+	h.agent(t, node)
 
 	limits := func() string {
 		var out []string
@@ -126,53 +91,22 @@ func TestAgentSharesAMIGGPUByItsMIGDevices(t *testing.T) {
 	}
 	cp.CreateReadyNode(t, node, nil, nil)
 	deleteNodeObjects(t, admin, node)
-	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: node},
-		Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, GPU: &joulie.GPUPowerTarget{
-			PowerCap:         &joulie.GPUPowerCap{CapPctOfMax: ptr.To(100.0)},
-			StandardPowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for name, class := range map[string]string{"a": "", "b": "", "p": joulie.WorkloadClassPerformance} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{NodeName: node}}
-		if class != "" {
-			p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: class}
+	perGPUProfile(ctx, t, admin, node)
+	nodePods(t, node, ns, map[string]string{"a": "", "b": "", "p": joulie.WorkloadClassPerformance})
+	h := newGPUHost(ctx, t, func(dir string) {
+		fakeGPUs(t, dir, 300, uuid)
+		files := map[string]string{"gpu0/mig_mode": "1"}
+		for k, m := range migs {
+			files[fmt.Sprintf("gpu0/mig%d_uuid", k)] = m
 		}
-		cp.CreatePod(t, p)
-	}
-
-	lib, err := fleet.BuildFakeNVML(ctx, "", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpus := t.TempDir()
-	fakeGPUs(t, gpus, 300, uuid)
-	files := map[string]string{"gpu0/mig_mode": "1"}
-	for k, m := range migs {
-		files[fmt.Sprintf("gpu0/mig%d_uuid", k)] = m
-	}
-	for name, v := range files {
-		if err := os.WriteFile(filepath.Join(gpus, name), []byte(v+"\n"), 0o644); err != nil {
-			t.Fatal(err)
+		for name, v := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	t.Setenv("FAKE_NVML_DIR", gpus)
-	sockDir, err := os.MkdirTemp("", "kubelet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	socket, podsFile := filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
-	kubeletPods(t, podsFile, map[string][]string{ns + "/a": {migs[0]}, ns + "/b": {migs[1]}})
-	kubelet := exec.Command(cp.BuildProgram(t, "joulie.io/joulie/agentd/internal/podresources/fakekubelet/cmd/fake-kubelet"),
-		"--socket", socket, "--pods", podsFile)
-	kubelet.Stderr = os.Stderr
-	if err := kubelet.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kubelet.Process.Signal(syscall.SIGTERM); _ = kubelet.Wait() })
-	agentd := runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)), "--nvml-library-path", lib, "--pod-resources-socket", socket)
+	}, map[string][]string{ns + "/a": {migs[0]}, ns + "/b": {migs[1]}})
+	gpus, podsFile := h.gpus, h.podsFile
+	agentd := h.agent(t, node)
 
 	limit := func() string {
 		b, _ := os.ReadFile(filepath.Join(gpus, "gpu0", "limit_mw"))
@@ -209,4 +143,71 @@ func TestAgentSharesAMIGGPUByItsMIGDevices(t *testing.T) {
 	// A performance pod takes the idle MIG device: the GPU is uncapped.
 	kubeletPods(t, podsFile, map[string][]string{ns + "/a": {migs[0]}, ns + "/b": {migs[1]}, ns + "/p": {migs[2]}})
 	pollUntil(t, "the MIG GPU uncapped once a performance pod holds a MIG device", 30*time.Second, func() bool { return limit() == "700000" })
+}
+
+// perGPUProfile creates node's NodePowerProfile as a performance node
+// with per-GPU caps: its GPUs at 100%, those only standard pods hold at 60%.
+func perGPUProfile(ctx context.Context, t *testing.T, admin versioned.Interface, node string) {
+	t.Helper()
+	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, GPU: &joulie.GPUPowerTarget{
+			PowerCap:         &joulie.GPUPowerCap{CapPctOfMax: ptr.To(100.0)},
+			StandardPowerCap: &joulie.GPUPowerCap{CapPctOfMax: ptr.To(60.0)}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodePods creates pods bound to node, by name, with their workload class
+// ("" for standard).
+func nodePods(t *testing.T, node, ns string, classes map[string]string) {
+	t.Helper()
+	for name, class := range classes {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+		if class != "" {
+			p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: class}
+		}
+		cp.CreatePod(t, p)
+	}
+}
+
+// gpuHost is a host's GPUs in the fake libnvidia-ml and a fake kubelet
+// on the real pod-resources API, for a real agent to run on.
+type gpuHost struct {
+	lib, gpus, socket, podsFile string
+}
+
+// newGPUHost builds the fake library, points FAKE_NVML_DIR at a fresh
+// state that layout fills, and starts the fake kubelet listing pods.
+func newGPUHost(ctx context.Context, t *testing.T, layout func(dir string), pods map[string][]string) gpuHost {
+	t.Helper()
+	lib, err := fleet.BuildFakeNVML(ctx, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := gpuHost{lib: lib, gpus: t.TempDir()}
+	layout(h.gpus)
+	t.Setenv("FAKE_NVML_DIR", h.gpus)
+	sockDir, err := os.MkdirTemp("", "kubelet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	h.socket, h.podsFile = filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
+	kubeletPods(t, h.podsFile, pods)
+	kubelet := exec.Command(cp.BuildProgram(t, "joulie.io/joulie/agentd/internal/podresources/fakekubelet/cmd/fake-kubelet"),
+		"--socket", h.socket, "--pods", h.podsFile)
+	kubelet.Stderr = os.Stderr
+	if err := kubelet.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kubelet.Process.Signal(syscall.SIGTERM); _ = kubelet.Wait() })
+	return h
+}
+
+// agent runs the real joulie-agentd for node on h, as the node's own
+// identity.
+func (h gpuHost) agent(t *testing.T, node string) agentProcess {
+	return runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)), "--nvml-library-path", h.lib, "--pod-resources-socket", h.socket)
 }
