@@ -416,18 +416,12 @@ func twins(nodes []NodePlan, byName map[string]*corev1.Node, in Inputs, s Settin
 	}
 }
 
-// IsPerformanceDemand reports whether a pod counts as performance demand:
-// active (not finished) and performance-sensitive.
-func IsPerformanceDemand(p *corev1.Pod) bool {
-	return workload.IsActive(p) && workload.Classify(p) == workload.Performance
-}
-
 // CountPerformancePods counts the performance demand by node ("" for pods
 // not yet scheduled).
 func CountPerformancePods(pods []*corev1.Pod) map[string]int {
 	out := map[string]int{}
 	for _, p := range pods {
-		if IsPerformanceDemand(p) {
+		if workload.IsPerformanceDemand(p) {
 			out[p.Spec.NodeName]++
 		}
 	}

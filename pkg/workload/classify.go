@@ -166,6 +166,13 @@ func IsActive(pod *corev1.Pod) bool {
 	return true
 }
 
+// IsPerformanceDemand reports whether a pod counts as performance demand:
+// active and performance-sensitive. The controller counts it to keep a
+// node from eco, the agent to refuse an eco cap under it.
+func IsPerformanceDemand(pod *corev1.Pod) bool {
+	return IsActive(pod) && Classify(pod) == Performance
+}
+
 // IsDaemonSet reports whether a DaemonSet controls the pod. Such a pod
 // follows its node: it never keeps a node awake, never wakes one, and
 // never counts as work that a node held for other pods must turn away.

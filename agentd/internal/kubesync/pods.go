@@ -103,9 +103,9 @@ func (p *NodePods) changed(old, cur any) {
 	}
 }
 
-func isPerformance(p *corev1.Pod) bool {
-	return p != nil && workload.IsActive(p) && workload.Classify(p) == workload.Performance
-}
+// isPerformance is workload.IsPerformanceDemand for the informer's
+// objects, which are nil on one side of an add or a delete.
+func isPerformance(p *corev1.Pod) bool { return p != nil && workload.IsPerformanceDemand(p) }
 
 // slimPod keeps of a pod what the meter and the guard read: its name,
 // UID, annotations and owners, the node it is bound to, its scheduling

@@ -341,7 +341,7 @@ func (c *Controller) livePerformancePods(ctx context.Context, node string) (int,
 	}
 	n := 0
 	for i := range pods.Items {
-		if plan.IsPerformanceDemand(&pods.Items[i]) {
+		if workload.IsPerformanceDemand(&pods.Items[i]) {
 			n++
 		}
 	}
@@ -513,7 +513,7 @@ const perfIndex = "joulie.io/performance-demand"
 // empty); other pods are not indexed.
 func perfIndexFunc(obj any) ([]string, error) {
 	p, ok := obj.(*corev1.Pod)
-	if !ok || !plan.IsPerformanceDemand(p) {
+	if !ok || !workload.IsPerformanceDemand(p) {
 		return nil, nil
 	}
 	return []string{"node/" + p.Spec.NodeName}, nil
