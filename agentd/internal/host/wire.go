@@ -196,10 +196,8 @@ func (w withUnreachable) GPUs() ([]backend.GPU, error) {
 }
 
 func (w withUnreachable) SetCap(index int, watts float64) (float64, error) {
-	for _, g := range w.others {
-		if g.Index == index {
-			return 0, fmt.Errorf("%w: GPU %d (%s): %s", backend.ErrBlocked, index, g.PCIBusID, g.CapBlocked)
-		}
+	if w.others.has(index) {
+		return w.others.SetCap(index, watts)
 	}
 	return w.GPUCapper.SetCap(index, watts)
 }
@@ -254,11 +252,19 @@ func (u unreachableGPUs) Name() string { return string(joulie.BackendNone) }
 
 func (u unreachableGPUs) GPUs() ([]backend.GPU, error) { return slices.Clone(u), nil }
 
+// SetCap refuses: no backend reaches GPU index. Indexes are the GPUs'
+// own, which after a backend's GPUs (withUnreachable) start past them.
 func (u unreachableGPUs) SetCap(index int, _ float64) (float64, error) {
-	if index < 0 || index >= len(u) {
-		return 0, fmt.Errorf("set power cap of GPU %d: no such GPU (%d found)", index, len(u))
+	for _, g := range u {
+		if g.Index == index {
+			return 0, fmt.Errorf("%w: GPU %d (%s): %s", backend.ErrBlocked, index, g.PCIBusID, g.CapBlocked)
+		}
 	}
-	return 0, fmt.Errorf("%w: GPU %d (%s): %s", backend.ErrBlocked, index, u[index].PCIBusID, u[index].CapBlocked)
+	return 0, fmt.Errorf("set power cap of GPU %d: no such GPU (%d found)", index, len(u))
+}
+
+func (u unreachableGPUs) has(index int) bool {
+	return slices.ContainsFunc(u, func(g backend.GPU) bool { return g.Index == index })
 }
 
 func (u unreachableGPUs) Restore(id, _ string) error {
