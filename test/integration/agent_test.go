@@ -128,16 +128,7 @@ func TestAgentSyncsWithTheAPIServer(t *testing.T) {
 
 // pollUntil waits up to timeout for cond, failing the test with what it
 // waited for.
-func pollUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+var pollUntil = harness.PollUntil
 
 // podsReportCPU asks the agent's local socket for its per-pod report
 // (GET /v1/pods, what joulie-agentctl pods shows) and returns what it says

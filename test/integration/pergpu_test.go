@@ -31,13 +31,7 @@ func TestAgentCapsEachGPUByTheClassOfItsPod(t *testing.T) {
 	uuids := []string{"GPU-pg000000-0000-4000-8000-000000000000", "GPU-pg000000-0000-4000-8000-000000000001", "GPU-pg000000-0000-4000-8000-000000000002"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	admin, err := versioned.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp.CreateReadyNode(t, node, nil, nil)
-	deleteNodeObjects(t, admin, node)
-	perGPUProfile(ctx, t, admin, node)
+	perGPUNode(ctx, t, node)
 	nodePods(t, node, ns, map[string]string{"train": joulie.WorkloadClassPerformance, "batch": "", "etl": ""})
 	h := newGPUHost(ctx, t, func(dir string) { fakeGPUs(t, dir, 300, uuids...) },
 		map[string][]string{ns + "/train": {uuids[0]}, ns + "/batch": {uuids[1]}})
@@ -85,13 +79,7 @@ func TestAgentSharesAMIGGPUByItsMIGDevices(t *testing.T) {
 	migs := []string{"MIG-mg000000-0000-4000-8000-00000000000a", "MIG-mg000000-0000-4000-8000-00000000000b", "MIG-mg000000-0000-4000-8000-00000000000c"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	admin, err := versioned.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp.CreateReadyNode(t, node, nil, nil)
-	deleteNodeObjects(t, admin, node)
-	perGPUProfile(ctx, t, admin, node)
+	perGPUNode(ctx, t, node)
 	nodePods(t, node, ns, map[string]string{"a": "", "b": "", "p": joulie.WorkloadClassPerformance})
 	h := newGPUHost(ctx, t, func(dir string) {
 		fakeGPUs(t, dir, 300, uuid)
@@ -145,10 +133,17 @@ func TestAgentSharesAMIGGPUByItsMIGDevices(t *testing.T) {
 	pollUntil(t, "the MIG GPU uncapped once a performance pod holds a MIG device", 30*time.Second, func() bool { return limit() == "700000" })
 }
 
-// perGPUProfile creates node's NodePowerProfile as a performance node
-// with per-GPU caps: its GPUs at 100%, those only standard pods hold at 60%.
-func perGPUProfile(ctx context.Context, t *testing.T, admin versioned.Interface, node string) {
+// perGPUNode creates node, Ready, and its NodePowerProfile as a
+// performance node with per-GPU caps: its GPUs at 100%, those only
+// standard pods hold at 60%. Both go when the test ends.
+func perGPUNode(ctx context.Context, t *testing.T, node string) {
 	t.Helper()
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.CreateReadyNode(t, node, nil, nil)
+	deleteNodeObjects(t, admin, node)
 	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: node},
 		Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfilePerformance, GPU: &joulie.GPUPowerTarget{

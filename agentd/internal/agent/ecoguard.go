@@ -2,7 +2,7 @@ package agent
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,7 +80,7 @@ func (a *Agent) guardEco(spec *joulie.NodePowerProfileSpec, source string) (*jou
 // logGuard reports a change of what the guard does.
 func (a *Agent) logGuard(prev, cur EcoGuard) {
 	switch {
-	case cur.Refused && (!prev.Refused || strings.Join(prev.Pods, ",") != strings.Join(cur.Pods, ",")):
+	case cur.Refused && (!prev.Refused || !slices.Equal(prev.Pods, cur.Pods)):
 		a.log.Warn("eco target refused: performance pods run on this node", "pods", cur.Pods)
 	case !cur.Refused && prev.Refused:
 		a.log.Info("no performance pod runs here any more; the eco target applies")

@@ -46,16 +46,7 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+var poll = harness.PollUntil
 
 func startFleet(t *testing.T, prefix string, nodes, daemons int, kube *rest.Config) (*fleet.Fleet, fleet.Config) {
 	t.Helper()
