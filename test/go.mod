@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/godbus/dbus/v5 v5.2.2
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/prometheus/procfs v0.23.0
 	github.com/spf13/pflag v1.0.10
 	go.etcd.io/etcd/server/v3 v3.7.0

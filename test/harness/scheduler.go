@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -19,9 +20,20 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+)
+
+// ProfileLabel is the pprof label key the harness puts on the goroutines
+// of the kube-scheduler it runs in the test process, with the value
+// ProfileScheduler: a CPU profile's samples so labelled are the
+// scheduler's own CPU.
+const (
+	ProfileLabel     = "joulie.harness/component"
+	ProfileScheduler = "kube-scheduler"
 )
 
 // SchedulerUser is the user the harness's kube-scheduler authenticates
@@ -145,19 +157,28 @@ func (cp *ControlPlane) runScheduler(ctx context.Context, cfg *schedulerconfigv1
 	if err := registry.Set(); err != nil {
 		return fail("feature gates", err)
 	}
-	cc, sched, err := app.Setup(ctx, opts)
+	// Every goroutine the scheduler starts inherits this label, so that
+	// a CPU profile of the process can tell the scheduler's CPU from the
+	// API server's and the test's, which share the process.
+	var (
+		cc    *schedulerserverconfig.CompletedConfig
+		sched *scheduler.Scheduler
+	)
+	pprof.Do(ctx, pprof.Labels(ProfileLabel, ProfileScheduler), func(ctx context.Context) {
+		cc, sched, err = app.Setup(ctx, opts)
+	})
 	if err != nil {
 		return fail("setup", err)
 	}
 	done := make(chan struct{})
-	go func() {
+	go pprof.Do(ctx, pprof.Labels(ProfileLabel, ProfileScheduler), func(ctx context.Context) {
 		defer close(done)
 		// Run returns only when ctx ends, always with an error; one
 		// before that is a failed start, and the log says why.
 		if err := app.Run(ctx, cc, sched); ctx.Err() == nil {
 			logger.Error(err, "kube-scheduler stopped")
 		}
-	}()
+	})
 	var once sync.Once
 	return func() {
 		once.Do(func() {

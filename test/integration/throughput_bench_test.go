@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/component-base/metrics/legacyregistry"
 	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
 
@@ -120,6 +121,9 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 	b.ReportMetric(on.extenderSeconds/on.cycles*1e3, "ext-ms/cycle")
 	b.ReportMetric(100*on.extenderSeconds/on.cycleSeconds, "ext-%cycle")
 	b.ReportMetric(on.extenderCPU/on.cycles*1e3, "ext-cpu-ms/cycle")
+	b.ReportMetric(off.cpuPerPod()*1e3, "off-cpu-ms/pod")
+	b.ReportMetric(on.cpuPerPod()*1e3, "on-cpu-ms/pod")
+	b.ReportMetric(100*off.cpuPerPod()/on.cpuPerPod(), "%of-off-cpu")
 	b.ReportMetric(float64(off.perfOnEcoOrDraining), "off-perf-on-eco")
 	b.ReportMetric(float64(on.perfOnEcoOrDraining), "on-perf-on-eco")
 }
@@ -265,14 +269,18 @@ func benchPod(round string, j int) *corev1.Pod {
 
 // roundTotals adds up the rounds of one arm.
 type roundTotals struct {
-	pods                int
-	bindSpan            time.Duration // first to last bind, summed over rounds
-	cycles              float64       // scheduling algorithm runs
-	cycleSeconds        float64
-	extenderCalls       float64
-	extenderSeconds     float64
-	extenderCPU         float64 // seconds of CPU the extender process used
-	perfOnEcoOrDraining int
+	pods            int
+	bindSpan        time.Duration // first to last bind, summed over rounds
+	cycles          float64       // scheduling algorithm runs
+	cycleSeconds    float64
+	extenderCalls   float64
+	extenderSeconds float64
+	extenderCPU     float64 // seconds of CPU the extender process used
+	// schedulerCPU and spanExtenderCPU are the CPU seconds the
+	// scheduler's goroutines and the extender's process used from each
+	// round's first bind to its last, the span podsPerSecond counts.
+	schedulerCPU, spanExtenderCPU float64
+	perfOnEcoOrDraining           int
 }
 
 // podsPerSecond counts the binds after each round's first, over the time
@@ -282,6 +290,12 @@ func (r roundTotals) podsPerSecond() float64 {
 }
 
 func (r roundTotals) meanCycle() float64 { return r.cycleSeconds / r.cycles }
+
+// cpuPerPod is the CPU, in seconds, the scheduler and the extender
+// together used per pod bound, over the same binds as podsPerSecond.
+func (r roundTotals) cpuPerPod() float64 {
+	return (r.schedulerCPU + r.spanExtenderCPU) / float64(r.pods)
+}
 
 // counters are the cumulative figures a round reads before and after.
 type counters struct {
@@ -328,15 +342,7 @@ func readCounters(b *testing.B, ext *extenderProcess) counters {
 		// The handlers' wall time counts the moments the extender waits
 		// for a CPU the scheduler, the API server and etcd share with it;
 		// its CPU time does not.
-		proc, err := procfs.NewProc(ext.cmd.Process.Pid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		st, err := proc.Stat()
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.extenderCPU = st.CPUTime()
+		c.extenderCPU = ext.cpuSeconds(b)
 	}
 	return c
 }
@@ -349,10 +355,12 @@ func runRound(b *testing.B, admin kubernetes.Interface, round string, cfg *sched
 		cp.CreatePod(b, benchPod(round, j))
 	}
 	before := readCounters(b, ext)
-	binds := watchBinds(b, admin, round, func() func() { return cp.StartScheduler(b, cfg) })
+	span := &cpuSpan{round: round, ext: ext}
+	binds := watchBinds(b, admin, round, func() func() { return cp.StartScheduler(b, cfg) }, span)
 	after := readCounters(b, ext)
+	deleteRound(b, admin, round)
 
-	span := binds.last.Sub(binds.first)
+	wall := binds.last.Sub(binds.first)
 	cycles, cycleSeconds := after.cycles-before.cycles, after.cycleSeconds-before.cycleSeconds
 	var plugins []string
 	for _, p := range []string{"Filter", "Score"} {
@@ -360,11 +368,15 @@ func runRound(b *testing.B, admin kubernetes.Interface, round string, cfg *sched
 	}
 	// Per cycle: the whole cycle, the scheduler's Filter and Score
 	// plugins, and the extender's handlers and CPU.
-	b.Logf("round %s: %.1f pods/s; ms per cycle: cycle %.2f, %s, extender %.2f, extender CPU %.2f",
-		round, float64(len(binds.nodes)-1)/span.Seconds(), 1e3*cycleSeconds/cycles, strings.Join(plugins, ", "),
-		1e3*(after.extenderSeconds-before.extenderSeconds)/cycles, 1e3*(after.extenderCPU-before.extenderCPU)/cycles)
-	tot.pods += len(binds.nodes) - 1
-	tot.bindSpan += span
+	pods := len(binds.nodes) - 1
+	b.Logf("round %s: %.1f pods/s; ms per cycle: cycle %.2f, %s, extender %.2f, extender CPU %.2f; CPU ms per pod: scheduler %.2f, extender %.2f",
+		round, float64(pods)/wall.Seconds(), 1e3*cycleSeconds/cycles, strings.Join(plugins, ", "),
+		1e3*(after.extenderSeconds-before.extenderSeconds)/cycles, 1e3*(after.extenderCPU-before.extenderCPU)/cycles,
+		1e3*span.scheduler/float64(pods), 1e3*span.extender/float64(pods))
+	tot.pods += pods
+	tot.bindSpan += wall
+	tot.schedulerCPU += span.scheduler
+	tot.spanExtenderCPU += span.extender
 	tot.cycles += cycles
 	tot.cycleSeconds += cycleSeconds
 	tot.extenderCalls += after.extenderCalls - before.extenderCalls
@@ -386,8 +398,8 @@ type boundPods struct {
 
 // watchBinds starts a watch on the round's pods, then the scheduler, and
 // waits until every pod of the round is bound; it stops the scheduler
-// before it returns.
-func watchBinds(b *testing.B, admin kubernetes.Interface, round string, startScheduler func() func()) boundPods {
+// before it returns. span measures from the first bind to the last.
+func watchBinds(b *testing.B, admin kubernetes.Interface, round string, startScheduler func() func(), span *cpuSpan) boundPods {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(b.Context(), 15*time.Minute)
 	defer cancel()
@@ -407,14 +419,21 @@ func watchBinds(b *testing.B, admin kubernetes.Interface, round string, startSch
 		}
 		out.performance[p.Name] = p.Annotations[joulie.AnnotationWorkloadClass] == "performance"
 	}
-	opts := sel
-	opts.ResourceVersion = list.ResourceVersion
-	w, err := pods.Watch(ctx, opts)
+	// A watch can end before the round does (the API server closes
+	// watches for its own reasons); the retry watcher resumes it from the
+	// last event it delivered, so no bind is missed or counted twice.
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = sel.LabelSelector
+			return pods.Watch(ctx, opts)
+		},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	stop := startScheduler()
 	defer stop()
+	defer span.abort()
 	for len(out.nodes) < benchPods {
 		select {
 		case ev, ok := <-w.ResultChan():
@@ -431,9 +450,13 @@ func watchBinds(b *testing.B, admin kubernetes.Interface, round string, startSch
 			now := time.Now()
 			if out.first.IsZero() {
 				out.first = now
+				span.start(b)
 			}
 			out.last = now
 			out.nodes[p.Name] = p.Spec.NodeName
+			if len(out.nodes) == benchPods {
+				span.stop(b)
+			}
 		case <-ctx.Done():
 			b.Fatalf("round %s: %d of %d pods bound when the wait ended: %v", round, len(out.nodes), benchPods, ctx.Err())
 		}

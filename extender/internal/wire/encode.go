@@ -244,13 +244,21 @@ func (a *Args) Len() int {
 func (a *Args) Name(i int) []byte { return a.name(i) }
 
 // AppendHostPriorities appends a HostPriorityList of names[i] with
-// scores[i].
+// scores[i], leaving out the names that score 0. kube-scheduler adds an
+// extender's score only to the hosts its reply lists, so a host left out
+// ranks exactly as one listed at 0; each one left out is a list entry
+// fewer for the scheduler to decode on every cycle.
 func AppendHostPriorities(dst []byte, a *Args, scores []int64) []byte {
 	dst = append(dst, '[')
+	first := true
 	for i, score := range scores {
-		if i > 0 {
+		if score == 0 {
+			continue
+		}
+		if !first {
 			dst = append(dst, ',')
 		}
+		first = false
 		dst = append(dst, `{"Host":`...)
 		dst = appendRaw(dst, a.rawName(i))
 		dst = append(dst, `,"Score":`...)
@@ -263,12 +271,16 @@ func AppendHostPriorities(dst []byte, a *Args, scores []int64) []byte {
 // HostPrioritiesSize is the length AppendHostPriorities adds for a and
 // scores.
 func HostPrioritiesSize(a *Args, scores []int64) int {
-	n := len(`[]`) + commas(len(scores))
+	n, listed := len(`[]`), 0
 	var digits [20]byte
 	for i, score := range scores {
+		if score == 0 {
+			continue
+		}
+		listed++
 		n += len(`{"Host":"","Score":}`) + len(a.rawName(i)) + len(strconv.AppendInt(digits[:0], score, 10))
 	}
-	return n
+	return n + commas(listed)
 }
 
 // AppendError appends the JSON body of a refused request.

@@ -81,14 +81,27 @@ func TestHostPrioritiesReadBack(t *testing.T) {
 	if err := DecodeArgs([]byte(`{"NodeNames":["a","b\"\u0001\u00e9","c"]}`), &a); err != nil {
 		t.Fatal(err)
 	}
-	out := AppendHostPriorities(nil, &a, []int64{0, 7, 10})
-	var got extenderv1.HostPriorityList
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("reply %s: %v", out, err)
-	}
-	want := extenderv1.HostPriorityList{{Host: "a", Score: 0}, {Host: "b\"\u0001é", Score: 7}, {Host: "c", Score: 10}}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
+	for _, c := range []struct {
+		scores []int64
+		want   extenderv1.HostPriorityList
+	}{
+		// A host that scores 0 is left out: kube-scheduler ranks it the
+		// same either way.
+		{[]int64{0, 7, 10}, extenderv1.HostPriorityList{{Host: "b\"\u0001é", Score: 7}, {Host: "c", Score: 10}}},
+		{[]int64{3, 0, 10}, extenderv1.HostPriorityList{{Host: "a", Score: 3}, {Host: "c", Score: 10}}},
+		{[]int64{0, 0, 0}, extenderv1.HostPriorityList{}},
+	} {
+		out := AppendHostPriorities(nil, &a, c.scores)
+		if size := HostPrioritiesSize(&a, c.scores); size != len(out) {
+			t.Errorf("%v: reply %s is %d bytes, HostPrioritiesSize says %d", c.scores, out, len(out), size)
+		}
+		var got extenderv1.HostPriorityList
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("reply %s: %v", out, err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%v: got %v, want %v", c.scores, got, c.want)
+		}
 	}
 }
 

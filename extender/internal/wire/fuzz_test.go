@@ -68,13 +68,22 @@ func FuzzDecodeArgs(f *testing.F) {
 			t.Fatalf("prioritize reply %q is %d bytes, HostPrioritiesSize says %d", prio, len(prio), size)
 		}
 		var pl extenderv1.HostPriorityList
-		if err := json.Unmarshal(prio, &pl); err != nil || len(pl) != a.Len() {
-			t.Fatalf("prioritize reply: %d entries, %v", len(pl), err)
+		if err := json.Unmarshal(prio, &pl); err != nil {
+			t.Fatalf("prioritize reply %q: %v", prio, err)
 		}
-		for i := range pl {
-			if want := string(a.Name(i)); pl[i].Host != want {
-				t.Fatalf("host %d reads back %q, want %q", i, pl[i].Host, want)
+		// The reply lists the hosts that score above 0, in order.
+		k := 0
+		for i, score := range scores {
+			if score == 0 {
+				continue
 			}
+			if k >= len(pl) || pl[k].Host != string(a.Name(i)) || pl[k].Score != score {
+				t.Fatalf("prioritize reply %q: entry %d is not host %d (%q) at %d", prio, k, i, a.Name(i), score)
+			}
+			k++
+		}
+		if k != len(pl) {
+			t.Fatalf("prioritize reply %q has %d entries, %d hosts score above 0", prio, len(pl), k)
 		}
 		if refErr != nil {
 			return
