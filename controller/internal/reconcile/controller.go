@@ -10,15 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -30,16 +27,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/policy"
-	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/workload"
 )
 
@@ -135,31 +130,8 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 		return nil, fmt.Errorf("index the pod cache: %w", err)
 	}
 	c.podIndex = podInf.Informer().GetIndexer()
-	enqueue := func() { c.queue.AddAfter(clusterKey, o.Debounce) }
-	handlers := []struct {
-		inf     cache.SharedIndexInformer
-		changed func(old, cur any) bool
-	}{
-		{nodeInf.Informer(), nodeChanged},
-		{podInf.Informer(), podChanged},
-		{hwInf.Informer(), hardwareChanged},
-		{nppInf.Informer(), profileChanged},
-		{twinInf.Informer(), func(_, _ any) bool { return false }},
-	}
-	for _, h := range handlers {
-		changed := h.changed
-		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { enqueue() },
-			UpdateFunc: func(old, cur any) {
-				if changed(old, cur) {
-					enqueue()
-				}
-			},
-			DeleteFunc: func(any) { enqueue() },
-		}); err != nil {
-			return nil, err
-		}
-		c.synced = append(c.synced, h.inf.HasSynced)
+	if err := c.watch(nodeInf.Informer(), podInf.Informer(), hwInf.Informer(), nppInf.Informer(), twinInf.Informer()); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -287,7 +259,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 	c.opts.Metrics.ReconcileDuration.Observe(time.Since(start).Seconds())
 	if len(errs) > 0 {
 		c.opts.Metrics.ReconcileErrors.Inc()
-		return fmt.Errorf("%d writes failed, first: %w", len(errs), errs[0])
+		return fmt.Errorf("%d writes failed: %w", len(errs), errors.Join(errs...))
 	}
 	return nil
 }
@@ -350,7 +322,6 @@ func (c *Controller) livePerformancePods(ctx context.Context, node string) (int,
 
 // apply writes one node's profile, labels and twin where they differ.
 func (c *Controller) apply(ctx context.Context, node *corev1.Node, p *plan.NodePlan, in plan.Inputs) error {
-	c.event(node, p)
 	// The profile goes first: the labels tell the scheduler what the node
 	// is, so they follow the target, not precede it.
 	if err := c.applyProfile(ctx, p, in.Profiles[p.Name]); err != nil {
@@ -359,7 +330,19 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, p *plan.NodeP
 	if err := c.applyLabels(ctx, node, p); err != nil {
 		return err
 	}
+	// The transition has happened once the labels say so, and only then
+	// is it an event: the plan reads a node's profile from its labels, so
+	// a write that failed brings the same transition back on the retry,
+	// which records it once it succeeds.
+	c.event(node, p)
 	return c.applyTwin(ctx, p, in.Now)
+}
+
+// applyOptions are the options of the controller's server-side applies.
+// Force takes over fields another manager set (an admin's manual edit of
+// a profile the controller plans): the plan is the authority.
+func applyOptions() metav1.PatchOptions {
+	return metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}
 }
 
 // applyProfile publishes the node's NodePowerProfile by server-side apply
@@ -380,17 +363,13 @@ func (c *Controller) applyProfile(ctx context.Context, p *plan.NodePlan, cur *jo
 		return fmt.Errorf("encode NodePowerProfile %s: %w", p.Name, err)
 	}
 	_, err = c.joulie.JoulieV1alpha1().NodePowerProfiles().Patch(ctx, p.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+		applyOptions())
 	c.opts.Metrics.wrote("nodepowerprofile", err)
 	if err != nil {
 		return fmt.Errorf("apply NodePowerProfile %s: %w", p.Name, err)
 	}
 	return nil
 }
-
-// force takes over fields another manager set (an admin's manual edit of
-// a profile the controller plans): the plan is the authority.
-var force = true
 
 func (c *Controller) applyLabels(ctx context.Context, node *corev1.Node, p *plan.NodePlan) error {
 	profile, draining := string(p.Decision.Profile), strconv.FormatBool(p.Decision.Draining)
@@ -436,7 +415,7 @@ func (c *Controller) applyTwin(ctx context.Context, p *plan.NodePlan, now time.T
 	if err != nil {
 		return fmt.Errorf("encode NodeTwin %s status: %w", p.Name, err)
 	}
-	_, err = client.Patch(ctx, p.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}, "status")
+	_, err = client.Patch(ctx, p.Name, types.ApplyPatchType, body, applyOptions(), "status")
 	c.opts.Metrics.wrote("nodetwin/status", err)
 	if err != nil {
 		return fmt.Errorf("apply NodeTwin %s status: %w", p.Name, err)
@@ -504,180 +483,4 @@ func (c *Controller) event(node *corev1.Node, p *plan.NodePlan) {
 	case policy.PlanPerf, policy.ReplanPerf:
 		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "ProfilePerformance", "node moves to performance (%s)", t)
 	}
-}
-
-const perfIndex = "joulie.io/performance-demand"
-
-// perfIndexFunc files an active performance-sensitive pod under its node
-// ("node/" + name, "node/" while unscheduled: index values must not be
-// empty); other pods are not indexed.
-func perfIndexFunc(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok || !workload.IsPerformanceDemand(p) {
-		return nil, nil
-	}
-	return []string{"node/" + p.Spec.NodeName}, nil
-}
-
-const loadIndex = "joulie.io/node-load"
-
-// loadIndexFunc files an active pod that requests CPU or GPUs under its
-// node, class and effective request, "node/class/cpuMilli/gpuMilli"
-// (loadValue). Pods of one shape on one node share a value, so a
-// reconcile sums every node's load from the index's values and their
-// sizes, without reading or classifying a single pod. Unscheduled and
-// finished pods and pods without requests are not indexed.
-func loadIndexFunc(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok || p.Spec.NodeName == "" || !workload.IsActive(p) {
-		return nil, nil
-	}
-	d := powerest.PodDemand(p)
-	if d == (powerest.Demand{}) {
-		return nil, nil
-	}
-	return []string{loadValue(p.Spec.NodeName, workload.Classify(p) == workload.Performance, d)}, nil
-}
-
-func loadValue(node string, performance bool, d powerest.Demand) string {
-	class := "standard"
-	if performance {
-		class = "performance"
-	}
-	return fmt.Sprintf("%s/%s/%d/%d", node, class, int64(math.Round(d.CPUCores*1000)), int64(math.Round(d.GPUs*1000)))
-}
-
-// loads sums the load index into each node's load; every node gets an
-// entry, zero when nothing runs on it.
-func (c *Controller) loads(nodes []*corev1.Node) (map[string]plan.NodeLoad, error) {
-	out := make(map[string]plan.NodeLoad, len(nodes))
-	for _, n := range nodes {
-		out[n.Name] = plan.NodeLoad{}
-	}
-	for _, v := range c.podIndex.ListIndexFuncValues(loadIndex) {
-		// Node names are DNS subdomains, which hold no '/'.
-		parts := strings.Split(v, "/")
-		if len(parts) != 4 {
-			return nil, fmt.Errorf("load index value %q is not node/class/cpuMilli/gpuMilli", v)
-		}
-		l, ok := out[parts[0]]
-		if !ok {
-			continue // a node that is gone
-		}
-		cpu, err1 := strconv.ParseInt(parts[2], 10, 64)
-		gpu, err2 := strconv.ParseInt(parts[3], 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("load index value %q: %w", v, err)
-		}
-		keys, err := c.podIndex.IndexKeys(loadIndex, v)
-		if err != nil {
-			return nil, fmt.Errorf("read the pods of load index value %q: %w", v, err)
-		}
-		sum := &l.Standard
-		if parts[1] == "performance" {
-			sum = &l.Performance
-		}
-		n := float64(len(keys))
-		sum.CPUCores += n * float64(cpu) / 1000
-		sum.GPUs += n * float64(gpu) / 1000
-		out[parts[0]] = l
-	}
-	return out, nil
-}
-
-// slimPod keeps what the controller reads of a pod: identity, creation
-// time and controlling owner, the workload-class annotation, the node, the
-// scheduling constraints (node selector, node affinity, tolerations), the
-// phase and whether the scheduler found no node for it, and the pod's
-// effective requests (park.PodRequests, with the CPU of
-// powerest.PodDemand) as the requests of one container, in place of the
-// whole pod spec. Planning reads the CPU and GPUs; parking fits pending
-// pods with every resource and counts the pods no DaemonSet controls.
-func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	slim := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			CreationTimestamp: p.CreationTimestamp},
-		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, NodeSelector: p.Spec.NodeSelector, Tolerations: p.Spec.Tolerations},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		slim.OwnerReferences = []metav1.OwnerReference{*ref}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
-		}
-	}
-	if v, ok := p.Annotations[joulie.AnnotationWorkloadClass]; ok {
-		slim.Annotations = map[string]string{joulie.AnnotationWorkloadClass: v}
-	}
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-		slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
-	}
-	req := park.PodRequests(p)
-	// As the API server defaults them: a limit without a request is the
-	// request (extended resources such as GPUs are often given so).
-	for name, q := range resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{}) {
-		if _, ok := req[name]; !ok {
-			req[name] = q
-		}
-	}
-	if d := powerest.PodDemand(p); d.CPUCores > 0 {
-		// The planner's CPU: PodDemand also reads limits where requests
-		// are missing.
-		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Round(d.CPUCores*1000)), resource.DecimalSI)
-	}
-	for name, q := range req {
-		if q.IsZero() {
-			delete(req, name)
-		}
-	}
-	if len(req) > 0 {
-		slim.Spec.Containers = []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: req}}}
-	}
-	return slim, nil
-}
-
-func nodeChanged(old, cur any) bool {
-	o, ok1 := old.(*corev1.Node)
-	n, ok2 := cur.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return o.Spec.Unschedulable != n.Spec.Unschedulable || !labels.Equals(o.Labels, n.Labels) ||
-		!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
-		!equality.Semantic.DeepEqual(o.Status.Capacity, n.Status.Capacity)
-}
-
-func podChanged(old, cur any) bool {
-	o, ok1 := old.(*corev1.Pod)
-	n, ok2 := cur.(*corev1.Pod)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return o.Status.Phase != n.Status.Phase || o.Spec.NodeName != n.Spec.NodeName
-}
-
-func hardwareChanged(old, cur any) bool {
-	o, ok1 := old.(*joulie.NodeHardware)
-	n, ok2 := cur.(*joulie.NodeHardware)
-	if !ok1 || !ok2 {
-		return true
-	}
-	a, b := o.Status, n.Status
-	a.LastUpdated, b.LastUpdated = metav1.Time{}, metav1.Time{}
-	return !equality.Semantic.DeepEqual(a, b)
-}
-
-func profileChanged(old, cur any) bool {
-	o, ok1 := old.(*joulie.NodePowerProfile)
-	n, ok2 := cur.(*joulie.NodePowerProfile)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Status.MeasuredPower, n.Status.MeasuredPower)
 }

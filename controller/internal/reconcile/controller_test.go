@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	jfake "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
@@ -451,5 +452,99 @@ func TestDrainedNodeIsCappedOnlyAfterAFreshRead(t *testing.T) {
 				t.Fatalf("gpu-b's profile applied as %s, want %s", b.Spec.Profile, tc.wantSpec)
 			}
 		})
+	}
+}
+
+// A transition is an Event once its writes succeed: a reconcile whose
+// label write fails records nothing, and the retry that succeeds records
+// it once.
+func TestTransitionEventFollowsItsWrites(t *testing.T) {
+	f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
+	rec := record.NewFakeRecorder(16)
+	f.ctrl.opts.Recorder = rec
+	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 8, nil)}
+	for _, n := range nodes {
+		if _, err := f.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.add(t, nodes[0], nodes[1])
+	refuse := true
+	f.kube.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if refuse {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+		}
+		return false, nil, nil
+	})
+	if err := f.ctrl.Sync(context.Background()); err == nil {
+		t.Fatal("Sync succeeded with every label write refused")
+	}
+	if got := drain(rec); len(got) != 0 {
+		t.Fatalf("events recorded for writes that failed: %q", got)
+	}
+	refuse = false
+	if err := f.ctrl.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(rec)
+	if len(got) != 1 || !strings.Contains(got[0], "ProfileEco") {
+		t.Fatalf("events after the retry: %q, want gpu-b's move to eco once", got)
+	}
+}
+
+// drain returns the events a fake recorder holds.
+func drain(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// Sync's error carries every failed write, not only the first.
+func TestSyncReportsEveryWriteError(t *testing.T) {
+	f := newFixture(t, settings(plan.PolicyStaticPartition), t0)
+	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 8, nil)}
+	for _, n := range nodes {
+		if _, err := f.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.add(t, nodes[0], nodes[1])
+	f.kube.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+	})
+	err := f.ctrl.Sync(context.Background())
+	if err == nil {
+		t.Fatal("Sync succeeded with every label write refused")
+	}
+	for _, want := range []string{"2 writes failed", "label Node gpu-a", "label Node gpu-b"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Sync error %q does not say %q", err, want)
+		}
+	}
+	if !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("Sync error %v does not unwrap to the API server's error", err)
+	}
+}
+
+func TestLoadKeyReadsBackAndRefusesMalformedValues(t *testing.T) {
+	for _, k := range []loadKey{
+		{node: "gpu-a", performance: true, cpuMilli: 1500, gpuMilli: 2000},
+		{node: "cpu.rack-1.example", cpuMilli: 250},
+	} {
+		got, err := parseLoadKey(k.String())
+		if err != nil || got != k {
+			t.Errorf("%+v reads back as %+v, %v", k, got, err)
+		}
+	}
+	for _, v := range []string{"", "gpu-a/standard/1", "gpu-a/batch/1/0", "gpu-a/standard/x/0", "gpu-a/performance/1/2/3"} {
+		if _, err := parseLoadKey(v); err == nil {
+			t.Errorf("%q parsed", v)
+		}
 	}
 }
