@@ -38,9 +38,10 @@ const (
 	RejectWarmReserve
 )
 
-// Verdicts lists every rejection, for metrics that must show each one
-// from the start.
-var Verdicts = []Verdict{RejectTwinEco, RejectTwinDraining, RejectLabelEco, RejectLabelDraining, RejectWarmReserve}
+// Verdicts lists every rejection in order, for metrics that must show each
+// one from the start. An array, so that a count per verdict can be sized
+// by it: [1 + len(Verdicts)]int, indexed by Verdict.
+var Verdicts = [...]Verdict{RejectTwinEco, RejectTwinDraining, RejectLabelEco, RejectLabelDraining, RejectWarmReserve}
 
 // Reason is the message the scheduler records for a rejected node: it ends
 // up in the pod's FailedScheduling event, so it says what the operator

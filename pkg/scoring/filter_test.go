@@ -72,3 +72,17 @@ func TestEveryRejectionHasAReasonAndName(t *testing.T) {
 		seen[v.String()] = true
 	}
 }
+
+// Counts per verdict are arrays of 1 + len(Verdicts) indexed by Verdict:
+// the list must hold every rejection, in order, and nothing past it may
+// be a verdict.
+func TestVerdictsListEveryRejectionInOrder(t *testing.T) {
+	for i, v := range Verdicts {
+		if int(v) != i+1 {
+			t.Errorf("Verdicts[%d] is %v (%d), want verdict %d", i, v, v, i+1)
+		}
+	}
+	if next := Verdict(len(Verdicts) + 1); next.String() != "unknown" || next.Reason() != "" {
+		t.Errorf("verdict %d after the list is %q: add it to Verdicts", next, next)
+	}
+}
