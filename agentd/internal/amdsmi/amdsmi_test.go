@@ -3,6 +3,7 @@ package amdsmi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,9 @@ var variants = map[string][]string{
 	"full":              nil,
 	"no-set-power-cap":  {"-DFAKE_OMIT_SET_POWER_CAP"},
 	"no-socket-handles": {"-DFAKE_OMIT_SOCKET_HANDLES"},
+	"no-power-info":     {"-DFAKE_OMIT_POWER_INFO"},
+	"no-energy-count":   {"-DFAKE_OMIT_ENERGY_COUNT"},
+	"no-lib-version":    {"-DFAKE_OMIT_LIB_VERSION"},
 }
 
 // TestMain compiles the fake libamd_smi.so variants with gcc. Without gcc
@@ -118,6 +122,13 @@ func entries(j *state.Journal) map[string]string {
 	return out
 }
 
+// resolution is the fake's energy counter resolution as the library hands
+// it over: a C float, in microjoules per count.
+var resolution = float64(float32(15.259))
+
+// joules is what a count of the fake's energy counter stands for.
+func joules(counts uint64) float64 { return float64(counts) * resolution / 1e6 }
+
 func TestGPUsAreEnumeratedThroughTheLoadedLibrary(t *testing.T) {
 	l := openFake(t, "full")
 	j, _ := openJournal(t)
@@ -130,10 +141,14 @@ func TestGPUsAreEnumeratedThroughTheLoadedLibrary(t *testing.T) {
 		{
 			Index: 0, UUID: "6aff740f-0000-1000-8000-000000000001", Name: "AMD GPU", PCIBusID: "0000:c1:00.0",
 			MinWatts: 100, MaxWatts: 300, DefaultWatts: 300, CapWatts: 300,
+			PowerWatts: 212, HasPower: true, EnergyJoules: joules(1_000_000_000), HasEnergy: true,
 		},
 		{
+			// Its current_socket_power is unsupported (0xFFFF), as on
+			// MI200 and older: the average stands in.
 			Index: 1, UUID: "85ff74a1-0000-1000-8000-000000000002", Name: "AMD GPU", PCIBusID: "0001:41:00.0",
 			MinWatts: 200, MaxWatts: 750, DefaultWatts: 750, CapWatts: 750,
+			PowerWatts: 431, HasPower: true, EnergyJoules: joules(3_000_000_000), HasEnergy: true,
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -141,6 +156,162 @@ func TestGPUsAreEnumeratedThroughTheLoadedLibrary(t *testing.T) {
 	}
 	if c.Name() != "amdsmi" {
 		t.Errorf("Name = %q", c.Name())
+	}
+}
+
+func TestGPUEnergyCounterAdvancesWithTheDraw(t *testing.T) {
+	l := openFake(t, "full")
+	j, _ := openJournal(t)
+	c := NewGPUCapper(l, j)
+	before, err := c.GPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake's counter runs one second of the draw between two reads.
+	*fakeVar[uint32](t, l, "fake_current_socket_power") = 150
+	after, err := c.GPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, watts := range []float64{212, 431} {
+		if d := after[i].EnergyJoules - before[i].EnergyJoules; math.Abs(d-watts) > 1e-3 {
+			t.Errorf("GPU %d: the counter moved by %v J in one second at %v W", i, d, watts)
+		}
+	}
+	if after[0].PowerWatts != 150 {
+		t.Errorf("GPU 0 draws %v W after the change, want 150", after[0].PowerWatts)
+	}
+}
+
+func TestGPUDrawIsTheCurrentSocketPowerElseTheAverage(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		current, average uint32
+		watts            float64
+		ok               bool
+	}{
+		{"current reported (MI300 and later)", 212, 205, 212, true},
+		{"current unsupported (MI200 and older)", 0xFFFF, 205, 205, true},
+		{"current unsupported, UINT32_MAX", math.MaxUint32, 205, 205, true},
+		{"current zero, the average better", 0, 205, 205, true},
+		{"both zero", 0, 0, 0, true},
+		{"neither reported", 0xFFFF, math.MaxUint32, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := openFake(t, "full")
+			j, _ := openJournal(t)
+			*fakeVar[uint32](t, l, "fake_current_socket_power") = tc.current
+			*fakeVar[uint32](t, l, "fake_average_socket_power") = tc.average
+			gpus, err := NewGPUCapper(l, j).GPUs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := gpus[0]; g.PowerWatts != tc.watts || g.HasPower != tc.ok {
+				t.Errorf("%v W (HasPower %v), want %v W (HasPower %v)", g.PowerWatts, g.HasPower, tc.watts, tc.ok)
+			}
+		})
+	}
+}
+
+func TestPowerInfoIsReadInTheLayoutOfTheLoadedRelease(t *testing.T) {
+	// The fake writes amdsmi_power_info_t as the release it reports lays
+	// it out. From 6.4 on a socket_power field comes first, and the fake
+	// fills it with the average, so a read at the wrong offset shows.
+	for _, tc := range []struct {
+		name, version string
+		power         bool
+	}{
+		{"ROCm 6.0", "23", true},
+		{"ROCm 6.1 to 6.3", "24", true},
+		{"ROCm 6.4", "25", true},
+		{"ROCm 7.0", "26", true},
+		{"a later release", "27", true},
+		{"a release from before current_socket_power", "1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FAKE_AMDSMI_VERSION", tc.version)
+			l := openFake(t, "full")
+			j, _ := openJournal(t)
+			gpus, err := NewGPUCapper(l, j).GPUs()
+			if err != nil || len(gpus) != 2 {
+				t.Fatalf("GPUs = %+v, %v", gpus, err)
+			}
+			for i, watts := range []float64{212, 431} {
+				g := gpus[i]
+				if tc.power && (!g.HasPower || g.PowerWatts != watts) || !tc.power && g.HasPower {
+					t.Errorf("GPU %d: %v W (HasPower %v), want %v W (HasPower %v)", i, g.PowerWatts, g.HasPower, watts, tc.power)
+				}
+				if !g.HasEnergy || g.MaxWatts == 0 {
+					t.Errorf("GPU %d: energy and caps should not depend on the power layout: %+v", i, g)
+				}
+			}
+		})
+	}
+}
+
+func TestFailedReadingsLeaveTheListingWhole(t *testing.T) {
+	l := openFake(t, "full")
+	j, _ := openJournal(t)
+	c := NewGPUCapper(l, j)
+	failGPU := fakeVar[int32](t, l, "fake_fail_gpu")
+	*failGPU = 0
+	*fakeVar[uint32](t, l, "fake_fail_get_power_info") = 12  // AMDSMI_STATUS_IO
+	*fakeVar[uint32](t, l, "fake_fail_get_energy_count") = 2 // AMDSMI_STATUS_NOT_SUPPORTED
+
+	gpus, err := c.GPUs()
+	if err != nil || len(gpus) != 2 {
+		t.Fatalf("GPUs = %+v, %v; want both GPUs and no error", gpus, err)
+	}
+	if g := gpus[0]; g.HasPower || g.HasEnergy || g.CapWatts != 300 || g.MaxWatts != 300 {
+		t.Errorf("GPU 0, whose readings fail: %+v; want its caps and no readings", g)
+	}
+	if g := gpus[1]; !g.HasPower || !g.HasEnergy {
+		t.Errorf("GPU 1: %+v; want its readings", g)
+	}
+	if applied, err := c.SetCap(0, 200); err != nil || applied != 200 {
+		t.Fatalf("SetCap on the GPU without readings: %v, %v", applied, err)
+	}
+
+	*failGPU = -1
+	gpus, err = c.GPUs()
+	if err != nil || len(gpus) != 2 {
+		t.Fatalf("GPUs with every reading failing = %+v, %v", gpus, err)
+	}
+	for _, g := range gpus {
+		if g.HasPower || g.HasEnergy || g.MaxWatts == 0 {
+			t.Errorf("GPU %d: %+v; want its caps and no readings", g.Index, g)
+		}
+	}
+}
+
+func TestLibraryWithoutTheReadingsStillListsAndCaps(t *testing.T) {
+	for _, tc := range []struct {
+		variant       string
+		power, energy bool
+	}{
+		{"no-power-info", false, true},
+		{"no-energy-count", true, false},
+		// Without the version the layout of amdsmi_power_info_t is
+		// unknown, so the draw is not read.
+		{"no-lib-version", false, true},
+	} {
+		t.Run(tc.variant, func(t *testing.T) {
+			l := openFake(t, tc.variant)
+			j, _ := openJournal(t)
+			c := NewGPUCapper(l, j)
+			gpus, err := c.GPUs()
+			if err != nil || len(gpus) != 2 {
+				t.Fatalf("GPUs = %+v, %v", gpus, err)
+			}
+			for _, g := range gpus {
+				if g.HasPower != tc.power || g.HasEnergy != tc.energy || g.MaxWatts == 0 {
+					t.Errorf("GPU %d: %+v; want HasPower %v, HasEnergy %v and its caps", g.Index, g, tc.power, tc.energy)
+				}
+			}
+			if applied, err := c.SetCap(1, 400); err != nil || applied != 400 {
+				t.Fatalf("SetCap: %v, %v", applied, err)
+			}
+		})
 	}
 }
 

@@ -43,11 +43,13 @@ type gpu struct {
 	handle uintptr
 }
 
-// GPUs lists the GPUs amd-smi sees, with their cap range. amd-smi's draw
-// and energy readings are not used (HasPower and HasEnergy stay false);
-// the hwmon backend reads draw for the same devices. The list holds every
-// GPU that could be enumerated even when err is not nil; err then names
-// the GPUs that could not be read.
+// GPUs lists the GPUs amd-smi sees, with their cap range, their draw
+// (HasPower) and their energy counter (HasEnergy). A reading amd-smi
+// cannot give (an older library without the function, a GPU that does
+// not report it, a failed call) is left out, never an error: the GPU is
+// listed and capped without it. The list holds every GPU that could be
+// enumerated even when err is not nil; err then names the GPUs whose caps
+// could not be read.
 func (c *GPUCapper) GPUs() ([]backend.GPU, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -79,6 +81,8 @@ func (c *GPUCapper) GPUs() ([]backend.GPU, error) {
 			g.MinWatts = float64(info.min) / microPerWatt
 			g.MaxWatts = float64(info.max) / microPerWatt
 		}
+		g.PowerWatts, g.HasPower = c.lib.gpuPower(h)
+		g.EnergyJoules, g.HasEnergy = c.lib.gpuEnergy(h)
 		out = append(out, g)
 	}
 	return out, errors.Join(errs...)

@@ -7,7 +7,9 @@
 // The few amd-smi declarations used are written out in this file's cgo
 // preamble from amdsmi.h, and every function is resolved with dlsym and
 // called through a small C trampoline. Units follow amd-smi: GPU power
-// caps are in microwatts, CPU socket caps in milliwatts.
+// caps are in microwatts, CPU socket caps in milliwatts, GPU draw in
+// watts, and the GPU energy counter in counts of a resolution the library
+// gives in microjoules.
 //
 // Thread safety: a Library and the cappers built on it are safe for
 // concurrent use. Every amd-smi call is made with the Library's mutex
@@ -22,6 +24,7 @@ package amdsmi
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // From amdsmi.h. amdsmi_status_t and processor_type_t are C enums, passed
 // and returned as 32-bit integers. Handles (amdsmi_socket_handle,
@@ -52,6 +55,9 @@ typedef jl_status (*jl_power_cap_info_fn)(void *processor_handle, uint32_t senso
 typedef jl_status (*jl_set_power_cap_fn)(void *processor_handle, uint32_t sensor_ind, uint64_t cap);
 typedef jl_status (*jl_cpu_get_fn)(void *processor_handle, uint32_t *milliwatts);
 typedef jl_status (*jl_cpu_set_fn)(void *processor_handle, uint32_t milliwatts);
+typedef jl_status (*jl_lib_version_fn)(void *version);
+typedef jl_status (*jl_power_info_fn)(void *processor_handle, void *info);
+typedef jl_status (*jl_energy_count_fn)(void *processor_handle, uint64_t *counts, float *microjoules_per_count, uint64_t *timestamp_ns);
 
 static jl_status jl_call_init(void *f, uint64_t flags) { return ((jl_init_fn)f)(flags); }
 static jl_status jl_call_shut_down(void *f) { return ((jl_shut_down_fn)f)(); }
@@ -80,6 +86,36 @@ static jl_status jl_call_set_power_cap(void *f, uintptr_t p, uint32_t sensor, ui
 static jl_status jl_call_cpu_get(void *f, uintptr_t p, uint32_t *mw) { return ((jl_cpu_get_fn)f)((void *)p, mw); }
 static jl_status jl_call_cpu_set(void *f, uintptr_t p, uint32_t mw) { return ((jl_cpu_set_fn)f)((void *)p, mw); }
 
+// amdsmi_version_t opens with one uint32_t: the release year's last two
+// digits before ROCm 7.0 (year, major, minor, release, build), the major
+// version since (major, minor, release, build). Either is at most 24
+// bytes; the buffer has room to spare.
+static jl_status jl_call_lib_version(void *f, uint32_t *first) {
+	uint64_t buf[8];
+	memset(buf, 0, sizeof buf);
+	jl_status st = ((jl_lib_version_fn)f)(buf);
+	memcpy(first, buf, sizeof *first);
+	return st;
+}
+
+// amdsmi_power_info_t has had three layouts (68 bytes up to ROCm 6.3, 40
+// in 6.4, 192 since 7.0), and the library writes the whole of its own. The
+// call therefore gets a buffer larger than any of them, filled with 0xff
+// so that a field the library leaves alone reads as unsupported
+// (UINT32_MAX), and current_socket_power and the average_socket_power
+// after it are copied out from the offset the loaded release uses.
+static jl_status jl_call_power_info(void *f, uintptr_t p, size_t at, uint32_t *current, uint32_t *average) {
+	uint64_t buf[64];
+	memset(buf, 0xff, sizeof buf);
+	jl_status st = ((jl_power_info_fn)f)((void *)p, buf);
+	memcpy(current, (const char *)buf + at, sizeof *current);
+	memcpy(average, (const char *)buf + at + sizeof *current, sizeof *average);
+	return st;
+}
+static jl_status jl_call_energy_count(void *f, uintptr_t p, uint64_t *counts, float *uj_per_count, uint64_t *ts) {
+	return ((jl_energy_count_fn)f)((void *)p, counts, uj_per_count, ts);
+}
+
 // dlerror's text is per thread, so it is copied out in the same C call as
 // the dlopen that set it.
 static void *jl_dlopen(const char *path, char *err, size_t n) {
@@ -101,6 +137,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"unsafe"
@@ -142,12 +179,17 @@ type Library struct {
 	// (a symbol missing from this build of the library, an init that
 	// failed for that kind of processor); nil when it is available.
 	gpuErr, gpuSetErr, cpuErr, cpuSetErr error
+	// powerAt is the offset of current_socket_power in the loaded
+	// release's amdsmi_power_info_t, -1 when the release is none whose
+	// layout is known: GPU draw is then not read.
+	powerAt int
 }
 
 type functions struct {
 	init, shutDown, socketHandles, processorHandles, processorType unsafe.Pointer
 	bdf, uuid, powerCapInfo, setPowerCap                           unsafe.Pointer
 	processorsByType, cpuCap, cpuCapMax, setCPUCap                 unsafe.Pointer
+	libVersion, powerInfo, energyCount                             unsafe.Pointer
 }
 
 // Open loads libamd_smi.so from path (or from DefaultPaths when path is
@@ -183,6 +225,7 @@ func Open(path string) (*Library, error) {
 		C.jl_dlclose(l.handle)
 		return nil, err
 	}
+	l.powerAt = l.powerInfoLayout()
 	return l, nil
 }
 
@@ -239,9 +282,43 @@ func (l *Library) resolve() error {
 		}
 		*s.dst = p
 	}
-	// The UUID is optional: the PCI address stands in for it.
+	// The UUID is optional: the PCI address stands in for it. So are the
+	// readings: without them a GPU is listed and capped with no draw or
+	// energy reading (HasPower, HasEnergy false).
 	l.fn.uuid, _ = l.lookup("amdsmi_get_gpu_device_uuid")
+	l.fn.libVersion, _ = l.lookup("amdsmi_get_lib_version")
+	l.fn.powerInfo, _ = l.lookup("amdsmi_get_power_info")
+	l.fn.energyCount, _ = l.lookup("amdsmi_get_energy_count")
 	return core
+}
+
+// powerInfoLayout asks the library its version (which needs amdsmi_init)
+// and returns where its amdsmi_power_info_t keeps current_socket_power,
+// or -1 when it cannot tell.
+func (l *Library) powerInfoLayout() int {
+	if l.fn.powerInfo == nil || l.fn.libVersion == nil {
+		return -1
+	}
+	var first C.uint32_t
+	if statusError(uint32(C.jl_call_lib_version(l.fn.libVersion, &first))) != nil {
+		return -1
+	}
+	return powerInfoOffset(uint32(first))
+}
+
+// powerInfoOffset maps the first field of amdsmi_version_t to the offset
+// of current_socket_power: releases 23.x and 24.x (ROCm 6.0 to 6.3) start
+// the struct with it; 25.x (ROCm 6.4) and 26.x on (ROCm 7.0 on, where the
+// field holds the major version) put a uint64_t socket_power before it.
+// Older releases had no current_socket_power at all.
+func powerInfoOffset(version uint32) int {
+	switch {
+	case version == 23 || version == 24:
+		return 0
+	case version >= 25:
+		return 8
+	}
+	return -1
 }
 
 // lookup resolves a symbol of the loaded library.
@@ -387,6 +464,62 @@ func (l *Library) powerCapInfo(p uintptr) (capInfo, error) {
 		cur: uint64(info.power_cap), def: uint64(info.default_power_cap),
 		min: uint64(info.min_power_cap), max: uint64(info.max_power_cap),
 	}, nil
+}
+
+// unsupported are the values amd-smi puts in a power field it cannot
+// fill: UINT32_MAX (documented since ROCm 7.0), and the 0xFFFF that 6.x
+// releases set first and gpu_metrics uses for a missing 16-bit value.
+func unsupported(w uint32) bool { return w == math.MaxUint32 || w == math.MaxUint16 }
+
+// gpuPower reads the GPU's draw in watts from amdsmi_get_power_info:
+// current_socket_power where the GPU reports it (MI300 and later), else
+// average_socket_power (MI200, Navi and older parts), as the hwmon
+// backend reads power1_input or power1_average. A zero is taken only when
+// the other field has nothing better. ok is false when there is no
+// reading: an unknown layout, a failed call, both fields unsupported. A
+// failed reading is no error of the GPU's listing, which goes on without
+// it. l.mu is held.
+func (l *Library) gpuPower(p uintptr) (watts float64, ok bool) {
+	if l.powerAt < 0 {
+		return 0, false
+	}
+	var cur, avg C.uint32_t
+	if statusError(uint32(C.jl_call_power_info(l.fn.powerInfo, C.uintptr_t(p), C.size_t(l.powerAt), &cur, &avg))) != nil {
+		return 0, false
+	}
+	for _, w := range []uint32{uint32(cur), uint32(avg)} {
+		if !unsupported(w) && w > 0 {
+			return float64(w), true
+		}
+	}
+	for _, w := range []uint32{uint32(cur), uint32(avg)} {
+		if !unsupported(w) {
+			return float64(w), true
+		}
+	}
+	return 0, false
+}
+
+// gpuEnergy reads the GPU's energy counter in joules from
+// amdsmi_get_energy_count: counts times the resolution, which amd-smi
+// gives in microjoules per count (about 15.3 µJ on current parts). The
+// counter runs from the driver's load; the meter above treats one that
+// goes backwards (a reload, or an older part's 32-bit counter wrapping)
+// as a reset. ok is false when there is no reading. l.mu is held.
+func (l *Library) gpuEnergy(p uintptr) (joules float64, ok bool) {
+	if l.fn.energyCount == nil {
+		return 0, false
+	}
+	var counts, ts C.uint64_t
+	var res C.float
+	if statusError(uint32(C.jl_call_energy_count(l.fn.energyCount, C.uintptr_t(p), &counts, &res, &ts))) != nil {
+		return 0, false
+	}
+	uj := float64(res)
+	if !(uj > 0) || math.IsInf(uj, 0) {
+		return 0, false
+	}
+	return float64(counts) * uj / 1e6, true
 }
 
 func (l *Library) setPowerCap(p uintptr, uw uint64) error {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,7 +145,7 @@ func (m *Meter) Observe(ctx context.Context) {
 		d, ok, s := m.opts.Kubelet.Devices(ctx)
 		st.Kubelet, st.KubeletUp = s, ok
 		if ok {
-			t.Holders = foldMIGs(d.Holders, snap.GPUs, t.GPUs)
+			t.Holders = foldMIGs(byGPUID(d.Holders, snap.GPUs), snap.GPUs, t.GPUs)
 			for _, k := range d.Pods {
 				t.Pods = append(t.Pods, podenergy.Pod{Key: k})
 			}
@@ -294,6 +295,41 @@ func (m *Meter) Status() Status {
 	return m.status
 }
 
+// byGPUID moves the holders of a GPU the kubelet names by its PCI address
+// (the AMD device plugin's device IDs) onto the ID the agent's GPUs give
+// it, where that is another: amd-smi lists an AMD GPU by its UUID. The
+// readings, the holders and the per-GPU caps then all name the GPU alike.
+// Addresses compare without regard to case. holders is not changed.
+func byGPUID(holders map[string][]podenergy.Claim, gpus []backend.GPU) map[string][]podenergy.Claim {
+	ids := map[string]string{}
+	for _, g := range gpus {
+		if g.PCIBusID != "" && g.UUID != "" && !strings.EqualFold(g.PCIBusID, g.UUID) {
+			ids[strings.ToLower(g.PCIBusID)] = g.UUID
+		}
+	}
+	if len(ids) == 0 {
+		return holders
+	}
+	out := make(map[string][]podenergy.Claim, len(holders))
+	for key, claims := range holders {
+		id, ok := ids[strings.ToLower(key)]
+		if !ok {
+			id = key
+		}
+		for _, c := range claims {
+			// A container the kubelet listed under both names holds
+			// the GPU once.
+			if !slices.ContainsFunc(out[id], func(o podenergy.Claim) bool { return o.Pod == c.Pod && o.Container == c.Container }) {
+				out[id] = append(out[id], c)
+			}
+		}
+	}
+	for id := range out {
+		slices.SortFunc(out[id], compareClaims)
+	}
+	return out
+}
+
 // foldMIGs moves the holders of MIG devices onto their parent GPU, whose
 // energy counter is the only one NVML keeps: one share of the GPU per MIG
 // device held, out of as many shares as the GPU has MIG devices (the
@@ -331,9 +367,13 @@ func foldMIGs(holders map[string][]podenergy.Claim, gpus []backend.GPU, ticks []
 		}
 	}
 	for id := range out {
-		slices.SortFunc(out[id], func(a, b podenergy.Claim) int {
-			return cmp.Or(cmp.Compare(a.Pod.Namespace, b.Pod.Namespace), cmp.Compare(a.Pod.Name, b.Pod.Name), cmp.Compare(a.Container, b.Container))
-		})
+		slices.SortFunc(out[id], compareClaims)
 	}
 	return out
+}
+
+// compareClaims orders claims by pod and container, so that a GPU's
+// holders read the same from one tick to the next.
+func compareClaims(a, b podenergy.Claim) int {
+	return cmp.Or(cmp.Compare(a.Pod.Namespace, b.Pod.Namespace), cmp.Compare(a.Pod.Name, b.Pod.Name), cmp.Compare(a.Container, b.Container))
 }

@@ -233,3 +233,52 @@ func TestMIGHoldersFoldOntoTheParentGPU(t *testing.T) {
 		t.Error("foldMIGs changed its argument")
 	}
 }
+
+// The AMD device plugin names GPUs by PCI address; amd-smi lists them by
+// UUID. The kubelet's names move onto the agent's, so the energy and the
+// per-GPU caps (Holders) follow the pod; a GPU listed by its address
+// (hwmon) and other IDs stay as they are.
+func TestHoldersNamedByPCIAddressMoveToTheGPUsID(t *testing.T) {
+	a, b := podenergy.Key{Namespace: "ml", Name: "a"}, podenergy.Key{Namespace: "ml", Name: "b"}
+	gpus := []backend.GPU{
+		{UUID: "6aff740f-0000-1000-8000-000000000001", PCIBusID: "0000:c1:00.0"},
+		{UUID: "0001:41:00.0", PCIBusID: "0001:41:00.0"},
+		{UUID: "85ff74a1-0000-1000-8000-000000000002", PCIBusID: "0002:03:00.0"},
+	}
+	holders := map[string][]podenergy.Claim{
+		"0000:C1:00.0": {{Pod: b, Container: "c", Replicas: 1}},
+		"0001:41:00.0": {{Pod: a, Container: "c", Replicas: 1}},
+		// Named both ways: held once.
+		"0002:03:00.0":                         {{Pod: b, Container: "d", Replicas: 1}},
+		"85ff74a1-0000-1000-8000-000000000002": {{Pod: a, Container: "c", Replicas: 1}, {Pod: b, Container: "d", Replicas: 1}},
+		"GPU-x":                                {{Pod: a, Container: "e", Replicas: 1}},
+	}
+	got := byGPUID(holders, gpus)
+	want := map[string][]podenergy.Claim{
+		"6aff740f-0000-1000-8000-000000000001": {{Pod: b, Container: "c", Replicas: 1}},
+		"0001:41:00.0":                         {{Pod: a, Container: "c", Replicas: 1}},
+		"85ff74a1-0000-1000-8000-000000000002": {{Pod: a, Container: "c", Replicas: 1}, {Pod: b, Container: "d", Replicas: 1}},
+		"GPU-x":                                {{Pod: a, Container: "e", Replicas: 1}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("holders by GPU ID\n got  %+v\n want %+v", got, want)
+	}
+	if len(holders) != 5 {
+		t.Error("byGPUID changed its argument")
+	}
+
+	h := &host{root: t.TempDir()}
+	k := &kubelet{d: Devices{Pods: []podenergy.Key{a}, Holders: map[string][]podenergy.Claim{"0000:c1:00.0": {{Pod: a, Container: "c", Replicas: 1}}}}}
+	m := New(Options{Snapshot: func() agent.Snapshot { return h.snap }, Kubelet: k})
+	for i, j := range []float64{1000, 1500} {
+		h.snap.LastReconcile = t0.Add(time.Duration(i) * 5 * time.Second)
+		h.snap.GPUs = []backend.GPU{{UUID: gpus[0].UUID, PCIBusID: gpus[0].PCIBusID, EnergyJoules: j, HasEnergy: true}}
+		m.Observe(context.Background())
+	}
+	if p := find(t, m, a); p.GPUJoules != 500 {
+		t.Errorf("a: %v J, want the 500 J of the GPU at its address", p.GPUJoules)
+	}
+	if got := m.Holders(); !reflect.DeepEqual(got, map[string][]podenergy.Key{gpus[0].UUID: {a}}) {
+		t.Errorf("Holders = %v, want a on %s", got, gpus[0].UUID)
+	}
+}

@@ -9,12 +9,24 @@
  * refused); the CPU sockets like the EPYC SMU (milliwatts, a limit below
  * the floor raised to it).
  *
+ * Each GPU also draws power and counts energy: amdsmi_get_power_info
+ * reports the draw, and every amdsmi_get_energy_count call returns the
+ * counter and then moves it on by one second of that draw, so successive
+ * reads see it advance as the ticks of a meter would.
+ *
  * Tests steer it through the exported fake_* variables (found with dlsym)
- * and, for what happens inside amdsmi_init, environment variables:
+ * and, for what happens inside amdsmi_init and which release it is,
+ * environment variables:
  *   FAKE_AMDSMI_NO_CPUS=1  initialising CPUs fails as without the hsmp driver
  *   FAKE_AMDSMI_NO_GPUS=1  initialising GPUs fails as without amdgpu
- * Building with -DFAKE_OMIT_SET_POWER_CAP or -DFAKE_OMIT_SOCKET_HANDLES
- * leaves that function out, as an old or partial library would.
+ *   FAKE_AMDSMI_VERSION=N  the release amdsmi_get_lib_version reports and
+ *                          whose amdsmi_power_info_t layout it writes: 24
+ *                          (ROCm 6.1 to 6.3, the default), 25 (ROCm 6.4),
+ *                          26 and on (ROCm 7.0 on)
+ * Building with -DFAKE_OMIT_SET_POWER_CAP, -DFAKE_OMIT_SOCKET_HANDLES,
+ * -DFAKE_OMIT_POWER_INFO, -DFAKE_OMIT_ENERGY_COUNT or
+ * -DFAKE_OMIT_LIB_VERSION leaves that function out, as an old or partial
+ * library would.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +55,51 @@ typedef union {
 	};
 	uint64_t as_uint;
 } fake_bdf;
+
+/* amdsmi_version_t before ROCm 7.0, and since (the year dropped). */
+typedef struct {
+	uint32_t year, major, minor, release;
+	const char *build;
+} fake_version_6;
+
+typedef struct {
+	uint32_t major, minor, release;
+	const char *build;
+} fake_version_7;
+
+/*
+ * amdsmi_power_info_t in its three layouts, which a caller cannot tell
+ * apart but by the release: ROCm 6.0 to 6.3, ROCm 6.4, ROCm 7.0 on.
+ */
+typedef struct {
+	uint32_t current_socket_power;
+	uint32_t average_socket_power;
+	uint32_t gfx_voltage, soc_voltage, mem_voltage;
+	uint32_t power_limit;
+	uint32_t reserved[11];
+} fake_power_info_6_0;
+
+typedef struct {
+	uint64_t socket_power;
+	uint32_t current_socket_power;
+	uint32_t average_socket_power;
+	uint32_t gfx_voltage, soc_voltage, mem_voltage;
+	uint32_t power_limit;
+	uint32_t reserved[2];
+} fake_power_info_6_4;
+
+typedef struct {
+	uint64_t socket_power;
+	uint32_t current_socket_power;
+	uint32_t average_socket_power;
+	uint64_t gfx_voltage, soc_voltage, mem_voltage;
+	uint32_t power_limit;
+	uint64_t reserved[18];
+} fake_power_info_7_0;
+
+_Static_assert(sizeof(fake_power_info_6_0) == 68, "amdsmi_power_info_t of ROCm 6.0-6.3");
+_Static_assert(sizeof(fake_power_info_6_4) == 40, "amdsmi_power_info_t of ROCm 6.4");
+_Static_assert(sizeof(fake_power_info_7_0) == 192, "amdsmi_power_info_t of ROCm 7.0");
 
 typedef struct {
 	uint64_t power_cap;
@@ -89,10 +146,39 @@ uint32_t fake_fail_set_power_cap;           /* status to return; 0 succeeds */
 int32_t fake_fail_gpu = -1;                 /* GPU index that fails; -1 every GPU */
 uint32_t fake_fail_get_power_cap_info;
 uint32_t fake_fail_set_cpu_socket_power_cap;
+uint32_t fake_fail_get_power_info;
+uint32_t fake_fail_get_energy_count;
+
+/*
+ * The GPUs' draw in watts, as amdsmi_get_power_info reports it: GPU 0
+ * gives its current socket power, as MI300 parts do; GPU 1 gives only the
+ * average (0xFFFF in current_socket_power), as MI200 and older parts do.
+ */
+uint32_t fake_current_socket_power[2] = {212, 0xFFFF};
+uint32_t fake_average_socket_power[2] = {205, 431};
+
+/*
+ * The energy counters, in counts of fake_energy_resolution microjoules.
+ * fake_energy_counter_bits, when not 0, makes the counter that many bits
+ * wide, so that it wraps as older parts' 32-bit accumulators did.
+ */
+uint64_t fake_energy_count[2] = {1000000000, 3000000000};
+float fake_energy_resolution = 15.259f;
+uint32_t fake_energy_counter_bits;
 
 static int env_set(const char *name) {
 	const char *v = getenv(name);
 	return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* lib_version is the release FAKE_AMDSMI_VERSION names, 24 by default. */
+static uint32_t lib_version(void) {
+	const char *v = getenv("FAKE_AMDSMI_VERSION");
+	return v != NULL && v[0] != '\0' ? (uint32_t)strtoul(v, NULL, 10) : 24;
+}
+
+static int failing(uint32_t status, int gpu) {
+	return status != 0 && (fake_fail_gpu < 0 || fake_fail_gpu == gpu);
 }
 
 uint32_t amdsmi_init(uint64_t flags) {
@@ -239,6 +325,90 @@ uint32_t amdsmi_get_power_cap_info(void *processor, uint32_t sensor, fake_power_
 	info->max_power_cap = gpu_state[i].max;
 	return ST_SUCCESS;
 }
+
+#ifndef FAKE_OMIT_LIB_VERSION
+uint32_t amdsmi_get_lib_version(void *out) {
+	if (refs == 0)
+		return ST_NOT_INIT;
+	if (out == NULL)
+		return ST_INVAL;
+	uint32_t v = lib_version();
+	if (v >= 26) {
+		fake_version_7 ver = {v, 0, 0, "fake"};
+		memcpy(out, &ver, sizeof ver);
+	} else {
+		fake_version_6 ver = {v, 7, 0, 0, "fake"};
+		memcpy(out, &ver, sizeof ver);
+	}
+	return ST_SUCCESS;
+}
+#endif
+
+#ifndef FAKE_OMIT_POWER_INFO
+/* amdsmi_get_power_info writes the whole struct of its release's layout. */
+uint32_t amdsmi_get_power_info(void *processor, void *out) {
+	int i = gpu_index(processor);
+	if (i < 0 || out == NULL)
+		return ST_INVAL;
+	if (failing(fake_fail_get_power_info, i))
+		return fake_fail_get_power_info;
+	uint32_t v = lib_version();
+	uint32_t limit = (uint32_t)(gpu_state[i].cap / 1000000);
+	if (v >= 26) {
+		fake_power_info_7_0 info;
+		memset(&info, 0, sizeof info);
+		/* The average here, so that a caller reading this field
+		 * for current_socket_power gets a different number. */
+		info.socket_power = fake_average_socket_power[i];
+		info.current_socket_power = fake_current_socket_power[i] == 0xFFFF ? UINT32_MAX : fake_current_socket_power[i];
+		info.average_socket_power = fake_average_socket_power[i];
+		info.gfx_voltage = info.soc_voltage = info.mem_voltage = UINT32_MAX;
+		info.power_limit = limit;
+		memcpy(out, &info, sizeof info);
+	} else if (v == 25) {
+		fake_power_info_6_4 info;
+		memset(&info, 0, sizeof info);
+		info.socket_power = UINT32_MAX; /* host only */
+		info.current_socket_power = fake_current_socket_power[i];
+		info.average_socket_power = fake_average_socket_power[i];
+		info.gfx_voltage = info.soc_voltage = info.mem_voltage = 0xFFFF;
+		info.power_limit = limit;
+		memcpy(out, &info, sizeof info);
+	} else {
+		fake_power_info_6_0 info;
+		memset(&info, 0, sizeof info);
+		info.current_socket_power = fake_current_socket_power[i];
+		info.average_socket_power = fake_average_socket_power[i];
+		info.gfx_voltage = info.soc_voltage = info.mem_voltage = 0xFFFF;
+		info.power_limit = limit;
+		memcpy(out, &info, sizeof info);
+	}
+	return ST_SUCCESS;
+}
+#endif
+
+#ifndef FAKE_OMIT_ENERGY_COUNT
+static uint64_t energy_timestamp_ns[2];
+
+uint32_t amdsmi_get_energy_count(void *processor, uint64_t *counts, float *resolution, uint64_t *timestamp) {
+	int i = gpu_index(processor);
+	if (i < 0 || counts == NULL || resolution == NULL || timestamp == NULL)
+		return ST_INVAL;
+	if (failing(fake_fail_get_energy_count, i))
+		return fake_fail_get_energy_count;
+	*counts = fake_energy_count[i];
+	*resolution = fake_energy_resolution;
+	*timestamp = energy_timestamp_ns[i];
+
+	/* One second of the draw, for the next read. */
+	uint32_t w = fake_current_socket_power[i] != 0xFFFF ? fake_current_socket_power[i] : fake_average_socket_power[i];
+	fake_energy_count[i] += (uint64_t)((double)w * 1e6 / fake_energy_resolution);
+	if (fake_energy_counter_bits > 0 && fake_energy_counter_bits < 64)
+		fake_energy_count[i] &= ((uint64_t)1 << fake_energy_counter_bits) - 1;
+	energy_timestamp_ns[i] += 1000000000;
+	return ST_SUCCESS;
+}
+#endif
 
 #ifndef FAKE_OMIT_SET_POWER_CAP
 uint32_t amdsmi_set_power_cap(void *processor, uint32_t sensor, uint64_t cap) {
