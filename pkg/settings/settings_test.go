@@ -155,27 +155,6 @@ func TestNewRefusesDuplicates(t *testing.T) {
 
 func writeTestFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o600) }
 
-func TestDocumentsMustMatchTheTable(t *testing.T) {
-	path := t.TempDir() + "/README.md"
-	doc := "# x\n\n## Config\n\n" + MarkdownBegin + "\nstale\n" + MarkdownEnd + "\n\n### Chart\n\n| `a` | `count` (`COUNT`), `frac` (`FRACTION`), `nope` (`X`) |\n\n### Next\n\n`addr` (`WRONG`)\n"
-	if err := writeTestFile(path, doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := demoTable.CheckMarkdown(path, false); err == nil {
-		t.Error("a stale table passed")
-	}
-	if err := demoTable.CheckMarkdown(path, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := demoTable.CheckMarkdown(path, false); err != nil {
-		t.Errorf("the rewritten table: %v", err)
-	}
-	err := demoTable.CheckMentions(path, "### Chart")
-	if err == nil || !strings.Contains(err.Error(), "FRACTION") || !strings.Contains(err.Error(), "nope is not a key") || strings.Contains(err.Error(), "WRONG") {
-		t.Errorf("mentions: %v", err)
-	}
-}
-
 // A switch that defaults to on says so, and --name=false turns it off.
 func TestSwitchDefaultingOn(t *testing.T) {
 	on := New(Table[demo]{

@@ -49,7 +49,7 @@ func runCLI(t *testing.T, lookup func(string) (string, bool), args ...string) (C
 }
 
 // envName is the JOULIE_ variable of k.
-func envName(k key) string { return table.DerivedVar(&k) }
+func envName(k key) string { return table.Vars(&k)[0] }
 
 // alias is the seed's variable of k, or "".
 func alias(k key) string {

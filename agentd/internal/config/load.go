@@ -19,7 +19,7 @@ const (
 // daemon) and validates the result. It takes no flags: a daemon started
 // with flags reloads with Config.Reload, which re-applies them.
 func Load(path string, lookup func(string) (string, bool)) (Config, error) {
-	return load(table.FileSource(path, lookup))
+	return load(table.NewSource(path, "config file", lookup))
 }
 
 // FromCLI builds the configuration of a command line whose flags include
@@ -58,7 +58,7 @@ func FromCLIFor(c *cli.Context, need ...string) (cfg Config, warnings []error, e
 func (c Config) Reload() (Config, error) {
 	s := c.src
 	if s == nil {
-		s = table.DefaultSource()
+		s = table.NewSource(DefaultPath, "", os.LookupEnv)
 	}
 	return load(s)
 }

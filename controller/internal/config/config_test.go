@@ -252,12 +252,12 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 // renders.
 func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
 	errs := []error{
-		table.CheckMarkdown("../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
-		table.CheckMentions("../../../packaging/helm/joulie/README.md", "### Controller (`controller.*`)"),
-		table.CheckMentions("../../../packaging/helm/joulie/README.md", "### Facility metrics and Kepler (`facilityMetrics.*`)"),
+		settingstest.CheckMarkdown(table, "../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
+		settingstest.CheckMentions(table, "../../../packaging/helm/joulie/README.md", "### Controller (`controller.*`)"),
+		settingstest.CheckMentions(table, "../../../packaging/helm/joulie/README.md", "### Facility metrics and Kepler (`facilityMetrics.*`)"),
 	}
 	if dir := os.Getenv("JOULIE_CHART_CONFIGS"); dir != "" {
-		errs = append(errs, table.CheckFiles(filepath.Join(dir, "controller-*.yaml")))
+		errs = append(errs, settingstest.CheckFiles(table, filepath.Join(dir, "controller-*.yaml")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.Error(err)

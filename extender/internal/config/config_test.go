@@ -199,11 +199,11 @@ current-context: x
 // renders.
 func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
 	errs := []error{
-		table.CheckMarkdown("../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
-		table.CheckMentions("../../../packaging/helm/joulie/README.md", "### Extender (`extender.*`)"),
+		settingstest.CheckMarkdown(table, "../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
+		settingstest.CheckMentions(table, "../../../packaging/helm/joulie/README.md", "### Extender (`extender.*`)"),
 	}
 	if dir := os.Getenv("JOULIE_CHART_CONFIGS"); dir != "" {
-		errs = append(errs, table.CheckFiles(filepath.Join(dir, "extender-*.yaml")))
+		errs = append(errs, settingstest.CheckFiles(table, filepath.Join(dir, "extender-*.yaml")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.Error(err)
