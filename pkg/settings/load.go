@@ -141,8 +141,9 @@ func (t *Table[C]) Parse(name string, data []byte) (C, error) {
 }
 
 // layer puts the file's content, the environment and the flags over the
-// defaults and validates the result. The configuration is complete when
-// there are no errors; with errors, it holds what could be set.
+// defaults, validates the result and, when nothing is wrong, completes
+// it. With errors, the configuration holds what could be set, not
+// completed.
 func (s *Source[C]) layer(data []byte) (C, []error) {
 	t := s.t
 	c := t.Default()
@@ -157,24 +158,29 @@ func (s *Source[C]) layer(data []byte) (C, []error) {
 		}
 		origin[f.k.Path] = flag
 	}
-	if t.Tidy != nil {
-		t.Tidy(&c)
+	problem := func(p Problem) {
+		msg := p.Key + ": " + p.Msg
+		if from, ok := origin[p.Key]; ok {
+			msg += " (from " + from + ")"
+		}
+		errs = append(errs, keyErr(p.Key, errors.New(msg)))
 	}
 	if t.Check != nil {
-		for _, p := range t.Check(&c) {
-			msg := p.Key + ": " + p.Msg
-			if from, ok := origin[p.Key]; ok {
-				msg += " (from " + from + ")"
-			}
-			errs = append(errs, keyErr(p.Key, errors.New(msg)))
+		for _, p := range t.Check(c) {
+			problem(p)
+		}
+	}
+	if t.Complete != nil && len(errs) == 0 {
+		for _, p := range t.Complete(&c) {
+			problem(p)
 		}
 	}
 	return c, errs
 }
 
-// Validate reports every problem of c, each naming its key and the bad
-// value, without sources. The error wraps ErrUsage.
-func (t *Table[C]) Validate(c *C) error {
+// Validate reports every problem Check finds in c, each naming its key
+// and the bad value, without sources. The error wraps ErrUsage.
+func (t *Table[C]) Validate(c C) error {
 	var errs []error
 	for _, p := range t.Check(c) {
 		errs = append(errs, errors.New(p.Key+": "+p.Msg))

@@ -77,8 +77,8 @@ type Problem struct {
 	Key, Msg string
 }
 
-// Table is a program's configuration: its keys and how to start, finish
-// and check a Config. Build one with New.
+// Table is a program's configuration: its keys and how to start, check
+// and complete a Config. Build one with New.
 type Table[C any] struct {
 	// Keys in the order of the example file, --help and the README.
 	Keys []Key[C]
@@ -95,10 +95,15 @@ type Table[C any] struct {
 	// Clone returns a deep copy of c, so that Ref on it creates optional
 	// blocks in the copy only; nil when a plain copy is deep enough.
 	Clone func(c C) *C
-	// Tidy, if set, runs after the layers and before Check.
-	Tidy func(c *C)
-	// Check returns every problem of c, in the order of Keys.
-	Check func(c *C) []Problem
+	// Check returns every problem of c, in the order of Keys. It takes c
+	// by value: it only validates, so that what Validate accepts is what
+	// Load accepts.
+	Check func(c C) []Problem
+	// Complete, if set, runs once the layers and Check found no problem,
+	// to derive what the program works with from the checked values (a
+	// parsed selector, a loaded key pair, optional blocks left empty
+	// dropped). What fails there is reported as Check's problems are.
+	Complete func(c *C) []Problem
 	// Category groups a key's flag in --help; nil for no groups.
 	Category func(path string) string
 

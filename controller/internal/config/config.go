@@ -160,10 +160,8 @@ func (w labelKeys) UnmarshalText(b []byte) error {
 
 func (w labelKeys) MarshalText() ([]byte, error) { return []byte(strings.Join(*w.l, ",")), nil }
 
-// check reports every problem of c, in key order. It also parses the
-// node selector into Settings, so that a bad one is reported with the
-// rest.
-func check(c *Config) []settings.Problem {
+// check reports every problem of c, in key order.
+func check(c Config) []settings.Problem {
 	var ps []settings.Problem
 	add := func(key, format string, a ...any) {
 		ps = append(ps, settings.Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
@@ -189,7 +187,7 @@ func check(c *Config) []settings.Problem {
 			add(key, "%s is not a number of watts per CPU package above 0", settings.FormatFloat(v))
 		}
 	}
-	s := &c.Settings
+	s := c.Settings
 
 	if c.QPS <= 0 {
 		add("kubeApiQps", "%s must be positive", settings.FormatFloat(c.QPS))
@@ -197,11 +195,9 @@ func check(c *Config) []settings.Problem {
 	if c.Burst <= 0 {
 		add("kubeApiBurst", "%d must be positive", c.Burst)
 	}
-	sel, err := labels.Parse(c.NodeSelector)
-	if err != nil {
-		add("nodeSelector", "%q is not a label selector: %v", c.NodeSelector, err)
+	if _, err := selector(c.NodeSelector); err != nil {
+		add("nodeSelector", "%v", err)
 	}
-	s.NodeSelector = sel
 	switch s.Policy {
 	case plan.PolicyStaticPartition, plan.PolicyQueueAware, plan.PolicyRuleSwap:
 	default:
@@ -298,13 +294,11 @@ func check(c *Config) []settings.Problem {
 	// An empty selector would select every node, the control plane's
 	// included (Decide still refuses those, but an operator who cleared
 	// the key most likely meant "none"): it is refused, not guessed.
-	switch sel, err := labels.Parse(c.Parking.NodeSelector); {
+	switch sel, err := selector(c.Parking.NodeSelector); {
 	case err != nil:
-		add("parking.nodeSelector", "%q is not a label selector: %v", c.Parking.NodeSelector, err)
+		add("parking.nodeSelector", "%v", err)
 	case sel.Empty():
 		add("parking.nodeSelector", "is empty, which selects every node: give the parkable nodes' labels (default %s), or set parking.enabled false", park.DefaultParkable)
-	default:
-		c.Parking.Settings.Parkable = sel
 	}
 	pk := c.Parking.Settings
 	nonNegative := func(key string, d time.Duration) {
@@ -337,4 +331,35 @@ func check(c *Config) []settings.Problem {
 	}
 	positive("parking.syncInterval", c.Parking.SyncInterval)
 	return ps
+}
+
+// complete parses the two node selectors, which check has found sound,
+// into the planning and parking settings that use them.
+func complete(c *Config) []settings.Problem {
+	var ps []settings.Problem
+	for _, s := range []struct {
+		key, text string
+		dst       *labels.Selector
+	}{
+		{"nodeSelector", c.NodeSelector, &c.Settings.NodeSelector},
+		{"parking.nodeSelector", c.Parking.NodeSelector, &c.Parking.Settings.Parkable},
+	} {
+		sel, err := selector(s.text)
+		if err != nil {
+			ps = append(ps, settings.Problem{Key: s.key, Msg: err.Error()})
+			continue
+		}
+		*s.dst = sel
+	}
+	return ps
+}
+
+// selector parses a label selector as written; its error is the message
+// of a bad one.
+func selector(text string) (labels.Selector, error) {
+	sel, err := labels.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a label selector: %v", text, err)
+	}
+	return sel, nil
 }

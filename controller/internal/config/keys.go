@@ -192,5 +192,6 @@ var table = settings.New(settings.Table[Config]{
 	ConfigEnv: ConfigEnv,
 	Default:   Default,
 	Check:     check,
+	Complete:  complete,
 	Category:  category,
 })

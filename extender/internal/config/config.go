@@ -125,6 +125,7 @@ var table = settings.New(settings.Table[Config]{
 	ConfigEnv: ConfigEnv,
 	Default:   Default,
 	Check:     check,
+	Complete:  loadKeyPair,
 })
 
 // Default is the configuration with nothing set. Its scoring settings are
@@ -148,9 +149,8 @@ func Default() Config {
 	}
 }
 
-// check reports every problem, in key order. It also loads the TLS key
-// pair, so that a file that cannot be read is reported with the rest.
-func check(c *Config) []settings.Problem {
+// check reports every problem, in key order.
+func check(c Config) []settings.Problem {
 	var ps []settings.Problem
 	add := func(key, format string, a ...any) {
 		ps = append(ps, settings.Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
@@ -169,13 +169,6 @@ func check(c *Config) []settings.Problem {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		add("tls.keyFile", "tls.certFile %q and tls.keyFile %q: give both or neither", c.TLSCertFile, c.TLSKeyFile)
-	} else if c.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
-		if err != nil {
-			add("tls.certFile", "tls.certFile %q, tls.keyFile %q: %v", c.TLSCertFile, c.TLSKeyFile, err)
-		} else {
-			c.Certificate = &cert
-		}
 	}
 	if need := ByteSize(server.MinInFlightBytes(int64(c.MaxRequestBytes))); c.MaxInFlightBytes < need {
 		add("maxInflightBytes", "%d is less than %d, maxRequestBytes %d and a quarter: a filter call of the largest body holds the body and what is decoded from it while its reply streams the kept Nodes from the body; raise the first or lower the second",
@@ -191,6 +184,21 @@ func check(c *Config) []settings.Problem {
 		add("logFormat", "%q is not text or json", c.LogFormat)
 	}
 	return ps
+}
+
+// loadKeyPair reads the TLS certificate and key, once check has found
+// the rest sound; a pair that does not load is reported like check's
+// problems, under tls.certFile.
+func loadKeyPair(c *Config) []settings.Problem {
+	if c.TLSCertFile == "" {
+		return nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return []settings.Problem{{Key: "tls.certFile", Msg: fmt.Sprintf("tls.certFile %q, tls.keyFile %q: %v", c.TLSCertFile, c.TLSKeyFile, err)}}
+	}
+	c.Certificate = &cert
+	return nil
 }
 
 // Flags are the command-line flags: --config and one per key, each
