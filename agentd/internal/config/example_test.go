@@ -21,7 +21,7 @@ func ExampleFromCLI() {
 		Name:  "joulie-agentd",
 		Flags: config.Flags(),
 		Action: func(c *cli.Context) error {
-			cfg, err := config.FromCLI(c)
+			cfg, err := config.FromCLI(c, os.LookupEnv)
 			if err != nil {
 				return err // wraps config.ErrUsage
 			}

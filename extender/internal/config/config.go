@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -205,25 +204,17 @@ func loadKeyPair(c *Config) []settings.Problem {
 // naming its variable.
 func Flags() []cli.Flag { return table.Flags() }
 
-// FromCLI reads the configuration from the file, the variables and the
-// flags of c and checks it. Every problem is reported at once, each
-// naming its key, the value and where it came from; the error wraps
-// ErrUsage.
-func FromCLI(c *cli.Context) (*Config, error) {
-	return fromCLI(c, os.LookupEnv)
-}
-
-func fromCLI(c *cli.Context, lookup func(string) (string, bool)) (*Config, error) {
-	cfg, err := table.CLISource(c, lookup).Load()
-	if err != nil {
-		return nil, err
-	}
-	return &cfg, nil
+// FromCLI reads the configuration from the file, the variables lookup
+// finds (os.LookupEnv in the program) and the flags of c, and checks it.
+// Every problem is reported at once, each naming its key, the value and
+// where it came from; the error wraps ErrUsage.
+func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
+	return table.CLISource(c, lookup).Load()
 }
 
 // RESTConfig is the client configuration for the API server: from the
 // kubeconfig file, else the pod's service account.
-func (c *Config) RESTConfig() (*rest.Config, error) {
+func (c Config) RESTConfig() (*rest.Config, error) {
 	if c.Kubeconfig != "" {
 		rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 		if err != nil {
@@ -239,12 +230,12 @@ func (c *Config) RESTConfig() (*rest.Config, error) {
 }
 
 // Params are the scoring settings.
-func (c *Config) Params() scoring.Params {
+func (c Config) Params() scoring.Params {
 	return scoring.Params{Mode: c.ScoringMode, Coefficients: c.Coefficients, FacilityMetrics: c.FacilityMetrics, StalenessThreshold: c.StalenessThreshold}
 }
 
 // ServerOptions are the HTTP server's settings.
-func (c *Config) ServerOptions() server.Options {
+func (c Config) ServerOptions() server.Options {
 	return server.Options{
 		Params:            c.Params(),
 		MaxRequestBytes:   int64(c.MaxRequestBytes),
@@ -257,7 +248,7 @@ func (c *Config) ServerOptions() server.Options {
 }
 
 // LogHandler is the slog handler the settings ask for.
-func (c *Config) LogHandler(w io.Writer) slog.Handler {
+func (c Config) LogHandler(w io.Writer) slog.Handler {
 	opts := &slog.HandlerOptions{Level: c.LogLevel}
 	if c.LogFormat == "json" {
 		return slog.NewJSONHandler(w, opts)
@@ -266,7 +257,7 @@ func (c *Config) LogHandler(w io.Writer) slog.Handler {
 }
 
 // LogValue shows the settings in one log line.
-func (c *Config) LogValue() slog.Value {
+func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr),
 		slog.String("kubeconfig", c.Kubeconfig),

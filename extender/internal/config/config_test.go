@@ -22,13 +22,13 @@ import (
 // FromCLI made of them.
 func load(t *testing.T, args []string, env map[string]string) (*Config, error) {
 	t.Helper()
-	var cfg *Config
+	var cfg Config
 	var loadErr error
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if err := settingstest.RunCLI("joulie-extender", Flags(), args, func(c *cli.Context) { cfg, loadErr = fromCLI(c, lookup) }); err != nil {
+	if err := settingstest.RunCLI("joulie-extender", Flags(), args, func(c *cli.Context) { cfg, loadErr = FromCLI(c, lookup) }); err != nil {
 		return nil, err
 	}
-	return cfg, loadErr
+	return &cfg, loadErr
 }
 
 func TestDefaults(t *testing.T) {
