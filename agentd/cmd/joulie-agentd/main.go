@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 				return cli.Exit(err.Error(), code)
 			}
-			log := slog.New(cfg.NewLogHandler(stderr))
+			log := slog.New(cfg.LogHandler(stderr))
 			log.Info("configuration", "config", cfg)
 			if cfg.Pool.Enabled {
 				if err := daemon.RunPool(ctx, reload, cfg, log); err != nil {

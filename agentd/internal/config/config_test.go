@@ -229,10 +229,10 @@ func TestStringAndLogValueRedactPasswords(t *testing.T) {
 	}
 }
 
-func TestNewLogHandler(t *testing.T) {
+func TestLogHandler(t *testing.T) {
 	c := defaults()
 	c.LogLevel, c.LogFormat = "warn", "json"
-	h := c.NewLogHandler(os.Stderr)
+	h := c.LogHandler(os.Stderr)
 	if fmt.Sprintf("%T", h) != "*slog.JSONHandler" {
 		t.Errorf("handler %T", h)
 	}

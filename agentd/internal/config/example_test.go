@@ -25,7 +25,7 @@ func ExampleFromCLI() {
 			if err != nil {
 				return err // wraps config.ErrUsage
 			}
-			log := slog.New(cfg.NewLogHandler(os.Stderr))
+			log := slog.New(cfg.LogHandler(os.Stderr))
 			log.Info("starting", "config", cfg)
 
 			hup := make(chan os.Signal, 1)

@@ -22,6 +22,7 @@ import (
 
 	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
+	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
@@ -115,11 +116,9 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 	return table.CLISource(c, lookup).Load()
 }
 
-// LogHandler is the slog handler LogLevel asks for, writing text to w.
+// LogHandler is the slog handler logLevel asks for, writing text to w.
 func (c Config) LogHandler(w io.Writer) slog.Handler {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.LogLevel)) // checked at load
-	return slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	return cliapp.LogHandler(w, c.LogLevel, "text")
 }
 
 // modelCaps writes GPU_MODEL_CAPS_JSON, a JSON object, into its map.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"joulie.io/joulie/extender/internal/server"
+	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/settings"
@@ -247,13 +248,10 @@ func (c Config) ServerOptions() server.Options {
 	}
 }
 
-// LogHandler is the slog handler the settings ask for.
+// LogHandler is the slog handler logLevel and logFormat ask for, writing
+// to w.
 func (c Config) LogHandler(w io.Writer) slog.Handler {
-	opts := &slog.HandlerOptions{Level: c.LogLevel}
-	if c.LogFormat == "json" {
-		return slog.NewJSONHandler(w, opts)
-	}
-	return slog.NewTextHandler(w, opts)
+	return cliapp.LogHandler(w, c.LogLevel.String(), c.LogFormat)
 }
 
 // LogValue shows the settings in one log line.
