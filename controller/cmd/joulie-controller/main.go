@@ -30,8 +30,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -45,7 +43,6 @@ import (
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/plan"
-	"joulie.io/joulie/pkg/version"
 )
 
 func main() {
@@ -100,7 +97,7 @@ func (s *state) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	rc, err := restConfig(cfg)
+	rc, err := cfg.RESTConfig()
 	if err != nil {
 		return err
 	}
@@ -321,20 +318,4 @@ func (r *replica) elect(ctx context.Context) error {
 	}
 	r.log.Info("stopped")
 	return nil
-}
-
-func restConfig(cfg config.Config) (*rest.Config, error) {
-	var rc *rest.Config
-	var err error
-	if cfg.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("client configuration (KUBECONFIG=%q): %w", cfg.Kubeconfig, err)
-	}
-	rc.QPS, rc.Burst = float32(cfg.QPS), cfg.Burst
-	rc.UserAgent = "joulie-controller/" + version.Version
-	return rc, nil
 }

@@ -19,15 +19,18 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
 	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/kubeclient"
 	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/settings"
+	"joulie.io/joulie/pkg/version"
 )
 
 // ErrUsage marks configuration errors (exit code 2).
@@ -114,6 +117,20 @@ func Flags() []cli.Flag { return table.Flags() }
 // reported at once; the error wraps ErrUsage.
 func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
 	return table.CLISource(c, lookup).Load()
+}
+
+// RESTConfig is the client configuration for the API server: from the
+// kubeconfig file, else the pod's service account, at the configured
+// rate limits. Its error does not wrap ErrUsage: joulie-controller has
+// always exited 1 on a kubeconfig that does not load (its main test
+// holds it to that), where joulie-extender exits 2.
+func (c Config) RESTConfig() (*rest.Config, error) {
+	rc, err := kubeclient.Config(c.Kubeconfig, "--kubeconfig / KUBECONFIG", "joulie-controller/"+version.Version)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = float32(c.QPS), c.Burst
+	return rc, nil
 }
 
 // LogHandler is the slog handler logLevel asks for, writing text to w.

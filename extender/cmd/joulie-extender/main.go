@@ -62,7 +62,6 @@ func serve(cfg config.Config, stderr io.Writer) error {
 		}
 		return cli.Exit(err.Error(), code)
 	}
-	rc.UserAgent = "joulie-extender/" + version.Version
 	cache, err := state.NewForConfig(rc, log)
 	if err != nil {
 		return cli.Exit(err.Error(), 1)

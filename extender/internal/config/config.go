@@ -21,13 +21,14 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"joulie.io/joulie/extender/internal/server"
 	"joulie.io/joulie/pkg/cliapp"
+	"joulie.io/joulie/pkg/kubeclient"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/settings"
+	"joulie.io/joulie/pkg/version"
 )
 
 // ErrUsage marks errors of configuration, which exit with status 2.
@@ -214,18 +215,12 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 }
 
 // RESTConfig is the client configuration for the API server: from the
-// kubeconfig file, else the pod's service account.
+// kubeconfig file, else the pod's service account. A kubeconfig that
+// does not load is bad configuration: the error wraps ErrUsage.
 func (c Config) RESTConfig() (*rest.Config, error) {
-	if c.Kubeconfig != "" {
-		rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --kubeconfig / KUBECONFIG = %q: %w", ErrUsage, c.Kubeconfig, err)
-		}
-		return rc, nil
-	}
-	rc, err := rest.InClusterConfig()
+	rc, err := kubeclient.Config(c.Kubeconfig, "--kubeconfig / KUBECONFIG", "joulie-extender/"+version.Version)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no --kubeconfig / KUBECONFIG given and not running in a cluster: %w", ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return rc, nil
 }
