@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 
 	"joulie.io/joulie/controller/internal/facility"
@@ -13,7 +14,7 @@ import (
 type key = settings.Key[Config]
 
 // keys lists every setting in the order of --help and the README.
-var keys = []key{
+var keys = slices.Concat([]key{
 	{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, EmptyIsValue: true, Usage: "kubeconfig file; empty means in-cluster", DefaultText: "in-cluster",
 		Ref: func(c *Config) any { return &c.Kubeconfig }},
 	{Path: "metricsAddress", Env: []string{"METRICS_ADDR"}, EmptyIsValue: true, Usage: "address of /metrics, /healthz and /readyz",
@@ -101,14 +102,7 @@ var keys = []key{
 		Ref: func(c *Config) any { return modelCaps{&c.Settings.Intent.GPUModelCaps} }},
 	{Path: "gpu.productLabelKeys", Env: []string{"GPU_PRODUCT_LABEL_KEYS"}, Usage: "node labels naming the GPU product, comma-separated, tried in order",
 		EmptyIsValue: true, Ref: func(c *Config) any { return labelKeys{&c.Settings.Intent.GPUProductLabelKeys} }},
-
-	{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1, in the utilization model; the extender's (the chart sets both from extender.*)",
-		Ref: func(c *Config) any { return &c.Settings.Coefficients.CPUUtil }},
-	{Path: "marginal.gpuUtilCoeffStandard", Env: []string{powerest.EnvGPUUtilCoeffStandard}, Usage: "share of its GPU power a standard pod is expected to draw, 0..1",
-		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilStandard }},
-	{Path: "marginal.gpuUtilCoeffPerformance", Env: []string{powerest.EnvGPUUtilCoeffPerformance}, Usage: "share of its GPU power a performance pod is expected to draw, 0..1",
-		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilPerformance }},
-
+}, marginalKeys(), []key{
 	{Path: "enableFacilityMetrics", Env: []string{facility.EnvEnabled}, Usage: "poll the facility Prometheus for ambient temperature, IT and cooling power; PUE = (IT + cooling) / IT",
 		Ref: func(c *Config) any { return &c.Facility.Enabled }},
 	{Path: "facility.prometheusURL", Env: []string{facility.EnvPrometheusURL}, Usage: "base URL of the facility Prometheus",
@@ -169,6 +163,17 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.Parking.Settings.MaxWakeAttempts }},
 	{Path: "parking.syncInterval", Env: []string{"PARKING_SYNC_INTERVAL"}, Usage: "longest time between two parking passes",
 		Ref: func(c *Config) any { return &c.Parking.SyncInterval }},
+})
+
+// marginalKeys are the extender's coefficient keys (marginal.*), which
+// the utilization model of unmeasured nodes reads too: pkg/powerest
+// declares them for both programs.
+func marginalKeys() []key {
+	var ks []key
+	for _, m := range powerest.CoefficientKeys() {
+		ks = append(ks, key{Path: m.Path, Env: []string{m.Env}, Usage: m.Usage, Ref: func(c *Config) any { return m.Field(&c.Settings.Coefficients) }})
+	}
+	return ks
 }
 
 // category groups the flags of a block in --help.

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -85,7 +86,7 @@ const ConfigEnv = "JOULIE_EXTENDER_CONFIG"
 // variable each had before the file existed (the scheduler-extender
 // design's names where it has one).
 var table = settings.New(settings.Table[Config]{
-	Keys: []settings.Key[Config]{
+	Keys: slices.Concat([]settings.Key[Config]{
 		{Path: "addr", Env: []string{"EXTENDER_ADDR"}, Usage: "host:port to serve on",
 			Ref: func(c *Config) any { return &c.Addr }},
 		{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty uses the in-cluster service account", DefaultText: "in-cluster",
@@ -94,12 +95,7 @@ var table = settings.New(settings.Table[Config]{
 			Ref: func(c *Config) any { return &c.ScoringMode }},
 		{Path: "twinStalenessThreshold", Env: []string{"TWIN_STALENESS_THRESHOLD"}, Usage: "age beyond which a NodeTwin scores a neutral 50",
 			Ref: func(c *Config) any { return &c.StalenessThreshold }},
-		{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1",
-			Ref: func(c *Config) any { return &c.Coefficients.CPUUtil }},
-		{Path: "marginal.gpuUtilCoeffStandard", Env: []string{powerest.EnvGPUUtilCoeffStandard}, Usage: "share of its GPU power a standard pod is expected to draw, 0..1",
-			Ref: func(c *Config) any { return &c.Coefficients.GPUUtilStandard }},
-		{Path: "marginal.gpuUtilCoeffPerformance", Env: []string{powerest.EnvGPUUtilCoeffPerformance}, Usage: "share of its GPU power a performance pod is expected to draw, 0..1",
-			Ref: func(c *Config) any { return &c.Coefficients.GPUUtilPerformance }},
+	}, marginalKeys(), []settings.Key[Config]{
 		{Path: "enableFacilityMetrics", Env: []string{"ENABLE_FACILITY_METRICS"}, Usage: "weight marginal power by the twin's estimatedPUE",
 			Ref: func(c *Config) any { return &c.FacilityMetrics }},
 		{Path: "tls.certFile", Env: []string{"EXTENDER_TLS_CERT_FILE"}, Usage: "PEM certificate to serve HTTPS with (needs --tls-key-file)",
@@ -122,12 +118,22 @@ var table = settings.New(settings.Table[Config]{
 			Ref: func(c *Config) any { return &c.LogLevel }},
 		{Path: "logFormat", Env: []string{"EXTENDER_LOG_FORMAT"}, Usage: "text or json",
 			Ref: func(c *Config) any { return &c.LogFormat }},
-	},
+	}),
 	ConfigEnv: ConfigEnv,
 	Default:   Default,
 	Check:     check,
 	Complete:  loadKeyPair,
 })
+
+// marginalKeys are the scoring coefficients' keys (marginal.*), which
+// pkg/powerest declares for this program and the controller alike.
+func marginalKeys() []settings.Key[Config] {
+	var ks []settings.Key[Config]
+	for _, m := range powerest.CoefficientKeys() {
+		ks = append(ks, settings.Key[Config]{Path: m.Path, Env: []string{m.Env}, Usage: m.Usage, Ref: func(c *Config) any { return m.Field(&c.Coefficients) }})
+	}
+	return ks
+}
 
 // Default is the configuration with nothing set. Its scoring settings are
 // pkg/scoring's defaults, which the energy simulator scores with too.
