@@ -113,7 +113,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, bmc: bmc.New(cfg.IPMI, kube.CoreV1().Secrets(cfg.LeaseNamespace), cfg.LeaseNamespace, reg, log), metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."}),
-		state:  &state{interval: cfg.Settings.Interval}}
+		state:  &state{interval: cfg.Plan.Interval}}
 	reg.MustRegister(r.leader)
 
 	if err := r.startPollers(ctx, reg); err != nil {
@@ -222,7 +222,7 @@ func (r *replica) lead(ctx context.Context) {
 	kf := informers.NewSharedInformerFactory(r.kube, 0)
 	jf := externalversions.NewSharedInformerFactory(r.joulie, 0)
 	ctrl, err := reconcile.New(r.kube, r.joulie, kf, jf, reconcile.Options{
-		Settings: r.cfg.Settings, TwinRefresh: r.cfg.TwinRefresh, Debounce: r.cfg.Debounce,
+		Settings: r.cfg.Plan, TwinRefresh: r.cfg.TwinRefresh, Debounce: r.cfg.Debounce,
 		Trends: plan.NewTrends(r.cfg.TrendWindow), Recorder: r.recorder, Metrics: r.metrics, Logger: r.log,
 		Facility: r.facility, KeplerPower: r.keplerPower,
 		OnSync: func(error) {
@@ -240,7 +240,7 @@ func (r *replica) lead(ctx context.Context) {
 		// neighbour.
 		waker := parking.ByBMCAddress{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf)}
 		parker, err = parking.New(r.kube, r.joulie, kf, jf, parking.Options{
-			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Settings.Catalog, Waker: waker,
+			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Plan.Catalog, Waker: waker,
 			SyncInterval: r.cfg.Parking.SyncInterval, Debounce: r.cfg.Debounce,
 			Recorder: r.recorder, Metrics: r.parkMetrics, Logger: r.log,
 		})

@@ -46,10 +46,11 @@ type Config struct {
 	QPS         float64
 	Burst       int
 
-	// NodeSelector is the label selector as written; Settings holds it
+	// NodeSelector is the label selector as written; Plan holds it
 	// parsed.
-	NodeSelector   string
-	Settings       plan.Settings
+	NodeSelector string
+	// Plan holds the planning keys, for plan.Compute.
+	Plan           plan.Params
 	TwinRefresh    time.Duration
 	TrendWindow    time.Duration
 	Debounce       time.Duration
@@ -88,14 +89,14 @@ type Parking struct {
 	SyncInterval time.Duration
 }
 
-// Default is the configuration with nothing set. Its planning settings,
+// Default is the configuration with nothing set. Its planning parameters,
 // node selector and twin refresh are pkg/plan's defaults.
 func Default() Config {
 	host, _ := os.Hostname()
 	return Config{
 		MetricsAddr: ":8080", QPS: 20, Burst: 40,
 		// pkg/plan's, which the energy simulator plans with too.
-		NodeSelector: plan.DefaultNodeSelector, Settings: plan.DefaultSettings(), TwinRefresh: plan.DefaultTwinRefresh,
+		NodeSelector: plan.DefaultNodeSelector, Plan: plan.DefaultParams(), TwinRefresh: plan.DefaultTwinRefresh,
 		TrendWindow: 5 * time.Minute, Debounce: 500 * time.Millisecond,
 		LeaderElect: true, LeaseNamespace: "joulie-system", LeaseName: "joulie-controller", Identity: host,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -203,7 +204,7 @@ func check(c Config) []settings.Problem {
 			add(key, "%s is not a number of watts per CPU package above 0", settings.FormatFloat(v))
 		}
 	}
-	s := c.Settings
+	s := c.Plan
 
 	if c.QPS <= 0 {
 		add("kubeApiQps", "%s must be positive", settings.FormatFloat(c.QPS))
@@ -350,14 +351,14 @@ func check(c Config) []settings.Problem {
 }
 
 // complete parses the two node selectors, which check has found sound,
-// into the planning and parking settings that use them.
+// into Plan and Parking.Settings, which planning and parking read.
 func complete(c *Config) []settings.Problem {
 	var ps []settings.Problem
 	for _, s := range []struct {
 		key, text string
 		dst       *labels.Selector
 	}{
-		{"nodeSelector", c.NodeSelector, &c.Settings.NodeSelector},
+		{"nodeSelector", c.NodeSelector, &c.Plan.NodeSelector},
 		{"parking.nodeSelector", c.Parking.NodeSelector, &c.Parking.Settings.Parkable},
 	} {
 		sel, err := selector(s.text)
