@@ -1,13 +1,15 @@
 // Package cliapp gives Joulie's daemons one command-line shape and the exit
 // codes SPEC.md promises operators and tests: 0 success, 1 runtime
 // failure, 2 bad usage or bad configuration, and 3 (ExitNeedsOperator)
-// where the agent must not be retried.
+// where the agent must not be retried; and one way to build their logger
+// from their logLevel and logFormat keys.
 package cliapp
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/urfave/cli/v2"
 
@@ -75,4 +77,19 @@ func Run(app *cli.App, args []string, stderr io.Writer) int {
 		return coder.ExitCode()
 	}
 	return 2
+}
+
+// LogHandler is the slog handler of a program's logLevel and logFormat
+// keys, writing to w: JSON when format is "json", else text, at level, a
+// name slog.Level reads ("info", "debug"). The programs check both keys
+// when they load their configuration; a level that does not read (a
+// configuration nobody checked) logs at info rather than failing.
+func LogHandler(w io.Writer, level, format string) slog.Handler {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.NewJSONHandler(w, opts)
+	}
+	return slog.NewTextHandler(w, opts)
 }

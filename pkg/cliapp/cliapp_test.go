@@ -2,6 +2,8 @@ package cliapp
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -53,6 +55,31 @@ func TestDaemonPrintsItsManPage(t *testing.T) {
 	for _, want := range []string{".TH prog 8", "node-name", "the node"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("manual page lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// The handler logs at the level named, as a name or as slog writes a
+// level (the extender holds its level as a slog.Level), and at info when
+// the name does not read.
+func TestLogHandlerLevelAndFormat(t *testing.T) {
+	for _, tc := range []struct {
+		level, format string
+		want          slog.Level
+		json          bool
+	}{
+		{"debug", "text", slog.LevelDebug, false},
+		{"warn", "json", slog.LevelWarn, true},
+		{slog.LevelError.String(), "", slog.LevelError, false},
+		{(slog.LevelInfo + 2).String(), "json", slog.LevelInfo + 2, true},
+		{"loud", "text", slog.LevelInfo, false},
+	} {
+		h := LogHandler(io.Discard, tc.level, tc.format)
+		if _, json := h.(*slog.JSONHandler); json != tc.json {
+			t.Errorf("%q, %q: handler %T", tc.level, tc.format, h)
+		}
+		if !h.Enabled(t.Context(), tc.want) || h.Enabled(t.Context(), tc.want-1) {
+			t.Errorf("%q: not enabled from %v on", tc.level, tc.want)
 		}
 	}
 }

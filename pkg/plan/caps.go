@@ -39,7 +39,7 @@ type Caps struct {
 }
 
 // chooseCaps is the cap that pays for the eco node p.
-func chooseCaps(p *NodePlan, in Inputs, s Settings) *Caps {
+func chooseCaps(p *NodePlan, in Inputs, s Params) *Caps {
 	v := p.View
 	var load *NodeLoad
 	if in.Loads != nil {
@@ -90,7 +90,7 @@ func chooseCaps(p *NodePlan, in Inputs, s Settings) *Caps {
 }
 
 // keplerReading is the node's Kepler reading when it is fresh.
-func keplerReading(name string, in Inputs, s Settings) *NodeReading {
+func keplerReading(name string, in Inputs, s Params) *NodeReading {
 	k, ok := in.KeplerPower[name]
 	if !ok || (s.MeasurementMaxAge > 0 && in.Now.Sub(k.Time) > s.MeasurementMaxAge) {
 		return nil

@@ -57,7 +57,7 @@ func TestCapThatPaysPerEcoNode(t *testing.T) {
 		},
 		KeplerPower: map[string]NodeReading{"kepler": {Watts: 300, Time: t0.Add(-time.Minute)}},
 	}
-	s := settings(PolicyStaticPartition)
+	s := params(PolicyStaticPartition)
 	s.StaticHPFrac, s.CapMode = 0, CapModePays
 	got := byName(Compute(in, s))
 	for _, tc := range []struct {
@@ -115,7 +115,7 @@ func TestFixedCapModeKeepsTheEcoCaps(t *testing.T) {
 	nodes := []*corev1.Node{plantest.CPUNode("light", nil), plantest.GPUNode("gpu", 8, nil)}
 	in := Inputs{Now: t0, Nodes: nodes, Loads: map[string]NodeLoad{},
 		Profiles: map[string]*joulie.NodePowerProfile{"light": measured("light", 310, 0)}}
-	s := settings(PolicyStaticPartition)
+	s := params(PolicyStaticPartition)
 	s.StaticHPFrac, s.CapMode = 0, CapModeFixed
 	for _, p := range Compute(in, s).Nodes {
 		if p.Caps != nil || *p.Spec.CPU.PackagePowerCapPctOfMax != 60 || p.Spec.CPU.Reason != "" {
@@ -142,7 +142,7 @@ func TestDemandSpreadLetsEcoReachGPUNodes(t *testing.T) {
 	}
 	in := Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods), Loads: PodLoads(pods)}
 	perfGPU := func(spread string) int {
-		s := settings(PolicyQueueAware) // 0.6 × 10 = 6 performance nodes
+		s := params(PolicyQueueAware) // 0.6 × 10 = 6 performance nodes
 		s.Spread = spread
 		n := 0
 		for _, p := range Compute(in, s).Nodes {
@@ -189,7 +189,7 @@ func TestCapsOfTheBenchmarkNodes(t *testing.T) {
 			pods = append(pods, plantest.Requesting(fmt.Sprint("gpu-job-", i), "gpu", "12", "1", "", corev1.PodRunning))
 		}
 		in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.CPUNode("cpu", nil), plantest.GPUNode("gpu", 8, nil)}, Loads: PodLoads(pods)}
-		s := settings(PolicyStaticPartition)
+		s := params(PolicyStaticPartition)
 		s.StaticHPFrac, s.CapMode = 0, CapModePays
 		got := byName(Compute(in, s))
 		choice := func(c *ecocap.Choice) string {
@@ -234,7 +234,7 @@ func TestCapThatPaysFromTheAgentsParts(t *testing.T) {
 		"held":  parts("held", 300, 8*415, 60), // 415 W a GPU under a 420 W cap
 		"light": parts("light", 300, 8*259, 100),
 	}}
-	s := settings(PolicyStaticPartition)
+	s := params(PolicyStaticPartition)
 	s.StaticHPFrac, s.CapMode = 0, CapModePays
 	got := byName(Compute(in, s))
 	if g := got["held"].Caps; g.GPU.Kind != ecocap.KindFloor || !g.GPUDraw.AtLeast || g.CPUDraw.Watts != 300 {

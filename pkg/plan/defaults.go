@@ -29,17 +29,17 @@ const DefaultTwinRefresh = 2 * time.Minute
 // loaded one and costs little: the node was going to eco for minutes.
 const DefaultDrainDwell = 15 * time.Second
 
-// DefaultSettings are joulie-controller's planning settings with nothing
+// DefaultParams are joulie-controller's planning parameters with nothing
 // configured. The controller's key table takes its defaults from here, and
 // so does anything else (the energy simulator) that wants to plan as an
 // unconfigured controller does. Catalog is left nil. Every call returns
 // fresh values, so the result may be changed freely.
-func DefaultSettings() Settings {
+func DefaultParams() Params {
 	sel, err := labels.Parse(DefaultNodeSelector)
 	if err != nil {
 		panic("plan: DefaultNodeSelector does not parse: " + err.Error())
 	}
-	return Settings{
+	return Params{
 		NodeSelector:      sel,
 		Policy:            PolicyQueueAware,
 		StaticHPFrac:      0.5,

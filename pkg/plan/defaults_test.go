@@ -14,22 +14,22 @@ import (
 )
 
 // The defaults are SPEC.md's and the seeds'.
-func TestDefaultSettings(t *testing.T) {
-	s := DefaultSettings()
+func TestDefaultParams(t *testing.T) {
+	s := DefaultParams()
 	if s.NodeSelector == nil || s.NodeSelector.String() != "joulie.io/managed=true" || s.Policy != PolicyQueueAware ||
 		s.StaticHPFrac != 0.5 || s.Queue != policy.DefaultQueueAware() || s.Interval != time.Minute ||
 		s.MinEcoDwell != 5*time.Minute || s.Cooling != twin.DefaultLinearCoolingModel() || s.RackCapacityW != 50000 ||
 		s.MeasurementMaxAge != 3*time.Minute || s.Catalog != nil || s.Coefficients != powerest.DefaultCoefficients() ||
 		s.CapMode != CapModePays || s.Spread != policy.SpreadDemand {
-		t.Errorf("DefaultSettings() = %+v", s)
+		t.Errorf("DefaultParams() = %+v", s)
 	}
 	if !reflect.DeepEqual(s.Intent, intent.Default()) {
 		t.Errorf("intent %+v, want intent.Default()", s.Intent)
 	}
 	// Each call is fresh: changing one result leaves the next alone.
 	s.Intent.GPUProductLabelKeys[0] = "changed"
-	if DefaultSettings().Intent.GPUProductLabelKeys[0] == "changed" {
-		t.Error("DefaultSettings shares its product label keys between calls")
+	if DefaultParams().Intent.GPUProductLabelKeys[0] == "changed" {
+		t.Error("DefaultParams shares its product label keys between calls")
 	}
 }
 
@@ -44,7 +44,7 @@ func TestDefaultTwinRefreshIsWithinTheStalenessThreshold(t *testing.T) {
 // An agent's reading counts until the agent has missed at least one
 // publication: a steady node republishes every powerpub.Interval.
 func TestDefaultMeasurementMaxAgeOutlastsPublication(t *testing.T) {
-	if s := DefaultSettings(); s.MeasurementMaxAge < 2*powerpub.Interval {
+	if s := DefaultParams(); s.MeasurementMaxAge < 2*powerpub.Interval {
 		t.Errorf("MeasurementMaxAge %v is under two publication intervals (%v)", s.MeasurementMaxAge, powerpub.Interval)
 	}
 }

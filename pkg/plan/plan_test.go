@@ -20,9 +20,9 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func settings(p string) Settings {
+func params(p string) Params {
 	sel, _ := labels.Parse(joulie.LabelManaged + "=true")
-	return Settings{NodeSelector: sel, Policy: p, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
+	return Params{NodeSelector: sel, Policy: p, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
 		Interval: time.Minute, Intent: intent.Default(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute,
 		Coefficients: powerest.DefaultCoefficients()}
 }
@@ -37,7 +37,7 @@ func byName(r Result) map[string]NodePlan {
 
 func TestMixedClusterStaticPartitionKeepsEachFamily(t *testing.T) {
 	in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 8, nil), plantest.CPUNode("cpu-a", nil), plantest.CPUNode("cpu-b", nil)}}
-	r := Compute(in, settings(PolicyStaticPartition))
+	r := Compute(in, params(PolicyStaticPartition))
 	if r.Eligible != 4 || r.HPCount != 2 {
 		t.Fatalf("eligible %d, hp %d; want 4, 2", r.Eligible, r.HPCount)
 	}
@@ -67,7 +67,7 @@ func TestPerformancePodsDrainBeforeEco(t *testing.T) {
 	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 4, map[string]string{joulie.LabelPowerProfile: "performance"})}
 	pods := []*corev1.Pod{plantest.PerfPod("train", "gpu-b", corev1.PodRunning)}
 	in := Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods)}
-	s := settings(PolicyStaticPartition)
+	s := params(PolicyStaticPartition)
 	got := byName(Compute(in, s))["gpu-b"]
 	if got.Planned != joulie.ProfileEco || got.Decision.Next != policy.DrainingPerformance || got.Decision.Profile != joulie.ProfileEco ||
 		!got.Decision.Draining || got.Twin.SchedulableClass != joulie.ClassDraining || got.Decision.Transition != policy.Defer {
@@ -88,7 +88,7 @@ func TestPerformancePodsDrainBeforeEco(t *testing.T) {
 // for DrainDwell; the plan says when to look again.
 func TestGuardDrainPublishesEcoCapsOnlyAfterTheDrain(t *testing.T) {
 	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 4, nil)}
-	s := settings(PolicyStaticPartition)
+	s := params(PolicyStaticPartition)
 	s.Guard, s.DrainDwell = policy.GuardDrain, 15*time.Second
 	in := Inputs{Now: t0, Nodes: nodes, PerfPods: map[string]int{}}
 	r := Compute(in, s)
@@ -136,7 +136,7 @@ func TestIneligibleNodesLeaveThePlanAndAreReleased(t *testing.T) {
 	parked.Spec.Taints = []corev1.Taint{{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule}}
 	in := Inputs{Now: t0, Nodes: []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), cordoned, reserved, unmanaged, parked},
 		Profiles: map[string]*joulie.NodePowerProfile{"gpu-c": {ObjectMeta: metav1.ObjectMeta{Name: "gpu-c"}}}}
-	r := Compute(in, settings(PolicyStaticPartition))
+	r := Compute(in, params(PolicyStaticPartition))
 	if r.Eligible != 1 {
 		t.Fatalf("eligible %d, want 1", r.Eligible)
 	}
@@ -161,7 +161,7 @@ func TestQueuePressureRaisesThePerformanceCount(t *testing.T) {
 	for i := range 10 {
 		nodes = append(nodes, plantest.CPUNode(fmt.Sprintf("n%02d", i), nil))
 	}
-	s := settings(PolicyQueueAware)
+	s := params(PolicyQueueAware)
 	prev := -1
 	for _, p := range []int{0, 10, 61, 75, 91, 500} {
 		var pods []*corev1.Pod
@@ -183,7 +183,7 @@ func TestQueuePressureRaisesThePerformanceCount(t *testing.T) {
 }
 
 func TestDwellHoldsEcoButNeverPerformance(t *testing.T) {
-	s := settings(PolicyStaticPartition)
+	s := params(PolicyStaticPartition)
 	s.MinEcoDwell = 5 * time.Minute
 	just := t0.Add(-time.Minute).Format(time.RFC3339)
 	prof := func(name string) *joulie.NodePowerProfile {
@@ -210,7 +210,7 @@ func TestTwinUsesAgentPowerFacilityAndTrend(t *testing.T) {
 		Profiles: map[string]*joulie.NodePowerProfile{"g": {ObjectMeta: metav1.ObjectMeta{Name: "g"},
 			Status: joulie.NodePowerProfileStatus{MeasuredPower: &joulie.MeasuredPower{NodePowerWatts: 1234.5, Time: metav1.NewTime(t0.Add(-time.Minute))}}}},
 		Facility: Facility{AmbientTempC: &temp, ITPowerW: &it, PUE: &pue}, Trends: map[string]float64{"g": -42}}
-	g := byName(Compute(in, settings(PolicyStaticPartition)))["g"]
+	g := byName(Compute(in, params(PolicyStaticPartition)))["g"]
 	pm := g.Twin.PowerMeasurement
 	if pm.Source != joulie.SourceAgent || pm.MeasuredNodePowerW != 1234.5 || pm.PowerTrendWPerMin != -42 {
 		t.Errorf("power measurement %+v", pm)
@@ -220,7 +220,7 @@ func TestTwinUsesAgentPowerFacilityAndTrend(t *testing.T) {
 	}
 	// 30 °C adds 5 points over the same node at 20 °C.
 	in.Facility.AmbientTempC = nil
-	cool := byName(Compute(in, settings(PolicyStaticPartition)))["g"]
+	cool := byName(Compute(in, params(PolicyStaticPartition)))["g"]
 	if d := g.Twin.PredictedCoolingStressScore - cool.Twin.PredictedCoolingStressScore; d < 4.95 || d > 5.05 {
 		t.Errorf("10 °C warmer adds %v cooling stress points, want 5", d)
 	}
@@ -228,11 +228,11 @@ func TestTwinUsesAgentPowerFacilityAndTrend(t *testing.T) {
 	// Kepler reading falls back to the static estimate.
 	in.Now = t0.Add(10 * time.Minute)
 	in.KeplerPower = map[string]NodeReading{"g": {Watts: 999, Time: in.Now.Add(-time.Minute)}}
-	if pm := byName(Compute(in, settings(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceKepler || pm.MeasuredNodePowerW != 999 {
+	if pm := byName(Compute(in, params(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceKepler || pm.MeasuredNodePowerW != 999 {
 		t.Errorf("with a fresh Kepler reading: %+v", pm)
 	}
 	in.KeplerPower["g"] = NodeReading{Watts: 999, Time: t0}
-	if pm := byName(Compute(in, settings(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceStatic || pm.MeasuredNodePowerW != pm.NodeCappedPowerW {
+	if pm := byName(Compute(in, params(PolicyStaticPartition)))["g"].Twin.PowerMeasurement; pm.Source != joulie.SourceStatic || pm.MeasuredNodePowerW != pm.NodeCappedPowerW {
 		t.Errorf("with only 10-minute-old readings: %+v", pm)
 	}
 }
@@ -242,7 +242,7 @@ func TestComputeIsDeterministic(t *testing.T) {
 	for i := range 50 {
 		nodes = append(nodes, plantest.GPUNode(fmt.Sprintf("g%02d", i), 1+i%8, nil), plantest.CPUNode(fmt.Sprintf("c%02d", i), nil))
 	}
-	s := settings(PolicyQueueAware)
+	s := params(PolicyQueueAware)
 	a := Compute(Inputs{Now: t0, Nodes: nodes}, s)
 	// The same cluster listed in another order plans the same.
 	rev := make([]*corev1.Node, len(nodes))
@@ -282,7 +282,7 @@ func TestTrendSlope(t *testing.T) {
 // five or six intervals. Each step applies the previous step's outcome the
 // way the controller publishes it (labels and the transition annotation).
 func TestRuleSwapSwapsEveryIntervalDespiteTheDwell(t *testing.T) {
-	s := settings(PolicyRuleSwap)
+	s := params(PolicyRuleSwap)
 	s.MinEcoDwell = 5 * time.Minute // the controller's default
 	nodes := []*corev1.Node{plantest.CPUNode("a", nil), plantest.CPUNode("b", nil), plantest.CPUNode("c", nil)}
 	profiles := map[string]*joulie.NodePowerProfile{}
@@ -371,7 +371,7 @@ func TestPowerMeasurementSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := settings(PolicyStaticPartition)
+			s := params(PolicyStaticPartition)
 			s.StaticHPFrac = 1 // performance: uncapped
 			if tt.eco {
 				s.StaticHPFrac = 0
@@ -400,7 +400,7 @@ func TestUtilizationModelFeedsPSUStress(t *testing.T) {
 	for i := range 10 {
 		nodes = append(nodes, plantest.GPUNode(fmt.Sprintf("g%d", i), 8, nil))
 	}
-	s := settings(PolicyStaticPartition)
+	s := params(PolicyStaticPartition)
 	s.StaticHPFrac = 1
 	static := Compute(Inputs{Now: t0, Nodes: nodes}, s).Nodes[0].Twin
 	modelled := Compute(Inputs{Now: t0, Nodes: nodes, Loads: map[string]NodeLoad{}}, s).Nodes[0].Twin
@@ -422,7 +422,7 @@ func TestDemandSpreadPutsPerformanceOnBusyPerformanceAndEmptyNodes(t *testing.T)
 		plantest.Requesting("std-1", "n1", "8", "", "", corev1.PodRunning),
 		plantest.Requesting("perf", "n3", "8", "", joulie.WorkloadClassPerformance, corev1.PodRunning),
 	}
-	s := settings(PolicyStaticPartition) // half: two of four
+	s := params(PolicyStaticPartition) // half: two of four
 	s.Spread = policy.SpreadDemand
 	got := byName(Compute(Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods), Loads: PodLoads(pods)}, s))
 	for name, want := range map[string]joulie.Profile{"n0": "eco", "n1": "eco", "n2": "performance", "n3": "performance"} {
@@ -444,7 +444,7 @@ func TestDemandSpreadMakesTheWarmReservePerformance(t *testing.T) {
 		plantest.Requesting("perf-1", "n1", "8", "", joulie.WorkloadClassPerformance, corev1.PodRunning),
 		plantest.Requesting("perf-3", "n3", "8", "", joulie.WorkloadClassPerformance, corev1.PodRunning),
 	}
-	s := settings(PolicyStaticPartition) // half: two of four, both running performance pods
+	s := params(PolicyStaticPartition) // half: two of four, both running performance pods
 	s.Spread = policy.SpreadDemand
 	got := byName(Compute(Inputs{Now: t0, Nodes: nodes, PerfPods: CountPerformancePods(pods), Loads: PodLoads(pods)}, s))
 	for name, want := range map[string]joulie.Profile{"n0": "eco", "n1": "performance", "n2": "performance", "n3": "performance"} {
@@ -460,7 +460,7 @@ func TestDemandSpreadMakesTheWarmReservePerformance(t *testing.T) {
 func TestGPUScopePodCapsStandardGPUsOnPerformanceNodes(t *testing.T) {
 	nodes := []*corev1.Node{plantest.GPUNode("gpu-a", 8, nil), plantest.GPUNode("gpu-b", 8, nil), plantest.CPUNode("cpu-a", nil)}
 	for _, scope := range []string{GPUScopeNode, GPUScopePod} {
-		s := settings(PolicyStaticPartition)
+		s := params(PolicyStaticPartition)
 		s.GPUCapScope = scope
 		got := byName(Compute(Inputs{Now: t0, Nodes: nodes}, s))
 		perf, eco := got["gpu-a"], got["gpu-b"]

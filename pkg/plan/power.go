@@ -47,7 +47,7 @@ func PodLoads(pods []*corev1.Pod) map[string]NodeLoad {
 // nodePower is the node's power for the twin's powerMeasurement and where
 // it came from, in SPEC.md's order: the agent's fresh reading, Kepler's
 // fresh reading, the utilization model, and last the cap-based budget.
-func nodePower(p *NodePlan, cappedW float64, in Inputs, s Settings) (joulie.MeasurementSource, float64) {
+func nodePower(p *NodePlan, cappedW float64, in Inputs, s Params) (joulie.MeasurementSource, float64) {
 	if m := freshMeasurement(in.Profiles[p.Name], in.Now, s.MeasurementMaxAge); m != nil {
 		return joulie.SourceAgent, m.NodePowerWatts
 	}

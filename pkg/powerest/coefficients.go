@@ -37,7 +37,8 @@ import (
 	"strconv"
 )
 
-// Environment variables that override DefaultCoefficients in the extender.
+// Environment variables that override DefaultCoefficients in the
+// extender and the controller.
 const (
 	EnvCPUUtilCoeff            = "MARGINAL_CPU_UTIL_COEFF"
 	EnvGPUUtilCoeffStandard    = "MARGINAL_GPU_UTIL_COEFF_STANDARD"
@@ -66,6 +67,35 @@ func DefaultCoefficients() Coefficients {
 	return Coefficients{CPUUtil: 0.8, GPUUtilStandard: 0.6, GPUUtilPerformance: 0.9}
 }
 
+// CoefficientKey is one coefficient as the programs' configurations name
+// it. joulie-extender scores with the coefficients and joulie-controller
+// models the power of unmeasured nodes with them (the chart gives both
+// the same values): declared here once, so that the two programs' keys,
+// variables and help cannot drift apart.
+type CoefficientKey struct {
+	// Path is the configuration key ("marginal.cpuUtilCoeff").
+	Path string
+	// Env is its variable, the scheduler-extender design's name.
+	Env string
+	// Usage says what it means, for --help and the READMEs.
+	Usage string
+	// Field is the coefficient in c.
+	Field func(c *Coefficients) *float64
+}
+
+// CoefficientKeys are the three coefficients' keys, in the order the
+// programs list them.
+func CoefficientKeys() []CoefficientKey {
+	return []CoefficientKey{
+		{"marginal.cpuUtilCoeff", EnvCPUUtilCoeff, "share of its CPU power a pod is expected to draw, 0..1",
+			func(c *Coefficients) *float64 { return &c.CPUUtil }},
+		{"marginal.gpuUtilCoeffStandard", EnvGPUUtilCoeffStandard, "share of its GPU power a standard pod is expected to draw, 0..1",
+			func(c *Coefficients) *float64 { return &c.GPUUtilStandard }},
+		{"marginal.gpuUtilCoeffPerformance", EnvGPUUtilCoeffPerformance, "share of its GPU power a performance pod is expected to draw, 0..1",
+			func(c *Coefficients) *float64 { return &c.GPUUtilPerformance }},
+	}
+}
+
 // Problems is every coefficient that is not a finite number in [0, 1], by
 // configuration key (marginal.cpuUtilCoeff); the programs' configuration
 // loaders say where the value came from. One above 1 would claim that a
@@ -76,16 +106,9 @@ func DefaultCoefficients() Coefficients {
 // operators who want placement to ignore it.
 func (c Coefficients) Problems() []Problem {
 	var ps []Problem
-	for _, k := range []struct {
-		key string
-		v   float64
-	}{
-		{"marginal.cpuUtilCoeff", c.CPUUtil},
-		{"marginal.gpuUtilCoeffStandard", c.GPUUtilStandard},
-		{"marginal.gpuUtilCoeffPerformance", c.GPUUtilPerformance},
-	} {
-		if !(k.v >= 0 && k.v <= 1) { // also refuses NaN
-			ps = append(ps, Problem{Key: k.key, Msg: strconv.FormatFloat(k.v, 'g', -1, 64) + " is not a number between 0 and 1"})
+	for _, k := range CoefficientKeys() {
+		if v := *k.Field(&c); !(v >= 0 && v <= 1) { // also refuses NaN
+			ps = append(ps, Problem{Key: k.Path, Msg: strconv.FormatFloat(v, 'g', -1, 64) + " is not a number between 0 and 1"})
 		}
 	}
 	return ps

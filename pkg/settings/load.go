@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -47,23 +46,12 @@ type flagValue[C any] struct {
 	value string
 }
 
-// FileSource reads the file at path (none when path is empty; a missing
-// file is an error) and the variables lookup finds, without flags.
-func (t *Table[C]) FileSource(path string, lookup func(string) (string, bool)) *Source[C] {
-	return t.NewSource(path, "config file", lookup)
-}
-
-// NewSource reads the file at path, which namedBy names in messages
-// ("--config"); with namedBy empty, path is a default whose absence means
-// all defaults. lookup reads the environment; nil reads nothing.
+// NewSource reads the file at path (none when path is empty), which
+// namedBy names in messages ("--config", "config file"); with namedBy
+// empty, path is a default whose absence means all defaults. lookup reads
+// the environment; nil reads nothing. It takes no flags: CLISource does.
 func (t *Table[C]) NewSource(path, namedBy string, lookup func(string) (string, bool)) *Source[C] {
 	return &Source[C]{t: t, path: path, namedBy: namedBy, lookup: lookup}
-}
-
-// DefaultSource reads the default path (which may be missing) and the
-// process's environment.
-func (t *Table[C]) DefaultSource() *Source[C] {
-	return &Source[C]{t: t, path: t.DefaultPath, lookup: os.LookupEnv}
 }
 
 // CLISource is how a command line whose flags include Flags() is read:
@@ -84,7 +72,7 @@ func (t *Table[C]) CLISource(c *cli.Context, lookup func(string) (string, bool))
 			continue
 		}
 		v := c.String(name)
-		if IsBool(k.Ref(t.clone(zero))) {
+		if isBool(k.Ref(t.clone(zero))) {
 			v = fmt.Sprint(c.Bool(name))
 		}
 		s.flags = append(s.flags, flagValue[C]{k, v})
@@ -95,10 +83,10 @@ func (t *Table[C]) CLISource(c *cli.Context, lookup func(string) (string, bool))
 // Load puts the layers together and validates. It reports every problem
 // it finds, not just the first, so one round of editing fixes them all.
 func (s *Source[C]) Load() (C, error) {
-	c, errs := s.Gather()
+	c, errs := s.gather()
 	if len(errs) > 0 {
 		var zero C
-		return zero, Usage(errs)
+		return zero, usage(errs)
 	}
 	return c, nil
 }
@@ -110,11 +98,11 @@ func (s *Source[C]) Load() (C, error) {
 // file as a whole; every other problem comes back in warnings, and the
 // other keys are then not to be used.
 func (s *Source[C]) LoadFor(need []string) (C, []error, error) {
-	c, errs := s.Gather()
+	c, errs := s.gather()
 	var fatal, warnings []error
 	for _, err := range errs {
-		var ke *KeyError
-		if errors.As(err, &ke) && !slices.Contains(need, ke.Key) {
+		var ke *keyError
+		if errors.As(err, &ke) && !slices.Contains(need, ke.key) {
 			warnings = append(warnings, err)
 		} else {
 			fatal = append(fatal, err)
@@ -122,13 +110,13 @@ func (s *Source[C]) LoadFor(need []string) (C, []error, error) {
 	}
 	if len(fatal) > 0 {
 		var zero C
-		return zero, warnings, Usage(fatal)
+		return zero, warnings, usage(fatal)
 	}
 	return c, warnings, nil
 }
 
-// Gather reads the file and layers it; see Layer.
-func (s *Source[C]) Gather() (C, []error) {
+// gather reads the file and layers it; see layer.
+func (s *Source[C]) gather() (C, []error) {
 	var data []byte
 	if s.path != "" {
 		var err error
@@ -147,14 +135,15 @@ func (t *Table[C]) Parse(name string, data []byte) (C, error) {
 	c, errs := (&Source[C]{t: t, path: name}).layer(data)
 	if len(errs) > 0 {
 		var zero C
-		return zero, Usage(errs)
+		return zero, usage(errs)
 	}
 	return c, nil
 }
 
 // layer puts the file's content, the environment and the flags over the
-// defaults and validates the result. The configuration is complete when
-// there are no errors; with errors, it holds what could be set.
+// defaults, validates the result and, when nothing is wrong, completes
+// it. With errors, the configuration holds what could be set, not
+// completed.
 func (s *Source[C]) layer(data []byte) (C, []error) {
 	t := s.t
 	c := t.Default()
@@ -169,29 +158,34 @@ func (s *Source[C]) layer(data []byte) (C, []error) {
 		}
 		origin[f.k.Path] = flag
 	}
-	if t.Tidy != nil {
-		t.Tidy(&c)
+	problem := func(p Problem) {
+		msg := p.Key + ": " + p.Msg
+		if from, ok := origin[p.Key]; ok {
+			msg += " (from " + from + ")"
+		}
+		errs = append(errs, keyErr(p.Key, errors.New(msg)))
 	}
 	if t.Check != nil {
-		for _, p := range t.Check(&c) {
-			msg := p.Key + ": " + p.Msg
-			if from, ok := origin[p.Key]; ok {
-				msg += " (from " + from + ")"
-			}
-			errs = append(errs, keyErr(p.Key, errors.New(msg)))
+		for _, p := range t.Check(c) {
+			problem(p)
+		}
+	}
+	if t.Complete != nil && len(errs) == 0 {
+		for _, p := range t.Complete(&c) {
+			problem(p)
 		}
 	}
 	return c, errs
 }
 
-// Validate reports every problem of c, each naming its key and the bad
-// value, without sources. The error wraps ErrUsage.
-func (t *Table[C]) Validate(c *C) error {
+// Validate reports every problem Check finds in c, each naming its key
+// and the bad value, without sources. The error wraps ErrUsage.
+func (t *Table[C]) Validate(c C) error {
 	var errs []error
 	for _, p := range t.Check(c) {
 		errs = append(errs, errors.New(p.Key+": "+p.Msg))
 	}
-	return Usage(errs)
+	return usage(errs)
 }
 
 func orDefault(s, def string) string {
@@ -226,7 +220,7 @@ func readFile(path string, named bool) ([]byte, error) {
 // misspelt key would otherwise silently leave its default in force), and
 // each error names the file and the key.
 func (t *Table[C]) decodeFile(c *C, name string, data []byte, origin map[string]string) []error {
-	tree, err := ParseYAML(data)
+	tree, err := parseYAML(data)
 	if err != nil {
 		return []error{fmt.Errorf("%s: %w", name, err)}
 	}
@@ -240,7 +234,7 @@ func (t *Table[C]) decodeFile(c *C, name string, data []byte, origin map[string]
 	errs := t.checkKeys(root, "", name)
 	for i := range t.Keys {
 		k := &t.Keys[i]
-		v, found := LookupPath(root, k.Path)
+		v, found := lookupPath(root, k.Path)
 		if !found {
 			continue
 		}
@@ -255,13 +249,13 @@ func (t *Table[C]) decodeFile(c *C, name string, data []byte, origin map[string]
 	return errs
 }
 
-// ParseYAML turns the document into maps with string keys, lists,
+// parseYAML turns the document into maps with string keys, lists,
 // strings, bools, json.Numbers and nils, the shapes encoding/json gives
 // with UseNumber, and float64 for YAML's .nan and .inf only: JSON has no
 // form for those, and keeping them lets the key they sit under be named.
 // Duplicate keys are refused: which of the two would win is not obvious
 // to whoever edits the file.
-func ParseYAML(data []byte) (any, error) {
+func parseYAML(data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
@@ -272,7 +266,7 @@ func ParseYAML(data []byte) (any, error) {
 	return jsonShape(tree)
 }
 
-// jsonShape converts go-yaml's decoding of a document into ParseYAML's
+// jsonShape converts go-yaml's decoding of a document into parseYAML's
 // shapes, as sigs.k8s.io/yaml's YAML-to-JSON conversion does (a
 // non-string key becomes its text; no configuration key matches one).
 func jsonShape(v any) (any, error) {
@@ -353,9 +347,9 @@ func (t *Table[C]) checkKeys(m map[string]any, prefix, name string) []error {
 	return errs
 }
 
-// LookupPath finds the value at a dotted path. A block that is null or
+// lookupPath finds the value at a dotted path. A block that is null or
 // not a block hides its keys (checkKeys reports the latter).
-func LookupPath(m map[string]any, path string) (any, bool) {
+func lookupPath(m map[string]any, path string) (any, bool) {
 	segs := strings.Split(path, ".")
 	for _, s := range segs[:len(segs)-1] {
 		next, ok := m[s].(map[string]any)
@@ -448,25 +442,8 @@ func (t *Table[C]) overlayEnv(c *C, lookup func(string) (string, bool), origin m
 	}
 	if t.Prefix != "" {
 		for i := range t.Keys {
-			apply(&t.Keys[i], t.DerivedVar(&t.Keys[i]), setString)
+			apply(&t.Keys[i], t.derivedVar(&t.Keys[i]), setString)
 		}
 	}
 	return errs
-}
-
-// CheckFiles loads every file matching glob on its own, without the
-// environment, and reports the problems of all of them; none matching is
-// an error. It is for tests of generated files (the Helm chart's).
-func (t *Table[C]) CheckFiles(glob string) error {
-	paths, err := filepath.Glob(glob)
-	if err != nil || len(paths) == 0 {
-		return fmt.Errorf("no file matches %s (%v)", glob, err)
-	}
-	var errs []error
-	for _, p := range paths {
-		if _, err := t.FileSource(p, nil).Load(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -1,12 +1,8 @@
 package settings
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -31,7 +27,7 @@ func (t *Table[C]) Flags() []cli.Flag {
 	for i := range t.Keys {
 		k := &t.Keys[i]
 		usage := k.Usage
-		if vars := t.vars(k); len(vars) > 0 {
+		if vars := t.Vars(k); len(vars) > 0 {
 			usage += " (env " + strings.Join(vars, " or ") + ")"
 		}
 		cat := ""
@@ -39,13 +35,13 @@ func (t *Table[C]) Flags() []cli.Flag {
 			cat = t.Category(k.Path)
 		}
 		ref := k.Ref(t.clone(def))
-		if IsBool(ref) {
+		if isBool(ref) {
 			// Value only shows the default in --help; the loader reads a
 			// switch only when it was given.
 			flags = append(flags, &cli.BoolFlag{Name: k.FlagName(), Usage: usage, Category: cat, Value: *ref.(*bool)})
 			continue
 		}
-		text, _ := Format(ref)
+		text, _ := format(ref)
 		if k.DefaultText != "" {
 			text = k.DefaultText
 		}
@@ -58,7 +54,7 @@ func (t *Table[C]) Flags() []cli.Flag {
 func (t *Table[C]) Each(c C, fn func(path, value string)) {
 	r := t.clone(c)
 	for i := range t.Keys {
-		if v, ok := Format(t.Keys[i].Ref(r)); ok {
+		if v, ok := format(t.Keys[i].Ref(r)); ok {
 			fn(t.Keys[i].Path, v)
 		}
 	}
@@ -73,7 +69,7 @@ func (t *Table[C]) Encode(w io.Writer, c C) error {
 	for i := range t.Keys {
 		k := &t.Keys[i]
 		ref := k.Ref(r)
-		v, ok := Format(ref)
+		v, ok := format(ref)
 		if !ok {
 			continue
 		}
@@ -95,100 +91,4 @@ func (t *Table[C]) Encode(w io.Writer, c C) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// Markdown renders the keys as a Markdown table: key, flag, variables,
-// default and meaning, in key order. The programs' READMEs hold it
-// between MarkdownBegin and MarkdownEnd, and a test of each program keeps
-// it equal to this (CheckMarkdown).
-func (t *Table[C]) Markdown() string {
-	var b strings.Builder
-	b.WriteString("| key | flag | variable | default | meaning |\n|---|---|---|---|---|\n")
-	def := t.Default()
-	for i := range t.Keys {
-		k := &t.Keys[i]
-		text, _ := Format(k.Ref(t.clone(def)))
-		if k.DefaultText != "" {
-			text = k.DefaultText
-		} else if text != "" {
-			text = "`" + text + "`"
-		}
-		vars := t.vars(k)
-		for j := range vars {
-			vars[j] = "`" + vars[j] + "`"
-		}
-		usage := strings.ReplaceAll(k.Usage, "|", `\|`)
-		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s | %s |\n", k.Path, k.FlagName(), strings.Join(vars, ", "), text, usage)
-	}
-	return b.String()
-}
-
-// The lines around the generated table in a README.
-const (
-	MarkdownBegin = "<!-- generated from the key table; JOULIE_UPDATE_README=1 go test rewrites it -->"
-	MarkdownEnd   = "<!-- end of the generated table -->"
-)
-
-// CheckMarkdown compares the table between MarkdownBegin and MarkdownEnd
-// in the file at path with Markdown(); with update, it rewrites the file
-// instead.
-func (t *Table[C]) CheckMarkdown(path string, update bool) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	text := string(data)
-	begin, end := strings.Index(text, MarkdownBegin), strings.Index(text, MarkdownEnd)
-	if begin < 0 || end < begin {
-		return fmt.Errorf("%s has no %q ... %q section", path, MarkdownBegin, MarkdownEnd)
-	}
-	want := MarkdownBegin + "\n" + t.Markdown() + MarkdownEnd
-	if text[begin:end+len(MarkdownEnd)] == want {
-		return nil
-	}
-	if update {
-		return os.WriteFile(path, []byte(text[:begin]+want+text[end+len(MarkdownEnd):]), 0o644)
-	}
-	return fmt.Errorf("the configuration table of %s differs from the key table; run JOULIE_UPDATE_README=1 go test on the program's config package", path)
-}
-
-// mention is how a document names a key with its variable:
-// "`nodeSelector` (`NODE_SELECTOR`)".
-var mention = regexp.MustCompile("`([a-zA-Z][a-zA-Z0-9.]*)`:? \\(`([A-Z][A-Z0-9_]*)`\\)")
-
-// CheckMentions checks the section of the Markdown file at path that
-// starts at the line heading (up to the next heading of its level): every
-// key it names with its variable, "`key` (`VARIABLE`)", must be a key of
-// the table and that one of its variables. The chart's README documents
-// the programs' keys that way. It also fails on a section naming none.
-func (t *Table[C]) CheckMentions(path, heading string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	text := string(data)
-	start := strings.Index(text, "\n"+heading+"\n")
-	if start < 0 {
-		return fmt.Errorf("%s has no heading %q", path, heading)
-	}
-	section := text[start+1:]
-	level := heading[:strings.IndexByte(heading, ' ')+1]
-	if end := strings.Index(section[len(heading):], "\n"+level); end >= 0 {
-		section = section[:len(heading)+end]
-	}
-	found := mention.FindAllStringSubmatch(section, -1)
-	if len(found) == 0 {
-		return fmt.Errorf("%s, %s: names no key with its variable", path, heading)
-	}
-	var errs []error
-	for _, m := range found {
-		k := t.Key(m[1])
-		switch {
-		case k == nil:
-			errs = append(errs, fmt.Errorf("%s, %s: %s is not a key", path, heading, m[1]))
-		case !slices.Contains(t.vars(k), m[2]):
-			errs = append(errs, fmt.Errorf("%s, %s: the variable of %s is %v, not %s", path, heading, m[1], t.vars(k), m[2]))
-		}
-	}
-	return errors.Join(errs...)
 }

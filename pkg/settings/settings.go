@@ -15,6 +15,9 @@
 //
 // Every error of this package wraps ErrUsage; the programs exit with
 // code 2 on it (SPEC.md, "Command-line contract").
+//
+// What only tests need, the checks that keep the READMEs, the chart and
+// the example file true to a table, is in settingstest.
 package settings
 
 import (
@@ -74,8 +77,8 @@ type Problem struct {
 	Key, Msg string
 }
 
-// Table is a program's configuration: its keys and how to start, finish
-// and check a Config. Build one with New.
+// Table is a program's configuration: its keys and how to start, check
+// and complete a Config. Build one with New.
 type Table[C any] struct {
 	// Keys in the order of the example file, --help and the README.
 	Keys []Key[C]
@@ -92,10 +95,15 @@ type Table[C any] struct {
 	// Clone returns a deep copy of c, so that Ref on it creates optional
 	// blocks in the copy only; nil when a plain copy is deep enough.
 	Clone func(c C) *C
-	// Tidy, if set, runs after the layers and before Check.
-	Tidy func(c *C)
-	// Check returns every problem of c, in the order of Keys.
-	Check func(c *C) []Problem
+	// Check returns every problem of c, in the order of Keys. It takes c
+	// by value: it only validates, so that what Validate accepts is what
+	// Load accepts.
+	Check func(c C) []Problem
+	// Complete, if set, runs once the layers and Check found no problem,
+	// to derive what the program works with from the checked values (a
+	// parsed selector, a loaded key pair, optional blocks left empty
+	// dropped). What fails there is reported as Check's problems are.
+	Complete func(c *C) []Problem
 	// Category groups a key's flag in --help; nil for no groups.
 	Category func(path string) string
 
@@ -115,7 +123,7 @@ func New[C any](t Table[C]) *Table[C] {
 			panic(fmt.Sprintf("settings: key %s or flag --%s listed twice", k.Path, k.FlagName()))
 		}
 		t.leaves[k.Path], flags[k.FlagName()], t.byPath[k.Path] = true, true, k
-		for _, v := range t.vars(k) {
+		for _, v := range t.Vars(k) {
 			if vars[v] {
 				panic(fmt.Sprintf("settings: variable %s of %s used twice", v, k.Path))
 			}
@@ -135,18 +143,19 @@ func New[C any](t Table[C]) *Table[C] {
 // Key returns the key at path, or nil.
 func (t *Table[C]) Key(path string) *Key[C] { return t.byPath[path] }
 
-// DerivedVar is the variable the table's Prefix gives k, or "".
-func (t *Table[C]) DerivedVar(k *Key[C]) string {
+// derivedVar is the variable the table's Prefix gives k, or "".
+func (t *Table[C]) derivedVar(k *Key[C]) string {
 	if t.Prefix == "" {
 		return ""
 	}
 	return t.Prefix + strings.ToUpper(strings.Join(words(k.Path), "_"))
 }
 
-// vars lists k's variables, highest precedence first.
-func (t *Table[C]) vars(k *Key[C]) []string {
+// Vars lists k's variables, highest precedence first: the one the
+// table's Prefix derives, if any, then k.Env from the last.
+func (t *Table[C]) Vars(k *Key[C]) []string {
 	var out []string
-	if v := t.DerivedVar(k); v != "" {
+	if v := t.derivedVar(k); v != "" {
 		out = append(out, v)
 	}
 	for i := len(k.Env) - 1; i >= 0; i-- {
@@ -201,24 +210,24 @@ type usageError struct{ err error }
 func (e *usageError) Error() string   { return e.err.Error() }
 func (e *usageError) Unwrap() []error { return []error{ErrUsage, e.err} }
 
-// Usage joins errs into one error wrapping ErrUsage; nil when errs is
+// usage joins errs into one error wrapping ErrUsage; nil when errs is
 // empty.
-func Usage(errs []error) error {
+func usage(errs []error) error {
 	if len(errs) == 0 {
 		return nil
 	}
 	return &usageError{errors.Join(errs...)}
 }
 
-// KeyError is a problem with one key, so that a caller needing only some
-// keys (FromCLIFor) can tell them from the rest. An error that is not a
-// KeyError concerns the file as a whole.
-type KeyError struct {
-	Key string
-	Err error
+// keyError is a problem with one key, so that LoadFor can tell the keys
+// its caller needs from the rest. An error that is not a keyError
+// concerns the file as a whole.
+type keyError struct {
+	key string
+	err error
 }
 
-func (e *KeyError) Error() string { return e.Err.Error() }
-func (e *KeyError) Unwrap() error { return e.Err }
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
 
-func keyErr(key string, err error) error { return &KeyError{key, err} }
+func keyErr(key string, err error) error { return &keyError{key, err} }

@@ -36,7 +36,7 @@ var demoTable = New(Table[demo]{
 	},
 	ConfigEnv: "DEMO_CONFIG",
 	Default:   func() demo { return demo{Addr: ":80", Interval: time.Minute, Frac: 0.5, Count: 1} },
-	Check: func(c *demo) []Problem {
+	Check: func(c demo) []Problem {
 		var ps []Problem
 		if c.Frac > 1 {
 			ps = append(ps, Problem{Key: "frac", Msg: FormatFloat(c.Frac) + " is more than 1"})
@@ -155,27 +155,6 @@ func TestNewRefusesDuplicates(t *testing.T) {
 
 func writeTestFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o600) }
 
-func TestDocumentsMustMatchTheTable(t *testing.T) {
-	path := t.TempDir() + "/README.md"
-	doc := "# x\n\n## Config\n\n" + MarkdownBegin + "\nstale\n" + MarkdownEnd + "\n\n### Chart\n\n| `a` | `count` (`COUNT`), `frac` (`FRACTION`), `nope` (`X`) |\n\n### Next\n\n`addr` (`WRONG`)\n"
-	if err := writeTestFile(path, doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := demoTable.CheckMarkdown(path, false); err == nil {
-		t.Error("a stale table passed")
-	}
-	if err := demoTable.CheckMarkdown(path, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := demoTable.CheckMarkdown(path, false); err != nil {
-		t.Errorf("the rewritten table: %v", err)
-	}
-	err := demoTable.CheckMentions(path, "### Chart")
-	if err == nil || !strings.Contains(err.Error(), "FRACTION") || !strings.Contains(err.Error(), "nope is not a key") || strings.Contains(err.Error(), "WRONG") {
-		t.Errorf("mentions: %v", err)
-	}
-}
-
 // A switch that defaults to on says so, and --name=false turns it off.
 func TestSwitchDefaultingOn(t *testing.T) {
 	on := New(Table[demo]{
@@ -199,5 +178,35 @@ func TestSwitchDefaultingOn(t *testing.T) {
 		if err := app.Run(argv); err != nil || got.Enabled != want {
 			t.Errorf("%q: enabled %v, %v; want %v", args, got.Enabled, err, want)
 		}
+	}
+}
+
+// Complete runs only on a configuration Check found sound, and what it
+// reports names key, value and source as Check's problems do.
+func TestCompleteRunsAfterACleanCheck(t *testing.T) {
+	var completed []string
+	tbl := New(Table[demo]{
+		Keys:    demoTable.Keys,
+		Default: demoTable.Default,
+		Check:   demoTable.Check,
+		Complete: func(c *demo) []Problem {
+			completed = append(completed, c.Addr)
+			if c.Addr == "unbindable" {
+				return []Problem{{Key: "addr", Msg: `"unbindable" cannot be bound`}}
+			}
+			c.Addr = "[" + c.Addr + "]"
+			return nil
+		},
+	})
+	got, err := tbl.Parse("f.yaml", []byte("addr: x\n"))
+	if err != nil || got.Addr != "[x]" {
+		t.Errorf("completed %+v, %v; want addr [x]", got, err)
+	}
+	if _, err := tbl.Parse("f.yaml", []byte("addr: y\ncount: 0\n")); err == nil || len(completed) != 1 {
+		t.Errorf("a configuration Check refused: %v, completed %q", err, completed)
+	}
+	_, err = tbl.Parse("f.yaml", []byte("addr: unbindable\n"))
+	if want := `addr: "unbindable" cannot be bound (from f.yaml)`; err == nil || err.Error() != want || !errors.Is(err, ErrUsage) {
+		t.Errorf("error %v, want %q wrapping ErrUsage", err, want)
 	}
 }

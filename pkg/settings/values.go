@@ -51,8 +51,8 @@ func kindOf(dst any) kind {
 	panic(fmt.Sprintf("settings: no parser for %T", dst))
 }
 
-// IsBool reports whether the field dst points to is a switch.
-func IsBool(dst any) bool { return kindOf(dst) == kindBool }
+// isBool reports whether the field dst points to is a switch.
+func isBool(dst any) bool { return kindOf(dst) == kindBool }
 
 // setString parses s, from a flag or a variable, into the field dst
 // points to. An empty string unsets an optional number and is an empty
@@ -201,9 +201,9 @@ func describe(v any) string {
 // FormatFloat writes f in the shortest form that reads back the same.
 func FormatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// Format renders the field dst points to as setString takes it; ok is
+// format renders the field dst points to as setString takes it; ok is
 // false for an unset optional number.
-func Format(dst any) (s string, ok bool) {
+func format(dst any) (s string, ok bool) {
 	k := kindOf(dst)
 	if k == kindText {
 		if m, ok := dst.(encoding.TextMarshaler); ok {

@@ -125,7 +125,7 @@ var offlineKeys = []string{"stateDir", "hostRoot", "nvmlLibraryPath", "amdsmiLib
 // all, is bad usage (exit 2): restoring from the wrong place could say
 // "nothing to restore" while the caps stay.
 func offlineConfig(c *cli.Context) (config.Config, error) {
-	cfg, warnings, err := config.FromCLIFor(c, offlineKeys...)
+	cfg, warnings, err := config.FromCLIFor(c, os.LookupEnv, offlineKeys...)
 	for _, w := range warnings {
 		fmt.Fprintf(c.App.ErrWriter, "joulie-agentctl: warning: %v\n", w)
 	}

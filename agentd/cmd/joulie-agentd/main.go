@@ -34,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// signal at any later moment ends in the restore.
 			ctx, reload, release := daemon.CatchSignals(context.Background())
 			defer release()
-			cfg, err := config.FromCLI(c)
+			cfg, err := config.FromCLI(c, os.LookupEnv)
 			if err != nil {
 				code := 1
 				if errors.Is(err, config.ErrUsage) {
@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 				return cli.Exit(err.Error(), code)
 			}
-			log := slog.New(cfg.NewLogHandler(stderr))
+			log := slog.New(cfg.LogHandler(stderr))
 			log.Info("configuration", "config", cfg)
 			if cfg.Pool.Enabled {
 				if err := daemon.RunPool(ctx, reload, cfg, log); err != nil {

@@ -11,7 +11,7 @@ import (
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/dvfs"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
-	"joulie.io/joulie/pkg/settings"
+	"joulie.io/joulie/pkg/settings/settingstest"
 )
 
 func TestDefaults(t *testing.T) {
@@ -161,14 +161,8 @@ func TestExampleFileShowsEveryKeyAndItsDefault(t *testing.T) {
 	}
 	// "#key: value" is a switched-off key; "# words" is prose.
 	on := regexp.MustCompile(`(?m)^(\s*)#(\S)`).ReplaceAll(data, []byte("$1$2"))
-	tree, err := settings.ParseYAML(on)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		if _, ok := settings.LookupPath(tree.(map[string]any), k.Path); !ok {
-			t.Errorf("the example does not show %s", k.Path)
-		}
+	if err := settingstest.CheckEveryKeyShown(table, "the example", on); err != nil {
+		t.Error(err)
 	}
 	got, err := table.Parse("example", on)
 	if err != nil {
@@ -235,10 +229,10 @@ func TestStringAndLogValueRedactPasswords(t *testing.T) {
 	}
 }
 
-func TestNewLogHandler(t *testing.T) {
+func TestLogHandler(t *testing.T) {
 	c := defaults()
 	c.LogLevel, c.LogFormat = "warn", "json"
-	h := c.NewLogHandler(os.Stderr)
+	h := c.LogHandler(os.Stderr)
 	if fmt.Sprintf("%T", h) != "*slog.JSONHandler" {
 		t.Errorf("handler %T", h)
 	}
@@ -251,10 +245,10 @@ func TestNewLogHandler(t *testing.T) {
 // table names each tunable's key, seed variable and default truthfully.
 func TestREADMETablesAreTheKeyTable(t *testing.T) {
 	const readme = "../../README.md"
-	if err := table.CheckMarkdown(readme, os.Getenv("JOULIE_UPDATE_README") == "1"); err != nil {
+	if err := settingstest.CheckMarkdown(table, readme, os.Getenv("JOULIE_UPDATE_README") == "1"); err != nil {
 		t.Error(err)
 	}
-	if err := table.CheckMentions(readme, "## DVFS tunables"); err != nil {
+	if err := settingstest.CheckMentions(table, readme, "## DVFS tunables"); err != nil {
 		t.Error(err)
 	}
 	data, err := os.ReadFile(readme)
@@ -266,9 +260,10 @@ func TestREADMETablesAreTheKeyTable(t *testing.T) {
 	if len(rows) != 7 {
 		t.Fatalf("the DVFS table has %d rows, want the 7 tunables", len(rows))
 	}
-	def := Default()
+	def := map[string]string{}
+	table.Each(Default(), func(path, v string) { def[path] = v })
 	for _, r := range rows {
-		if got, _ := settings.Format(table.Key(r[1]).Ref(&def)); got != strings.TrimSpace(r[2]) {
+		if got := def[r[1]]; got != strings.TrimSpace(r[2]) {
 			t.Errorf("README: %s defaults to %s, the key table says %s", r[1], r[2], got)
 		}
 	}

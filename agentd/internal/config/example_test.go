@@ -21,11 +21,11 @@ func ExampleFromCLI() {
 		Name:  "joulie-agentd",
 		Flags: config.Flags(),
 		Action: func(c *cli.Context) error {
-			cfg, err := config.FromCLI(c)
+			cfg, err := config.FromCLI(c, os.LookupEnv)
 			if err != nil {
 				return err // wraps config.ErrUsage
 			}
-			log := slog.New(cfg.NewLogHandler(os.Stderr))
+			log := slog.New(cfg.LogHandler(os.Stderr))
 			log.Info("starting", "config", cfg)
 
 			hup := make(chan os.Signal, 1)

@@ -37,19 +37,19 @@ func writeFile(t *testing.T, content string) string {
 }
 
 // runCLI parses args (without the program name) with Flags() and
-// returns what fromCLI makes of them.
+// returns what FromCLI makes of them.
 func runCLI(t *testing.T, lookup func(string) (string, bool), args ...string) (Config, error) {
 	t.Helper()
 	var cfg Config
 	var loadErr error
-	if err := settingstest.RunCLI("joulie-agentd", Flags(), args, func(c *cli.Context) { cfg, loadErr = fromCLI(c, lookup) }); err != nil {
+	if err := settingstest.RunCLI("joulie-agentd", Flags(), args, func(c *cli.Context) { cfg, loadErr = FromCLI(c, lookup) }); err != nil {
 		t.Fatalf("command line %q: %v", args, err)
 	}
 	return cfg, loadErr
 }
 
 // envName is the JOULIE_ variable of k.
-func envName(k key) string { return table.DerivedVar(&k) }
+func envName(k key) string { return table.Vars(&k)[0] }
 
 // alias is the seed's variable of k, or "".
 func alias(k key) string {

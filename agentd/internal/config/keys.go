@@ -163,7 +163,7 @@ var table = settings.New(settings.Table[Config]{
 	DefaultPath: DefaultPath,
 	Default:     Default,
 	Clone:       Config.clone,
-	Tidy:        (*Config).tidy,
-	Check:       func(c *Config) []settings.Problem { return c.problems() },
+	Check:       Config.problems,
+	Complete:    func(c *Config) []settings.Problem { c.tidy(); return nil },
 	Category:    category,
 })

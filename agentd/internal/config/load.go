@@ -19,18 +19,15 @@ const (
 // daemon) and validates the result. It takes no flags: a daemon started
 // with flags reloads with Config.Reload, which re-applies them.
 func Load(path string, lookup func(string) (string, bool)) (Config, error) {
-	return load(table.FileSource(path, lookup))
+	return load(table.NewSource(path, "config file", lookup))
 }
 
 // FromCLI builds the configuration of a command line whose flags include
 // Flags(): the file (--config, else JOULIE_CONFIG, else DefaultPath, which
-// may be missing), the environment, then the flags that were given. The
-// flags are kept in the Config, so Reload applies them again.
-func FromCLI(c *cli.Context) (Config, error) {
-	return fromCLI(c, os.LookupEnv)
-}
-
-func fromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
+// may be missing), the variables lookup finds (os.LookupEnv in the
+// daemon), then the flags that were given. The flags are kept in the
+// Config, so Reload applies them again.
+func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
 	return load(table.CLISource(c, lookup))
 }
 
@@ -41,8 +38,8 @@ func fromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 // unknown key that looks like a misspelling of one counts) or with the
 // file as a whole (unreadable, not YAML). Every other problem comes back
 // in warnings, and the Config's other keys are then not to be used.
-func FromCLIFor(c *cli.Context, need ...string) (cfg Config, warnings []error, err error) {
-	s := table.CLISource(c, os.LookupEnv)
+func FromCLIFor(c *cli.Context, lookup func(string) (string, bool), need ...string) (cfg Config, warnings []error, err error) {
+	s := table.CLISource(c, lookup)
 	cfg, warnings, err = s.LoadFor(need)
 	if err == nil {
 		cfg.src = s
@@ -58,7 +55,7 @@ func FromCLIFor(c *cli.Context, need ...string) (cfg Config, warnings []error, e
 func (c Config) Reload() (Config, error) {
 	s := c.src
 	if s == nil {
-		s = table.DefaultSource()
+		s = table.NewSource(DefaultPath, "", os.LookupEnv)
 	}
 	return load(s)
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"joulie.io/joulie/pkg/cliapp"
 )
 
 // clone returns a deep copy, so that callers of key.ref on it create
@@ -103,15 +105,8 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// NewLogHandler returns the slog handler logLevel and logFormat ask for,
+// LogHandler is the slog handler logLevel and logFormat ask for,
 // writing to w.
-func (c Config) NewLogHandler(w io.Writer) slog.Handler {
-	var level slog.Level
-	// Validate allows only names UnmarshalText knows; info if unvalidated.
-	_ = level.UnmarshalText([]byte(c.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if c.LogFormat == "json" {
-		return slog.NewJSONHandler(w, opts)
-	}
-	return slog.NewTextHandler(w, opts)
+func (c Config) LogHandler(w io.Writer) slog.Handler {
+	return cliapp.LogHandler(w, c.LogLevel, c.LogFormat)
 }

@@ -32,7 +32,7 @@ type problem = settings.Problem
 
 // Validate reports every problem of c, each naming its key and the bad
 // value. The error wraps ErrUsage.
-func (c Config) Validate() error { return table.Validate(&c) }
+func (c Config) Validate() error { return table.Validate(c) }
 
 // problems checks the keys in the order of keys, so that the report
 // reads in the order of the file.

@@ -29,13 +29,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	client "joulie.io/joulie/pkg/generated/clientset/versioned/typed/joulie/v1alpha1"
 	listers "joulie.io/joulie/pkg/generated/listers/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/kubeclient"
 	"joulie.io/joulie/pkg/version"
 )
 
@@ -82,15 +82,17 @@ func New(cfg config.Config, a *agent.Agent, log *slog.Logger) (*Syncer, error) {
 }
 
 // RestConfig is the agent's client configuration from its kubeconfig.
+// It is built here rather than by the config package, as the
+// controller's and the extender's are, because joulie-agentctl links
+// that package and has no use for client-go.
 func RestConfig(cfg config.Config) (*rest.Config, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	rc, err := kubeclient.Config(cfg.Kubeconfig, "--kubeconfig / JOULIE_KUBECONFIG", "joulie-agentd/"+version.Version+" ("+cfg.NodeName+")")
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+		return nil, err
 	}
 	// One node's agent makes a handful of requests a minute; a low limit
 	// keeps a fleet of them from crowding the API server on restarts.
 	rc.QPS, rc.Burst = 5, 10
-	rc.UserAgent = "joulie-agentd/" + version.Version + " (" + cfg.NodeName + ")"
 	return rc, nil
 }
 

@@ -30,8 +30,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -45,7 +43,6 @@ import (
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
 	"joulie.io/joulie/pkg/plan"
-	"joulie.io/joulie/pkg/version"
 )
 
 func main() {
@@ -100,7 +97,7 @@ func (s *state) readyz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	rc, err := restConfig(cfg)
+	rc, err := cfg.RESTConfig()
 	if err != nil {
 		return err
 	}
@@ -116,7 +113,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, bmc: bmc.New(cfg.IPMI, kube.CoreV1().Secrets(cfg.LeaseNamespace), cfg.LeaseNamespace, reg, log), metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."}),
-		state:  &state{interval: cfg.Settings.Interval}}
+		state:  &state{interval: cfg.Plan.Interval}}
 	reg.MustRegister(r.leader)
 
 	if err := r.startPollers(ctx, reg); err != nil {
@@ -225,7 +222,7 @@ func (r *replica) lead(ctx context.Context) {
 	kf := informers.NewSharedInformerFactory(r.kube, 0)
 	jf := externalversions.NewSharedInformerFactory(r.joulie, 0)
 	ctrl, err := reconcile.New(r.kube, r.joulie, kf, jf, reconcile.Options{
-		Settings: r.cfg.Settings, TwinRefresh: r.cfg.TwinRefresh, Debounce: r.cfg.Debounce,
+		Settings: r.cfg.Plan, TwinRefresh: r.cfg.TwinRefresh, Debounce: r.cfg.Debounce,
 		Trends: plan.NewTrends(r.cfg.TrendWindow), Recorder: r.recorder, Metrics: r.metrics, Logger: r.log,
 		Facility: r.facility, KeplerPower: r.keplerPower,
 		OnSync: func(error) {
@@ -243,7 +240,7 @@ func (r *replica) lead(ctx context.Context) {
 		// neighbour.
 		waker := parking.ByBMCAddress{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf)}
 		parker, err = parking.New(r.kube, r.joulie, kf, jf, parking.Options{
-			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Settings.Catalog, Waker: waker,
+			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Plan.Catalog, Waker: waker,
 			SyncInterval: r.cfg.Parking.SyncInterval, Debounce: r.cfg.Debounce,
 			Recorder: r.recorder, Metrics: r.parkMetrics, Logger: r.log,
 		})
@@ -321,20 +318,4 @@ func (r *replica) elect(ctx context.Context) error {
 	}
 	r.log.Info("stopped")
 	return nil
-}
-
-func restConfig(cfg config.Config) (*rest.Config, error) {
-	var rc *rest.Config
-	var err error
-	if cfg.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("client configuration (KUBECONFIG=%q): %w", cfg.Kubeconfig, err)
-	}
-	rc.QPS, rc.Burst = float32(cfg.QPS), cfg.Burst
-	rc.UserAgent = "joulie-controller/" + version.Version
-	return rc, nil
 }

@@ -19,14 +19,18 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
+	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/intent"
+	"joulie.io/joulie/pkg/kubeclient"
 	"joulie.io/joulie/pkg/park"
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/policy"
 	"joulie.io/joulie/pkg/settings"
+	"joulie.io/joulie/pkg/version"
 )
 
 // ErrUsage marks configuration errors (exit code 2).
@@ -42,10 +46,11 @@ type Config struct {
 	QPS         float64
 	Burst       int
 
-	// NodeSelector is the label selector as written; Settings holds it
+	// NodeSelector is the label selector as written; Plan holds it
 	// parsed.
-	NodeSelector   string
-	Settings       plan.Settings
+	NodeSelector string
+	// Plan holds the planning keys, for plan.Compute.
+	Plan           plan.Params
 	TwinRefresh    time.Duration
 	TrendWindow    time.Duration
 	Debounce       time.Duration
@@ -84,14 +89,14 @@ type Parking struct {
 	SyncInterval time.Duration
 }
 
-// Default is the configuration with nothing set. Its planning settings,
+// Default is the configuration with nothing set. Its planning parameters,
 // node selector and twin refresh are pkg/plan's defaults.
 func Default() Config {
 	host, _ := os.Hostname()
 	return Config{
 		MetricsAddr: ":8080", QPS: 20, Burst: 40,
 		// pkg/plan's, which the energy simulator plans with too.
-		NodeSelector: plan.DefaultNodeSelector, Settings: plan.DefaultSettings(), TwinRefresh: plan.DefaultTwinRefresh,
+		NodeSelector: plan.DefaultNodeSelector, Plan: plan.DefaultParams(), TwinRefresh: plan.DefaultTwinRefresh,
 		TrendWindow: 5 * time.Minute, Debounce: 500 * time.Millisecond,
 		LeaderElect: true, LeaseNamespace: "joulie-system", LeaseName: "joulie-controller", Identity: host,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -115,11 +120,23 @@ func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error)
 	return table.CLISource(c, lookup).Load()
 }
 
-// LogHandler is the slog handler LogLevel asks for, writing text to w.
+// RESTConfig is the client configuration for the API server: from the
+// kubeconfig file, else the pod's service account, at the configured
+// rate limits. Its error does not wrap ErrUsage: joulie-controller has
+// always exited 1 on a kubeconfig that does not load (its main test
+// holds it to that), where joulie-extender exits 2.
+func (c Config) RESTConfig() (*rest.Config, error) {
+	rc, err := kubeclient.Config(c.Kubeconfig, "--kubeconfig / KUBECONFIG", "joulie-controller/"+version.Version)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = float32(c.QPS), c.Burst
+	return rc, nil
+}
+
+// LogHandler is the slog handler logLevel asks for, writing text to w.
 func (c Config) LogHandler(w io.Writer) slog.Handler {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.LogLevel)) // checked at load
-	return slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	return cliapp.LogHandler(w, c.LogLevel, "text")
 }
 
 // modelCaps writes GPU_MODEL_CAPS_JSON, a JSON object, into its map.
@@ -160,10 +177,8 @@ func (w labelKeys) UnmarshalText(b []byte) error {
 
 func (w labelKeys) MarshalText() ([]byte, error) { return []byte(strings.Join(*w.l, ",")), nil }
 
-// check reports every problem of c, in key order. It also parses the
-// node selector into Settings, so that a bad one is reported with the
-// rest.
-func check(c *Config) []settings.Problem {
+// check reports every problem of c, in key order.
+func check(c Config) []settings.Problem {
 	var ps []settings.Problem
 	add := func(key, format string, a ...any) {
 		ps = append(ps, settings.Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
@@ -189,7 +204,7 @@ func check(c *Config) []settings.Problem {
 			add(key, "%s is not a number of watts per CPU package above 0", settings.FormatFloat(v))
 		}
 	}
-	s := &c.Settings
+	s := c.Plan
 
 	if c.QPS <= 0 {
 		add("kubeApiQps", "%s must be positive", settings.FormatFloat(c.QPS))
@@ -197,11 +212,9 @@ func check(c *Config) []settings.Problem {
 	if c.Burst <= 0 {
 		add("kubeApiBurst", "%d must be positive", c.Burst)
 	}
-	sel, err := labels.Parse(c.NodeSelector)
-	if err != nil {
-		add("nodeSelector", "%q is not a label selector: %v", c.NodeSelector, err)
+	if _, err := selector(c.NodeSelector); err != nil {
+		add("nodeSelector", "%v", err)
 	}
-	s.NodeSelector = sel
 	switch s.Policy {
 	case plan.PolicyStaticPartition, plan.PolicyQueueAware, plan.PolicyRuleSwap:
 	default:
@@ -298,13 +311,11 @@ func check(c *Config) []settings.Problem {
 	// An empty selector would select every node, the control plane's
 	// included (Decide still refuses those, but an operator who cleared
 	// the key most likely meant "none"): it is refused, not guessed.
-	switch sel, err := labels.Parse(c.Parking.NodeSelector); {
+	switch sel, err := selector(c.Parking.NodeSelector); {
 	case err != nil:
-		add("parking.nodeSelector", "%q is not a label selector: %v", c.Parking.NodeSelector, err)
+		add("parking.nodeSelector", "%v", err)
 	case sel.Empty():
 		add("parking.nodeSelector", "is empty, which selects every node: give the parkable nodes' labels (default %s), or set parking.enabled false", park.DefaultParkable)
-	default:
-		c.Parking.Settings.Parkable = sel
 	}
 	pk := c.Parking.Settings
 	nonNegative := func(key string, d time.Duration) {
@@ -337,4 +348,35 @@ func check(c *Config) []settings.Problem {
 	}
 	positive("parking.syncInterval", c.Parking.SyncInterval)
 	return ps
+}
+
+// complete parses the two node selectors, which check has found sound,
+// into Plan and Parking.Settings, which planning and parking read.
+func complete(c *Config) []settings.Problem {
+	var ps []settings.Problem
+	for _, s := range []struct {
+		key, text string
+		dst       *labels.Selector
+	}{
+		{"nodeSelector", c.NodeSelector, &c.Plan.NodeSelector},
+		{"parking.nodeSelector", c.Parking.NodeSelector, &c.Parking.Settings.Parkable},
+	} {
+		sel, err := selector(s.text)
+		if err != nil {
+			ps = append(ps, settings.Problem{Key: s.key, Msg: err.Error()})
+			continue
+		}
+		*s.dst = sel
+	}
+	return ps
+}
+
+// selector parses a label selector as written; its error is the message
+// of a bad one.
+func selector(text string) (labels.Selector, error) {
+	sel, err := labels.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a label selector: %v", text, err)
+	}
+	return sel, nil
 }

@@ -81,7 +81,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	s := c.Settings
+	s := c.Plan
 	if c.MetricsAddr != ":8080" || c.QPS != 20 || c.Burst != 40 || s.NodeSelector.String() != "joulie.io/managed=true" ||
 		s.Policy != "queue_aware_v1" || s.Interval != time.Minute || s.StaticHPFrac != 0.5 || s.Queue.BaseFrac != 0.6 ||
 		s.Queue.Min != 1 || s.Queue.Max != 0 || s.Queue.PerfPerHPNode != 10 || s.MinEcoDwell != 5*time.Minute ||
@@ -129,11 +129,11 @@ parking:
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := c.Settings.Intent
-	if c.Settings.Policy != "static_partition" || c.Settings.Queue.Min != 4 || !in.CPUWriteAbsoluteCaps ||
+	in := c.Plan.Intent
+	if c.Plan.Policy != "static_partition" || c.Plan.Queue.Min != 4 || !in.CPUWriteAbsoluteCaps ||
 		in.PerformanceCapWatts != 350 || in.EcoCapWatts != 210 || in.GPUEcoCapPctOfMax != 50 ||
 		in.GPUModelCaps["NVIDIA L4"].MaxCapWatts != 72 || !reflect.DeepEqual(in.GPUProductLabelKeys, []string{"a", "b"}) ||
-		c.Settings.Coefficients.CPUUtil != 0.5 || !c.Facility.Enabled || c.Facility.Interval != time.Minute ||
+		c.Plan.Coefficients.CPUUtil != 0.5 || !c.Facility.Enabled || c.Facility.Interval != time.Minute ||
 		c.Facility.Timeout != 2*time.Second || c.Facility.PrometheusURL != "https://thanos.example:10902/prom" {
 		t.Errorf("config %+v", c)
 	}
@@ -172,8 +172,8 @@ func TestParkableSelector(t *testing.T) {
 // the chart writes for an empty gpuProductLabelKeys), not the default.
 func TestEmptyProductLabelKeysInTheFile(t *testing.T) {
 	c, err := table.Parse("controller.yaml", []byte("gpu:\n  productLabelKeys: \"\"\n"))
-	if err != nil || len(c.Settings.Intent.GPUProductLabelKeys) != 0 {
-		t.Errorf("productLabelKeys \"\" gives %q, %v; want none", c.Settings.Intent.GPUProductLabelKeys, err)
+	if err != nil || len(c.Plan.Intent.GPUProductLabelKeys) != 0 {
+		t.Errorf("productLabelKeys \"\" gives %q, %v; want none", c.Plan.Intent.GPUProductLabelKeys, err)
 	}
 }
 
@@ -252,12 +252,12 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 // renders.
 func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
 	errs := []error{
-		table.CheckMarkdown("../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
-		table.CheckMentions("../../../packaging/helm/joulie/README.md", "### Controller (`controller.*`)"),
-		table.CheckMentions("../../../packaging/helm/joulie/README.md", "### Facility metrics and Kepler (`facilityMetrics.*`)"),
+		settingstest.CheckMarkdown(table, "../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
+		settingstest.CheckMentions(table, "../../../packaging/helm/joulie/README.md", "### Controller (`controller.*`)"),
+		settingstest.CheckMentions(table, "../../../packaging/helm/joulie/README.md", "### Facility metrics and Kepler (`facilityMetrics.*`)"),
 	}
 	if dir := os.Getenv("JOULIE_CHART_CONFIGS"); dir != "" {
-		errs = append(errs, table.CheckFiles(filepath.Join(dir, "controller-*.yaml")))
+		errs = append(errs, settingstest.CheckFiles(table, filepath.Join(dir, "controller-*.yaml")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.Error(err)
@@ -277,8 +277,8 @@ func TestEmptyVariablesMeanWhatTheyMeantBefore(t *testing.T) {
 	if cfg.MetricsAddr != "" {
 		t.Errorf("METRICS_ADDR= gave metrics address %q, want none", cfg.MetricsAddr)
 	}
-	if len(cfg.Settings.Intent.GPUProductLabelKeys) != 0 {
-		t.Errorf("GPU_PRODUCT_LABEL_KEYS= gave label keys %q, want none", cfg.Settings.Intent.GPUProductLabelKeys)
+	if len(cfg.Plan.Intent.GPUProductLabelKeys) != 0 {
+		t.Errorf("GPU_PRODUCT_LABEL_KEYS= gave label keys %q, want none", cfg.Plan.Intent.GPUProductLabelKeys)
 	}
 	if want := Default().Facility.Interval; cfg.Facility.Interval != want {
 		t.Errorf("FACILITY_POLL_INTERVAL= gave %v, want the default %v", cfg.Facility.Interval, want)
@@ -286,13 +286,13 @@ func TestEmptyVariablesMeanWhatTheyMeantBefore(t *testing.T) {
 }
 
 // TestKeyTableDefaultsArePkgDefaults: the key table's defaults are the
-// planning defaults of pkg/plan (DefaultSettings, DefaultNodeSelector,
+// planning defaults of pkg/plan (DefaultParams, DefaultNodeSelector,
 // DefaultTwinRefresh), which the energy simulator also runs with; a value
 // restated here that drifts from them fails, key by key.
 func TestKeyTableDefaultsArePkgDefaults(t *testing.T) {
 	fromPkg := Default()
 	fromPkg.NodeSelector = plan.DefaultNodeSelector
-	fromPkg.Settings = plan.DefaultSettings()
+	fromPkg.Plan = plan.DefaultParams()
 	fromPkg.TwinRefresh = plan.DefaultTwinRefresh
 	want := map[string]string{}
 	table.Each(fromPkg, func(path, v string) { want[path] = v })
@@ -305,14 +305,14 @@ func TestKeyTableDefaultsArePkgDefaults(t *testing.T) {
 	}
 	// Settings without a key (the cooling model) count too, and so does
 	// what loading makes of the defaults (the parsed node selector).
-	if d := Default().Settings; !reflect.DeepEqual(d, plan.DefaultSettings()) {
-		t.Errorf("Default().Settings = %+v, want plan.DefaultSettings() %+v", d, plan.DefaultSettings())
+	if d := Default().Plan; !reflect.DeepEqual(d, plan.DefaultParams()) {
+		t.Errorf("Default().Plan = %+v, want plan.DefaultParams() %+v", d, plan.DefaultParams())
 	}
 	c, err := load(t, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(c.Settings, plan.DefaultSettings()) {
-		t.Errorf("loaded defaults %+v, want plan.DefaultSettings() %+v", c.Settings, plan.DefaultSettings())
+	if !reflect.DeepEqual(c.Plan, plan.DefaultParams()) {
+		t.Errorf("loaded defaults %+v, want plan.DefaultParams() %+v", c.Plan, plan.DefaultParams())
 	}
 }

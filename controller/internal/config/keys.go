@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 
 	"joulie.io/joulie/controller/internal/facility"
@@ -13,7 +14,7 @@ import (
 type key = settings.Key[Config]
 
 // keys lists every setting in the order of --help and the README.
-var keys = []key{
+var keys = slices.Concat([]key{
 	{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, EmptyIsValue: true, Usage: "kubeconfig file; empty means in-cluster", DefaultText: "in-cluster",
 		Ref: func(c *Config) any { return &c.Kubeconfig }},
 	{Path: "metricsAddress", Env: []string{"METRICS_ADDR"}, EmptyIsValue: true, Usage: "address of /metrics, /healthz and /readyz",
@@ -25,37 +26,37 @@ var keys = []key{
 	{Path: "nodeSelector", Env: []string{"NODE_SELECTOR"}, EmptyIsValue: true, Usage: "label selector of managed nodes",
 		Ref: func(c *Config) any { return &c.NodeSelector }},
 	{Path: "policy", Env: []string{"POLICY_TYPE"}, EmptyIsValue: true, Usage: "static_partition, queue_aware_v1 or rule_swap_v1 (debug)",
-		Ref: func(c *Config) any { return &c.Settings.Policy }},
+		Ref: func(c *Config) any { return &c.Plan.Policy }},
 	{Path: "performanceSpread", Env: []string{"PERFORMANCE_SPREAD"},
 		Usage: "demand: the performance count beyond each family's densest node goes to families in proportion to their performance pods' requests; density: to the densest nodes (the seeds', which keeps every GPU node performance)",
-		Ref:   func(c *Config) any { return &c.Settings.Spread }},
+		Ref:   func(c *Config) any { return &c.Plan.Spread }},
 	{Path: "reconcileInterval", Env: []string{"RECONCILE_INTERVAL"}, Usage: "replan at least this often",
-		Ref: func(c *Config) any { return &c.Settings.Interval }},
+		Ref: func(c *Config) any { return &c.Plan.Interval }},
 	{Path: "staticHpFrac", Env: []string{"STATIC_HP_FRAC"}, Usage: "static_partition: fraction of performance nodes",
-		Ref: func(c *Config) any { return &c.Settings.StaticHPFrac }},
+		Ref: func(c *Config) any { return &c.Plan.StaticHPFrac }},
 	{Path: "queue.hpBaseFrac", Env: []string{"QUEUE_HP_BASE_FRAC"}, Usage: "queue_aware_v1: base fraction of performance nodes",
-		Ref: func(c *Config) any { return &c.Settings.Queue.BaseFrac }},
+		Ref: func(c *Config) any { return &c.Plan.Queue.BaseFrac }},
 	{Path: "queue.hpMin", Env: []string{"QUEUE_HP_MIN"}, Usage: "queue_aware_v1: minimum performance nodes",
-		Ref: func(c *Config) any { return &c.Settings.Queue.Min }},
+		Ref: func(c *Config) any { return &c.Plan.Queue.Min }},
 	{Path: "queue.hpMax", Env: []string{"QUEUE_HP_MAX"}, Usage: "queue_aware_v1: maximum performance nodes (0: unbounded)",
-		Ref: func(c *Config) any { return &c.Settings.Queue.Max }},
+		Ref: func(c *Config) any { return &c.Plan.Queue.Max }},
 	{Path: "queue.perfPerHpNode", Env: []string{"QUEUE_PERF_PER_HP_NODE"}, Usage: "queue_aware_v1: performance pods one performance node absorbs",
-		Ref: func(c *Config) any { return &c.Settings.Queue.PerfPerHPNode }},
+		Ref: func(c *Config) any { return &c.Plan.Queue.PerfPerHPNode }},
 	{Path: "minEcoDwell", Env: []string{"MIN_ECO_DWELL"}, Usage: "time after a change before a node may go (back) to eco; 0 is the seed's behaviour; rule_swap_v1 ignores it",
-		Ref: func(c *Config) any { return &c.Settings.MinEcoDwell }},
+		Ref: func(c *Config) any { return &c.Plan.MinEcoDwell }},
 	{Path: "guardMode", Env: []string{"GUARD_MODE"},
 		Usage: "drain: every move to eco goes through draining, the node uncapped until it has drained for drainDwell with no performance pod on it (read fresh from the API); seed: the seeds' guard, eco at once when no performance pod is cached on the node, and eco caps while draining",
-		Ref:   func(c *Config) any { return &c.Settings.Guard }},
+		Ref:   func(c *Config) any { return &c.Plan.Guard }},
 	{Path: "drainDwell", Env: []string{"DRAIN_DWELL"}, Usage: "guardMode drain: how long a node stays draining, uncapped, before its eco cap is applied; longer than the extender's cache lag",
-		Ref: func(c *Config) any { return &c.Settings.DrainDwell }},
+		Ref: func(c *Config) any { return &c.Plan.DrainDwell }},
 	{Path: "twinRefreshInterval", Env: []string{"TWIN_REFRESH_INTERVAL"}, Usage: "rewrite an unchanged NodeTwin's lastUpdated this often (below the extender's staleness threshold)",
 		Ref: func(c *Config) any { return &c.TwinRefresh }},
 	{Path: "powerTrendWindow", Env: []string{"POWER_TREND_WINDOW"}, Usage: "window of the power trend",
 		Ref: func(c *Config) any { return &c.TrendWindow }},
 	{Path: "measurementMaxAge", Env: []string{"MEASUREMENT_MAX_AGE"}, Usage: "oldest agent power reading the twin uses",
-		Ref: func(c *Config) any { return &c.Settings.MeasurementMaxAge }},
+		Ref: func(c *Config) any { return &c.Plan.MeasurementMaxAge }},
 	{Path: "rackCapacityWatts", Env: []string{"RACK_CAPACITY_WATTS"}, Usage: "PSU stress reference capacity",
-		Ref: func(c *Config) any { return &c.Settings.RackCapacityW }},
+		Ref: func(c *Config) any { return &c.Plan.RackCapacityW }},
 	{Path: "debounce", Env: []string{"RECONCILE_DEBOUNCE"}, Usage: "wait after a change so a burst of changes is one reconcile",
 		Ref: func(c *Config) any { return &c.Debounce }},
 	{Path: "leaderElect", Env: []string{"LEADER_ELECT"}, Usage: "hold a Lease so only one replica writes",
@@ -77,38 +78,31 @@ var keys = []key{
 
 	{Path: "capMode", Env: []string{"CAP_MODE"},
 		Usage: "pays: each eco node gets the cap that lowers its work's energy, uncapped where the eco cap would not bind or not pay, never deeper than the eco caps; fixed: the eco caps on every eco node (the seeds')",
-		Ref:   func(c *Config) any { return &c.Settings.CapMode }},
+		Ref:   func(c *Config) any { return &c.Plan.CapMode }},
 	{Path: "gpuCapScope", Env: []string{"GPU_CAP_SCOPE"},
 		Usage: "node: a node's GPUs all take its profile's cap; pod: per-GPU caps, where the GPUs only standard pods hold on a performance node take the fixed eco GPU cap (the agents read who holds which GPU from the kubelet)",
-		Ref:   func(c *Config) any { return &c.Settings.GPUCapScope }},
+		Ref:   func(c *Config) any { return &c.Plan.GPUCapScope }},
 	{Path: "cpu.writeAbsoluteCaps", Env: []string{"CPU_WRITE_ABSOLUTE_CAPS"}, Usage: "write CPU caps in watts (cpu.performanceCapWatts, cpu.ecoCapWatts) rather than percentages",
-		Ref: func(c *Config) any { return &c.Settings.Intent.CPUWriteAbsoluteCaps }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.CPUWriteAbsoluteCaps }},
 	{Path: "cpu.performanceCapPctOfMax", Env: []string{"CPU_PERFORMANCE_CAP_PCT_OF_MAX"}, Usage: "CPU cap of performance nodes, in percent of the maximum",
-		Ref: func(c *Config) any { return &c.Settings.Intent.CPUPerformanceCapPctOfMax }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.CPUPerformanceCapPctOfMax }},
 	{Path: "cpu.ecoCapPctOfMax", Env: []string{"CPU_ECO_CAP_PCT_OF_MAX"}, Usage: "CPU cap of eco nodes, in percent of the maximum",
-		Ref: func(c *Config) any { return &c.Settings.Intent.CPUEcoCapPctOfMax }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.CPUEcoCapPctOfMax }},
 	{Path: "cpu.performanceCapWatts", Env: []string{"PERFORMANCE_CAP_WATTS"}, Usage: "CPU cap of performance nodes in watts per package, with cpu.writeAbsoluteCaps",
-		Ref: func(c *Config) any { return &c.Settings.Intent.PerformanceCapWatts }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.PerformanceCapWatts }},
 	{Path: "cpu.ecoCapWatts", Env: []string{"ECO_CAP_WATTS"}, Usage: "CPU cap of eco nodes in watts per package, with cpu.writeAbsoluteCaps",
-		Ref: func(c *Config) any { return &c.Settings.Intent.EcoCapWatts }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.EcoCapWatts }},
 	{Path: "gpu.writeAbsoluteCaps", Env: []string{"GPU_WRITE_ABSOLUTE_CAPS"}, Usage: "add watts per GPU next to the percentage where gpu.modelCapsJSON knows the model",
-		Ref: func(c *Config) any { return &c.Settings.Intent.GPUWriteAbsoluteCaps }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.GPUWriteAbsoluteCaps }},
 	{Path: "gpu.performanceCapPctOfMax", Env: []string{"GPU_PERFORMANCE_CAP_PCT_OF_MAX"}, Usage: "GPU cap of performance nodes, in percent of the maximum",
-		Ref: func(c *Config) any { return &c.Settings.Intent.GPUPerformanceCapPctOfMax }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.GPUPerformanceCapPctOfMax }},
 	{Path: "gpu.ecoCapPctOfMax", Env: []string{"GPU_ECO_CAP_PCT_OF_MAX"}, Usage: "GPU cap of eco nodes, in percent of the maximum",
-		Ref: func(c *Config) any { return &c.Settings.Intent.GPUEcoCapPctOfMax }},
+		Ref: func(c *Config) any { return &c.Plan.Intent.GPUEcoCapPctOfMax }},
 	{Path: "gpu.modelCapsJSON", Env: []string{"GPU_MODEL_CAPS_JSON"}, Usage: `cap range per GPU product, as JSON: {"<product>": {"minCapWatts": W, "maxCapWatts": W}}`,
-		Ref: func(c *Config) any { return modelCaps{&c.Settings.Intent.GPUModelCaps} }},
+		Ref: func(c *Config) any { return modelCaps{&c.Plan.Intent.GPUModelCaps} }},
 	{Path: "gpu.productLabelKeys", Env: []string{"GPU_PRODUCT_LABEL_KEYS"}, Usage: "node labels naming the GPU product, comma-separated, tried in order",
-		EmptyIsValue: true, Ref: func(c *Config) any { return labelKeys{&c.Settings.Intent.GPUProductLabelKeys} }},
-
-	{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1, in the utilization model; the extender's (the chart sets both from extender.*)",
-		Ref: func(c *Config) any { return &c.Settings.Coefficients.CPUUtil }},
-	{Path: "marginal.gpuUtilCoeffStandard", Env: []string{powerest.EnvGPUUtilCoeffStandard}, Usage: "share of its GPU power a standard pod is expected to draw, 0..1",
-		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilStandard }},
-	{Path: "marginal.gpuUtilCoeffPerformance", Env: []string{powerest.EnvGPUUtilCoeffPerformance}, Usage: "share of its GPU power a performance pod is expected to draw, 0..1",
-		Ref: func(c *Config) any { return &c.Settings.Coefficients.GPUUtilPerformance }},
-
+		EmptyIsValue: true, Ref: func(c *Config) any { return labelKeys{&c.Plan.Intent.GPUProductLabelKeys} }},
+}, marginalKeys(), []key{
 	{Path: "enableFacilityMetrics", Env: []string{facility.EnvEnabled}, Usage: "poll the facility Prometheus for ambient temperature, IT and cooling power; PUE = (IT + cooling) / IT",
 		Ref: func(c *Config) any { return &c.Facility.Enabled }},
 	{Path: "facility.prometheusURL", Env: []string{facility.EnvPrometheusURL}, Usage: "base URL of the facility Prometheus",
@@ -169,6 +163,17 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.Parking.Settings.MaxWakeAttempts }},
 	{Path: "parking.syncInterval", Env: []string{"PARKING_SYNC_INTERVAL"}, Usage: "longest time between two parking passes",
 		Ref: func(c *Config) any { return &c.Parking.SyncInterval }},
+})
+
+// marginalKeys are the extender's coefficient keys (marginal.*), which
+// the utilization model of unmeasured nodes reads too: pkg/powerest
+// declares them for both programs.
+func marginalKeys() []key {
+	var ks []key
+	for _, m := range powerest.CoefficientKeys() {
+		ks = append(ks, key{Path: m.Path, Env: []string{m.Env}, Usage: m.Usage, Ref: func(c *Config) any { return m.Field(&c.Plan.Coefficients) }})
+	}
+	return ks
 }
 
 // category groups the flags of a block in --help.
@@ -192,5 +197,6 @@ var table = settings.New(settings.Table[Config]{
 	ConfigEnv: ConfigEnv,
 	Default:   Default,
 	Check:     check,
+	Complete:  complete,
 	Category:  category,
 })

@@ -42,7 +42,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	app := cliapp.Daemon("joulie-extender", "energy-aware kube-scheduler extender", config.Flags(), stdout, stderr,
 		func(c *cli.Context) error {
-			cfg, err := config.FromCLI(c)
+			cfg, err := config.FromCLI(c, os.LookupEnv)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
@@ -51,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return cliapp.Run(app, args, stderr)
 }
 
-func serve(cfg *config.Config, stderr io.Writer) error {
+func serve(cfg config.Config, stderr io.Writer) error {
 	log := slog.New(cfg.LogHandler(stderr))
 	log.Info("starting", "version", version.Version, "config", cfg)
 	rc, err := cfg.RESTConfig()
@@ -62,7 +62,6 @@ func serve(cfg *config.Config, stderr io.Writer) error {
 		}
 		return cli.Exit(err.Error(), code)
 	}
-	rc.UserAgent = "joulie-extender/" + version.Version
 	cache, err := state.NewForConfig(rc, log)
 	if err != nil {
 		return cli.Exit(err.Error(), 1)

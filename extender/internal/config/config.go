@@ -16,18 +16,20 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"os"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"joulie.io/joulie/extender/internal/server"
+	"joulie.io/joulie/pkg/cliapp"
+	"joulie.io/joulie/pkg/kubeclient"
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/settings"
+	"joulie.io/joulie/pkg/version"
 )
 
 // ErrUsage marks errors of configuration, which exit with status 2.
@@ -84,7 +86,7 @@ const ConfigEnv = "JOULIE_EXTENDER_CONFIG"
 // variable each had before the file existed (the scheduler-extender
 // design's names where it has one).
 var table = settings.New(settings.Table[Config]{
-	Keys: []settings.Key[Config]{
+	Keys: slices.Concat([]settings.Key[Config]{
 		{Path: "addr", Env: []string{"EXTENDER_ADDR"}, Usage: "host:port to serve on",
 			Ref: func(c *Config) any { return &c.Addr }},
 		{Path: "kubeconfig", Env: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty uses the in-cluster service account", DefaultText: "in-cluster",
@@ -93,12 +95,7 @@ var table = settings.New(settings.Table[Config]{
 			Ref: func(c *Config) any { return &c.ScoringMode }},
 		{Path: "twinStalenessThreshold", Env: []string{"TWIN_STALENESS_THRESHOLD"}, Usage: "age beyond which a NodeTwin scores a neutral 50",
 			Ref: func(c *Config) any { return &c.StalenessThreshold }},
-		{Path: "marginal.cpuUtilCoeff", Env: []string{powerest.EnvCPUUtilCoeff}, Usage: "share of its CPU power a pod is expected to draw, 0..1",
-			Ref: func(c *Config) any { return &c.Coefficients.CPUUtil }},
-		{Path: "marginal.gpuUtilCoeffStandard", Env: []string{powerest.EnvGPUUtilCoeffStandard}, Usage: "share of its GPU power a standard pod is expected to draw, 0..1",
-			Ref: func(c *Config) any { return &c.Coefficients.GPUUtilStandard }},
-		{Path: "marginal.gpuUtilCoeffPerformance", Env: []string{powerest.EnvGPUUtilCoeffPerformance}, Usage: "share of its GPU power a performance pod is expected to draw, 0..1",
-			Ref: func(c *Config) any { return &c.Coefficients.GPUUtilPerformance }},
+	}, marginalKeys(), []settings.Key[Config]{
 		{Path: "enableFacilityMetrics", Env: []string{"ENABLE_FACILITY_METRICS"}, Usage: "weight marginal power by the twin's estimatedPUE",
 			Ref: func(c *Config) any { return &c.FacilityMetrics }},
 		{Path: "tls.certFile", Env: []string{"EXTENDER_TLS_CERT_FILE"}, Usage: "PEM certificate to serve HTTPS with (needs --tls-key-file)",
@@ -121,11 +118,22 @@ var table = settings.New(settings.Table[Config]{
 			Ref: func(c *Config) any { return &c.LogLevel }},
 		{Path: "logFormat", Env: []string{"EXTENDER_LOG_FORMAT"}, Usage: "text or json",
 			Ref: func(c *Config) any { return &c.LogFormat }},
-	},
+	}),
 	ConfigEnv: ConfigEnv,
 	Default:   Default,
 	Check:     check,
+	Complete:  loadKeyPair,
 })
+
+// marginalKeys are the scoring coefficients' keys (marginal.*), which
+// pkg/powerest declares for this program and the controller alike.
+func marginalKeys() []settings.Key[Config] {
+	var ks []settings.Key[Config]
+	for _, m := range powerest.CoefficientKeys() {
+		ks = append(ks, settings.Key[Config]{Path: m.Path, Env: []string{m.Env}, Usage: m.Usage, Ref: func(c *Config) any { return m.Field(&c.Coefficients) }})
+	}
+	return ks
+}
 
 // Default is the configuration with nothing set. Its scoring settings are
 // pkg/scoring's defaults, which the energy simulator scores with too.
@@ -148,9 +156,8 @@ func Default() Config {
 	}
 }
 
-// check reports every problem, in key order. It also loads the TLS key
-// pair, so that a file that cannot be read is reported with the rest.
-func check(c *Config) []settings.Problem {
+// check reports every problem, in key order.
+func check(c Config) []settings.Problem {
 	var ps []settings.Problem
 	add := func(key, format string, a ...any) {
 		ps = append(ps, settings.Problem{Key: key, Msg: fmt.Sprintf(format, a...)})
@@ -169,13 +176,6 @@ func check(c *Config) []settings.Problem {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		add("tls.keyFile", "tls.certFile %q and tls.keyFile %q: give both or neither", c.TLSCertFile, c.TLSKeyFile)
-	} else if c.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
-		if err != nil {
-			add("tls.certFile", "tls.certFile %q, tls.keyFile %q: %v", c.TLSCertFile, c.TLSKeyFile, err)
-		} else {
-			c.Certificate = &cert
-		}
 	}
 	if need := ByteSize(server.MinInFlightBytes(int64(c.MaxRequestBytes))); c.MaxInFlightBytes < need {
 		add("maxInflightBytes", "%d is less than %d, maxRequestBytes %d and a quarter: a filter call of the largest body holds the body and what is decoded from it while its reply streams the kept Nodes from the body; raise the first or lower the second",
@@ -193,50 +193,51 @@ func check(c *Config) []settings.Problem {
 	return ps
 }
 
+// loadKeyPair reads the TLS certificate and key, once check has found
+// the rest sound; a pair that does not load is reported like check's
+// problems, under tls.certFile.
+func loadKeyPair(c *Config) []settings.Problem {
+	if c.TLSCertFile == "" {
+		return nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return []settings.Problem{{Key: "tls.certFile", Msg: fmt.Sprintf("tls.certFile %q, tls.keyFile %q: %v", c.TLSCertFile, c.TLSKeyFile, err)}}
+	}
+	c.Certificate = &cert
+	return nil
+}
+
 // Flags are the command-line flags: --config and one per key, each
 // naming its variable.
 func Flags() []cli.Flag { return table.Flags() }
 
-// FromCLI reads the configuration from the file, the variables and the
-// flags of c and checks it. Every problem is reported at once, each
-// naming its key, the value and where it came from; the error wraps
-// ErrUsage.
-func FromCLI(c *cli.Context) (*Config, error) {
-	return fromCLI(c, os.LookupEnv)
-}
-
-func fromCLI(c *cli.Context, lookup func(string) (string, bool)) (*Config, error) {
-	cfg, err := table.CLISource(c, lookup).Load()
-	if err != nil {
-		return nil, err
-	}
-	return &cfg, nil
+// FromCLI reads the configuration from the file, the variables lookup
+// finds (os.LookupEnv in the program) and the flags of c, and checks it.
+// Every problem is reported at once, each naming its key, the value and
+// where it came from; the error wraps ErrUsage.
+func FromCLI(c *cli.Context, lookup func(string) (string, bool)) (Config, error) {
+	return table.CLISource(c, lookup).Load()
 }
 
 // RESTConfig is the client configuration for the API server: from the
-// kubeconfig file, else the pod's service account.
-func (c *Config) RESTConfig() (*rest.Config, error) {
-	if c.Kubeconfig != "" {
-		rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --kubeconfig / KUBECONFIG = %q: %w", ErrUsage, c.Kubeconfig, err)
-		}
-		return rc, nil
-	}
-	rc, err := rest.InClusterConfig()
+// kubeconfig file, else the pod's service account. A kubeconfig that
+// does not load is bad configuration: the error wraps ErrUsage.
+func (c Config) RESTConfig() (*rest.Config, error) {
+	rc, err := kubeclient.Config(c.Kubeconfig, "--kubeconfig / KUBECONFIG", "joulie-extender/"+version.Version)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no --kubeconfig / KUBECONFIG given and not running in a cluster: %w", ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return rc, nil
 }
 
 // Params are the scoring settings.
-func (c *Config) Params() scoring.Params {
+func (c Config) Params() scoring.Params {
 	return scoring.Params{Mode: c.ScoringMode, Coefficients: c.Coefficients, FacilityMetrics: c.FacilityMetrics, StalenessThreshold: c.StalenessThreshold}
 }
 
 // ServerOptions are the HTTP server's settings.
-func (c *Config) ServerOptions() server.Options {
+func (c Config) ServerOptions() server.Options {
 	return server.Options{
 		Params:            c.Params(),
 		MaxRequestBytes:   int64(c.MaxRequestBytes),
@@ -248,17 +249,14 @@ func (c *Config) ServerOptions() server.Options {
 	}
 }
 
-// LogHandler is the slog handler the settings ask for.
-func (c *Config) LogHandler(w io.Writer) slog.Handler {
-	opts := &slog.HandlerOptions{Level: c.LogLevel}
-	if c.LogFormat == "json" {
-		return slog.NewJSONHandler(w, opts)
-	}
-	return slog.NewTextHandler(w, opts)
+// LogHandler is the slog handler logLevel and logFormat ask for, writing
+// to w.
+func (c Config) LogHandler(w io.Writer) slog.Handler {
+	return cliapp.LogHandler(w, c.LogLevel.String(), c.LogFormat)
 }
 
 // LogValue shows the settings in one log line.
-func (c *Config) LogValue() slog.Value {
+func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr),
 		slog.String("kubeconfig", c.Kubeconfig),

@@ -22,13 +22,13 @@ import (
 // FromCLI made of them.
 func load(t *testing.T, args []string, env map[string]string) (*Config, error) {
 	t.Helper()
-	var cfg *Config
+	var cfg Config
 	var loadErr error
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if err := settingstest.RunCLI("joulie-extender", Flags(), args, func(c *cli.Context) { cfg, loadErr = fromCLI(c, lookup) }); err != nil {
+	if err := settingstest.RunCLI("joulie-extender", Flags(), args, func(c *cli.Context) { cfg, loadErr = FromCLI(c, lookup) }); err != nil {
 		return nil, err
 	}
-	return cfg, loadErr
+	return &cfg, loadErr
 }
 
 func TestDefaults(t *testing.T) {
@@ -199,11 +199,11 @@ current-context: x
 // renders.
 func TestDocumentsAndChartAgreeWithTheKeyTable(t *testing.T) {
 	errs := []error{
-		table.CheckMarkdown("../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
-		table.CheckMentions("../../../packaging/helm/joulie/README.md", "### Extender (`extender.*`)"),
+		settingstest.CheckMarkdown(table, "../../README.md", os.Getenv("JOULIE_UPDATE_README") == "1"),
+		settingstest.CheckMentions(table, "../../../packaging/helm/joulie/README.md", "### Extender (`extender.*`)"),
 	}
 	if dir := os.Getenv("JOULIE_CHART_CONFIGS"); dir != "" {
-		errs = append(errs, table.CheckFiles(filepath.Join(dir, "extender-*.yaml")))
+		errs = append(errs, settingstest.CheckFiles(table, filepath.Join(dir, "extender-*.yaml")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.Error(err)

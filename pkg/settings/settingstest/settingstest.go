@@ -1,6 +1,10 @@
-// Package settingstest runs a program's flags the way its command line
-// would, for the configuration tests of joulie-agentd, joulie-controller
-// and joulie-extender. Tests only: nothing in a binary imports it.
+// Package settingstest holds what the configuration tests of
+// joulie-agentd, joulie-controller and joulie-extender need from
+// pkg/settings beyond loading: a command line run the way the program
+// would run it, and the checks that keep the documents and generated
+// files (the READMEs' key tables, the chart's README and rendered
+// configuration, the example file) true to a key table. Tests only:
+// nothing in a binary imports it, so pkg/settings stays the loader.
 package settingstest
 
 import (

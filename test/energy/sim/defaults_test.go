@@ -12,7 +12,7 @@ import (
 )
 
 // The simulator's Joulie is the programs' Joulie: with the run's defaults
-// its controller plans with plan.DefaultSettings (the controller's key
+// its controller plans with plan.DefaultParams (the controller's key
 // table's defaults) but for the arm's policy and its cap and spread modes,
 // and its extender scores with scoring.DefaultParams (the extender's) at
 // the chart's weight, but for the scoring mode and weight an arm asks for.
@@ -23,15 +23,15 @@ func TestSimulatorRunsTheProgramsDefaults(t *testing.T) {
 		if !spec.Joulie {
 			continue
 		}
-		s, err := newSimulation(spec, nil, nil, Options{Seed: 1, Model: physics.Default(), ReconcileInterval: plan.DefaultSettings().Interval})
+		s, err := newSimulation(spec, nil, nil, Options{Seed: 1, Model: physics.Default(), ReconcileInterval: plan.DefaultParams().Interval})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := plan.DefaultSettings()
+		want := plan.DefaultParams()
 		want.Policy = spec.Policy
 		// An arm that does not ask for the cap that pays or the demand
 		// spread runs the seeds' modes, which issue 14's arms were taken
-		// with (planSettings).
+		// with (planParams).
 		want.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
 		want.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
 		want.Guard = cmp.Or(spec.Guard, policy.GuardSeed)

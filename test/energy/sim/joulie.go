@@ -316,14 +316,14 @@ type capsChange struct {
 	cpuCap, gpuCap, gpuStdCap float64
 }
 
-// planSettings are the controller's defaults (plan.DefaultSettings, which
+// planParams are the controller's defaults (plan.DefaultParams, which
 // its key table takes its own from) with the arm's policy and the run's
 // reconcile interval and intent. An arm runs the seeds' fixed eco caps
 // and density order, which issue 14's results were taken with, unless its
 // spec asks for the cap that pays or the demand spread (issue 23), the
 // controller's defaults since.
-func planSettings(spec ArmSpec, opts Options) plan.Settings {
-	ps := plan.DefaultSettings()
+func planParams(spec ArmSpec, opts Options) plan.Params {
+	ps := plan.DefaultParams()
 	ps.CapMode = cmp.Or(spec.CapMode, plan.CapModeFixed)
 	ps.Spread = cmp.Or(spec.Spread, policy.SpreadDensity)
 	ps.Guard = cmp.Or(spec.Guard, policy.GuardSeed)

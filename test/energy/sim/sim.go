@@ -141,7 +141,7 @@ type simulation struct {
 	sched  *schedsim.Scheduler
 	ext    *extender
 	// plan is the controller's configuration of Joulie's arms.
-	plan plan.Settings
+	plan plan.Params
 
 	now    time.Duration
 	events eventQueue
@@ -181,7 +181,7 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	if spec.Joulie {
 		s.ext = newExtender(s)
 		ext = s.ext
-		s.plan = planSettings(spec, opts)
+		s.plan = planParams(spec, opts)
 	}
 	profile := spec.Profile
 	if !opts.AllPlugins {
