@@ -85,12 +85,6 @@ type Params struct {
 	GPUCapScope string
 }
 
-// Settings is Params' former name, kept only for
-// controller/internal/reconcile, which other work has open; the merge of
-// that work renames its four uses and removes this. (Not marked
-// deprecated: staticcheck would fail make lint on those uses meanwhile.)
-type Settings = Params
-
 // GPU cap scopes (gpuCapScope).
 const (
 	GPUScopeNode = "node"

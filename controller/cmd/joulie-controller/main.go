@@ -222,7 +222,7 @@ func (r *replica) lead(ctx context.Context) {
 	kf := informers.NewSharedInformerFactory(r.kube, 0)
 	jf := externalversions.NewSharedInformerFactory(r.joulie, 0)
 	ctrl, err := reconcile.New(r.kube, r.joulie, kf, jf, reconcile.Options{
-		Settings: r.cfg.Plan, TwinRefresh: r.cfg.TwinRefresh, Debounce: r.cfg.Debounce,
+		Plan: r.cfg.Plan, TwinRefresh: r.cfg.TwinRefresh, Debounce: r.cfg.Debounce,
 		Trends: plan.NewTrends(r.cfg.TrendWindow), Recorder: r.recorder, Metrics: r.metrics, Logger: r.log,
 		Facility: r.facility, KeplerPower: r.keplerPower,
 		OnSync: func(error) {

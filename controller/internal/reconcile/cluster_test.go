@@ -18,9 +18,9 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func settings(p string) plan.Settings {
+func settings(p string) plan.Params {
 	sel, _ := labels.Parse(joulie.LabelManaged + "=true")
-	return plan.Settings{NodeSelector: sel, Policy: p, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
+	return plan.Params{NodeSelector: sel, Policy: p, StaticHPFrac: 0.5, Queue: policy.DefaultQueueAware(),
 		Interval: time.Minute, Intent: intent.Default(), RackCapacityW: 50000, MeasurementMaxAge: 3 * time.Minute,
 		Coefficients: powerest.DefaultCoefficients()}
 }

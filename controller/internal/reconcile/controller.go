@@ -48,7 +48,7 @@ const clusterKey = "cluster"
 
 // Options configure a Controller.
 type Options struct {
-	Settings plan.Settings
+	Plan plan.Params
 	// TwinRefresh rewrites an unchanged NodeTwin's lastUpdated this often
 	// (plan.DefaultTwinRefresh when 0), below the extender's staleness
 	// threshold (5m by default), so a live controller never looks stale
@@ -142,9 +142,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("informer caches did not sync: %w", ctx.Err())
 	}
-	c.log.Info("caches synced; reconciling", "interval", c.opts.Settings.Interval, "policy", c.opts.Settings.Policy)
+	c.log.Info("caches synced; reconciling", "interval", c.opts.Plan.Interval, "policy", c.opts.Plan.Policy)
 	// A pass at once, then at least every interval.
-	go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(clusterKey) }, c.opts.Settings.Interval)
+	go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(clusterKey) }, c.opts.Plan.Interval)
 	go func() { <-ctx.Done(); c.queue.ShutDown() }()
 	for {
 		key, quit := c.queue.Get()
@@ -232,7 +232,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 		return err
 	}
 	in.Trends = c.observeTrends(in)
-	res := plan.Compute(in, c.opts.Settings)
+	res := plan.Compute(in, c.opts.Plan)
 	skip, errs := c.confirmDrained(ctx, &in, &res)
 	c.opts.Metrics.observePlan(res)
 	if res.Replan > 0 {
@@ -273,7 +273,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 // node whose pods cannot be read is skipped (left draining, uncapped, as
 // it is) and the error returned, so the reconcile is retried.
 func (c *Controller) confirmDrained(ctx context.Context, in *plan.Inputs, res *plan.Result) (skip map[string]bool, errs []error) {
-	if c.opts.Settings.Guard != policy.GuardDrain {
+	if c.opts.Plan.Guard != policy.GuardDrain {
 		return nil, nil
 	}
 	found := false
@@ -298,7 +298,7 @@ func (c *Controller) confirmDrained(ctx context.Context, in *plan.Inputs, res *p
 		}
 	}
 	if found {
-		*res = plan.Compute(*in, c.opts.Settings)
+		*res = plan.Compute(*in, c.opts.Plan)
 	}
 	return skip, errs
 }
@@ -477,7 +477,7 @@ func (c *Controller) event(node *corev1.Node, p *plan.NodePlan) {
 			"eco planned; draining while %d performance pods run", p.PerfPods)
 	case policy.Drain:
 		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "Draining",
-			"eco planned; draining, uncapped, for %s before the eco cap", c.opts.Settings.DrainDwell)
+			"eco planned; draining, uncapped, for %s before the eco cap", c.opts.Plan.DrainDwell)
 	case policy.Allow, policy.Unblocked:
 		c.opts.Recorder.Eventf(ref, corev1.EventTypeNormal, "ProfileEco", "node moves to eco (%s)", t)
 	case policy.PlanPerf, policy.ReplanPerf:

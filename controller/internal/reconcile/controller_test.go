@@ -42,7 +42,7 @@ type fixture struct {
 	jf   externalversions.SharedInformerFactory
 }
 
-func newFixture(tb testing.TB, s plan.Settings, now time.Time) *fixture {
+func newFixture(tb testing.TB, s plan.Params, now time.Time) *fixture {
 	f := &fixture{kube: kubefake.NewSimpleClientset(), jc: jfake.NewSimpleClientset()}
 	// The simple fake cannot server-side apply; the tests read the applied
 	// bodies from the recorded actions instead.
@@ -51,7 +51,7 @@ func newFixture(tb testing.TB, s plan.Settings, now time.Time) *fixture {
 	})
 	f.kf = informers.NewSharedInformerFactory(f.kube, 0)
 	f.jf = externalversions.NewSharedInformerFactory(f.jc, 0)
-	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Settings: s, Now: func() time.Time { return now }})
+	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Plan: s, Now: func() time.Time { return now }})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func (f *fixture) settle(tb testing.TB, now time.Time) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, p := range plan.Compute(in, f.ctrl.opts.Settings).Nodes {
+	for _, p := range plan.Compute(in, f.ctrl.opts.Plan).Nodes {
 		n, _ := f.ctrl.nodes.Get(p.Name)
 		n = n.DeepCopy()
 		n.Labels[joulie.LabelPowerProfile], n.Labels[joulie.LabelDraining] = string(p.Decision.Profile), fmt.Sprint(p.Decision.Draining)
