@@ -61,13 +61,13 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		// show the command as typed.
 		Use:         "kubectl-joulie",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl joulie"},
-		Short: "Joulie's power state of the cluster: nodes, placement decisions, per-pod energy",
+		Short:       "Joulie's power state of the cluster: nodes, placement decisions, per-pod energy",
 		Long: "kubectl joulie shows what Joulie does with the cluster's power: each managed node's profile, " +
 			"power state, caps and power (status), why the scheduler extender filters and scores nodes as it does " +
 			"for a pod (explain), and what pods used (pods). It only reads.",
-		Version:       version.Version,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Version:           version.Version,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetOut(streams.Out)

@@ -55,7 +55,7 @@ type nodeStatus struct {
 	// PowerState is awake, parking, parked, waking or wake-failed.
 	PowerState string `json:"powerState"`
 	// Agent is ok, none, behind, silent or eco-refused.
-	Agent string `json:"agent"`
+	Agent string    `json:"agent"`
 	CPU   capStatus `json:"cpu"`
 	// GPU is absent on a node without GPUs.
 	GPU *capStatus `json:"gpu,omitempty"`
