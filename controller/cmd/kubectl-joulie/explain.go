@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
@@ -136,14 +137,14 @@ func buildExplanation(pod *corev1.Pod, s *snapshot, params scoring.Params, now t
 		node := &s.nodes[i]
 		ne := nodeExplanation{Name: node.Name, Scheduler: schedulerVerdict(pod, &affinity, node)}
 		var twin *scoring.Twin
-		var labels scoring.Labels
+		var nodeLabels scoring.Labels
 		var hw powerest.Node
 		var fill scoring.Fill
 		if n := byName[node.Name]; n != nil {
 			ne.Known = true
-			twin, labels, hw, fill = n.Twin, n.Labels, n.Hardware, n.Fill
+			twin, nodeLabels, hw, fill = n.Twin, n.Labels, n.Hardware, n.Fill
 		}
-		v := scoring.FilterPod(sp, twin, labels)
+		v := scoring.FilterPod(sp, twin, nodeLabels)
 		ne.Verdict, ne.Reason = v.String(), v.Reason()
 		if v == scoring.Admit {
 			b := batch.Explain(twin, hw, fill)
@@ -206,7 +207,8 @@ func schedulerVerdict(pod *corev1.Pod, affinity *nodeaffinity.RequiredNodeAffini
 }
 
 type explainOptions struct {
-	output string
+	output   string
+	selector string
 	explainSettings
 	now func() time.Time
 }
@@ -250,6 +252,7 @@ func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml")
+	f.StringVarP(&o.selector, "selector", "l", "", "show only the nodes this label selector selects (the cluster's aggregates still count every node, as the extender's do)")
 	f.StringVar(&o.mode, "scoring-mode", string(defaults.Mode), "the extender's scoringMode: pack, pack-standard or headroom")
 	f.DurationVar(&o.staleness, "twin-staleness-threshold", defaults.StalenessThreshold, "the extender's twinStalenessThreshold")
 	f.BoolVar(&o.params.FacilityMetrics, "enable-facility-metrics", defaults.FacilityMetrics, "the extender weighs marginal power by the twins' PUE")
@@ -264,11 +267,22 @@ func (o *explainOptions) run(ctx context.Context, c *cluster, namespace, name st
 	if err != nil {
 		return err
 	}
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		return usageError{fmt.Errorf("label selector %q: %v", o.selector, err)}
+	}
 	s, err := c.read(ctx, "")
 	if err != nil {
 		return err
 	}
 	e := buildExplanation(pod, s, params, o.now())
+	shown := e.Nodes[:0]
+	for i, n := range e.Nodes {
+		if sel.Matches(labels.Set(s.nodes[i].Labels)) {
+			shown = append(shown, n)
+		}
+	}
+	e.Nodes = shown
 	switch o.output {
 	case "json":
 		return writeJSON(out, e)
@@ -290,7 +304,7 @@ func writeExplanation(w io.Writer, e *explanation) error {
 	if e.DaemonSet {
 		fmt.Fprintln(w, "A DaemonSet's pod: the filter lets it onto every node unless it is performance-sensitive.")
 	}
-	fmt.Fprintf(w, "Requests: %s cores, %s GPUs\n", num(e.CPUCores, 2), num(e.GPUs, 2))
+	fmt.Fprintf(w, "Requests: %s cores, %s GPUs\n", num(e.CPUCores, -1), num(e.GPUs, -1))
 	fmt.Fprintf(w, "Extender settings: scoringMode %s, twins older than %s neutral (flags of explain; the extender's defaults unless given)\n",
 		e.ScoringMode, e.StalenessThreshold)
 	fmt.Fprintf(w, "Cluster: performance pressure %s, power trend %s W/min (trend scale %s)\n\n",

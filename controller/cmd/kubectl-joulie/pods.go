@@ -186,10 +186,11 @@ func writePods(w io.Writer, rows []podEnergy, wide bool) error {
 	return tw.Flush()
 }
 
-// joules shows energy in kWh from 0.01 kWh on, in kJ or J below.
+// joules shows energy in kWh from 0.1 kWh on, in kJ or J below, so that
+// a short job's figure keeps its digits.
 func joules(j float64) string {
 	switch {
-	case j >= 36e3:
+	case j >= 3.6e5:
 		return strconv.FormatFloat(j/3.6e6, 'f', 2, 64) + " kWh"
 	case j >= 1e3:
 		return strconv.FormatFloat(j/1e3, 'f', 1, 64) + " kJ"

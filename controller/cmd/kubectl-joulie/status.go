@@ -94,13 +94,17 @@ type capStatus struct {
 	// AppliedW is the cap in force on each device.
 	AppliedW *float64 `json:"appliedW,omitempty"`
 	Message  string   `json:"message,omitempty"`
+	// Pending is true when the agent's result answers an older
+	// generation of the profile than Target.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // totals are the cluster's.
 type totals struct {
 	Nodes int `json:"nodes"`
-	// PowerW sums the nodes' power, PowerBySource counts the nodes by
-	// its source, NodesWithoutPower those with none.
+	// PowerW sums the nodes' measured or modelled power, PowerBySource
+	// counts the nodes by its source, NodesWithoutPower those with none
+	// (or only the static cap estimate).
 	PowerW            float64        `json:"powerW"`
 	PowerBySource     map[string]int `json:"powerBySource"`
 	NodesWithoutPower int            `json:"nodesWithoutPower"`
@@ -170,10 +174,17 @@ func buildStatus(s *snapshot, now time.Time) statusReport {
 				n.GPUModel, n.GPUCount = g.Model, g.Count
 			}
 		}
-		if n.GPUCount == 0 && n.GPU != nil && n.GPU.Result == string(joulie.ResultNone) && n.GPU.Target == "uncapped" {
+		if n.GPUCount == 0 && n.GPU != nil && n.GPU.Target == "uncapped" && (n.GPU.Result == "" || n.GPU.Result == string(joulie.ResultNone)) {
 			n.GPU = nil // nothing asked, nothing there
 		}
 		n.Agent = agentState(p, h, now)
+		if n.Agent == agentBehind {
+			// The results answer an older spec than the caps shown.
+			n.CPU.Pending = true
+			if n.GPU != nil {
+				n.GPU.Pending = true
+			}
+		}
 		if t != nil {
 			tw := scoring.TwinOf(&t.Status)
 			n.TwinClass = string(tw.Class)
@@ -206,7 +217,9 @@ func buildStatus(s *snapshot, now time.Time) statusReport {
 		r.Warnings = append(r.Warnings, warnings(&n, p)...)
 
 		r.Totals.Nodes++
-		if n.PowerW != nil {
+		// The static figure is the node's cap budget, not its draw (the
+		// extender treats it as no measurement): it stays out of the sum.
+		if n.PowerW != nil && n.PowerSource != string(joulie.SourceStatic) {
 			r.Totals.PowerW += *n.PowerW
 			r.Totals.PowerBySource[n.PowerSource]++
 		} else {
@@ -324,6 +337,8 @@ func (c *capStatus) cell() string {
 	switch {
 	case c.Result == "":
 		return c.Target + " (not reported)"
+	case c.Pending:
+		return c.Target + " (not applied)"
 	case c.Result == string(joulie.ResultApplied) && c.AppliedW != nil:
 		return watts(*c.AppliedW) + " applied"
 	case c.Result == string(joulie.ResultNone):

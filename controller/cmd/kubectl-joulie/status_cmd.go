@@ -187,9 +187,9 @@ func writeStatus(w io.Writer, r statusReport, output string) error {
 	}
 	t := &r.Totals
 	fmt.Fprintf(w, "\nPower now: %s over %d nodes (%s)", power(t.PowerW), t.Nodes-t.NodesWithoutPower,
-		counts(t.PowerBySource, "agent", "kepler", "utilization", "static"))
+		counts(t.PowerBySource, "agent", "kepler", "utilization"))
 	if t.NodesWithoutPower > 0 {
-		fmt.Fprintf(w, "; %d without a figure", t.NodesWithoutPower)
+		fmt.Fprintf(w, "; %d without a measurement (parked, no agent, or only the static cap estimate)", t.NodesWithoutPower)
 	}
 	fmt.Fprintf(w, "\nProfiles: %s\n", counts(t.Profiles, "performance", "eco", "draining"))
 	fmt.Fprintf(w, "Power states: %s\n", counts(t.PowerStates, "awake", "parking", "parked", "waking", "wake-failed"))
