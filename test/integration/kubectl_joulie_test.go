@@ -137,7 +137,7 @@ func kjCluster() []kjNode {
 			profile: blocked, twin: kjTwin(joulie.ClassEco, joulie.SourceAgent, 1500, 2160, 20, 0), hardware: kjHardware(4)},
 		{name: "kj-no-twin", labels: managed(), cpus: "190", profile: noTwin, hardware: kjHardware(0)},
 		{name: "kj-parked", labels: managed(joulie.LabelParkable, "true", joulie.LabelPowerProfile, "performance"), cpus: "190",
-			taints: []corev1.Taint{{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule}},
+			taints:  []corev1.Taint{{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule}},
 			profile: parked, twin: kjTwin(joulie.ClassPerformance, joulie.SourceStatic, 800, 800, 0, 0), hardware: kjHardware(0)},
 		{name: "kj-no-agent", labels: managed(), cpus: "64", profile: noAgent},
 	}
