@@ -91,13 +91,15 @@ run: build ## run joulie-agentd on this host (standalone, changes nothing) and s
 # The cluster in a box (issue 15, test/README.md "make demo"): an embedded
 # control plane with the chart installed, the real controller, extender
 # and agents on simulated hosts, a live view, then a report in
-# demo-report/. Built without the race detector and without -trimpath (the
+# demo-report/; at the end of the run it shows `kubectl joulie status`
+# (bin/kubectl-joulie, the kubectl plugin) against the demo's cluster and
+# puts it in the report. Built without the race detector and without -trimpath (the
 # harness finds kube-apiserver's test fixtures by their source path), so
 # Go's cache of Kubernetes is reused: seconds once built. DEMO_FLAGS adds
 # flags, e.g. DEMO_FLAGS="--compare --duration 3m".
 DEMO_FLAGS ?=
 
-demo: ## Joulie on a cluster in a box: simulated nodes, live view, report in demo-report/
+demo: ## Joulie on a cluster in a box: simulated nodes, live view, kubectl joulie status, report in demo-report/
 	@hack/install-deps.sh demo
 	@$(MAKE) --no-print-directory build $(HELM)
 	cd test && $(GO) build -o ../bin/joulie-demo ./cmd/joulie-demo

@@ -35,7 +35,7 @@ func newCluster(flags *genericclioptions.ConfigFlags) (*cluster, error) {
 	cfg.QPS, cfg.Burst = 50, 100
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes client: %w", err)
+		return nil, fmt.Errorf("core client: %w", err)
 	}
 	jc, err := versioned.NewForConfig(cfg)
 	if err != nil {

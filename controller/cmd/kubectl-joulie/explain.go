@@ -75,12 +75,13 @@ type nodeExplanation struct {
 	Priority *int64             `json:"priority,omitempty"`
 }
 
-// explainSettings are the extender's settings the score depends on.
+// explainSettings are the extender's settings the score depends on, as
+// explain's flags give them.
 type explainSettings struct {
-	params    scoring.Params
-	mode      string
-	staleness time.Duration
-	// cpuUtil etc. are the marginal-power coefficients.
+	mode            string
+	staleness       time.Duration
+	facilityMetrics bool
+	// The marginal-power coefficients.
 	cpuUtil, gpuStd, gpuPerf float64
 }
 
@@ -237,7 +238,7 @@ func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 				return usageError{fmt.Errorf("--scoring-mode: %w", err)}
 			}
 			p.StalenessThreshold = o.staleness
-			p.FacilityMetrics = o.params.FacilityMetrics
+			p.FacilityMetrics = o.facilityMetrics
 			p.Coefficients.CPUUtil, p.Coefficients.GPUUtilStandard, p.Coefficients.GPUUtilPerformance = o.cpuUtil, o.gpuStd, o.gpuPerf
 			namespace, _, err := flags.ToRawKubeConfigLoader().Namespace()
 			if err != nil {
@@ -255,7 +256,7 @@ func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	f.StringVarP(&o.selector, "selector", "l", "", "show only the nodes this label selector selects (the cluster's aggregates still count every node, as the extender's do)")
 	f.StringVar(&o.mode, "scoring-mode", string(defaults.Mode), "the extender's scoringMode: pack, pack-standard or headroom")
 	f.DurationVar(&o.staleness, "twin-staleness-threshold", defaults.StalenessThreshold, "the extender's twinStalenessThreshold")
-	f.BoolVar(&o.params.FacilityMetrics, "enable-facility-metrics", defaults.FacilityMetrics, "the extender weighs marginal power by the twins' PUE")
+	f.BoolVar(&o.facilityMetrics, "enable-facility-metrics", defaults.FacilityMetrics, "the extender weighs marginal power by the twins' PUE")
 	f.Float64Var(&o.cpuUtil, "marginal-cpu-util-coeff", defaults.Coefficients.CPUUtil, "the extender's marginal.cpuUtilCoeff")
 	f.Float64Var(&o.gpuStd, "marginal-gpu-util-coeff-standard", defaults.Coefficients.GPUUtilStandard, "the extender's marginal.gpuUtilCoeffStandard")
 	f.Float64Var(&o.gpuPerf, "marginal-gpu-util-coeff-performance", defaults.Coefficients.GPUUtilPerformance, "the extender's marginal.gpuUtilCoeffPerformance")
