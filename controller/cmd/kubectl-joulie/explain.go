@@ -57,9 +57,8 @@ type explanation struct {
 type nodeExplanation struct {
 	Name string `json:"name"`
 	// Scheduler is why kube-scheduler itself would not offer the node to
-	// the extender (the pod's node affinity, a taint, a cordon); empty
-	// when nothing of the pod's own constraints keeps it off. Resources
-	// are not checked here.
+	// the extender (the pod's node affinity, a taint, a cordon, too little
+	// CPU or too few GPUs free); empty when none of these keeps it off.
 	Scheduler string `json:"scheduler,omitempty"`
 	// Known is false for a node Joulie knows nothing about (no twin,
 	// hardware or Joulie label): admitted, scored neutral.
@@ -136,7 +135,7 @@ func buildExplanation(pod *corev1.Pod, s *snapshot, params scoring.Params, now t
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	for i := range s.nodes {
 		node := &s.nodes[i]
-		ne := nodeExplanation{Name: node.Name, Scheduler: schedulerVerdict(pod, &affinity, node)}
+		ne := nodeExplanation{Name: node.Name, Scheduler: schedulerVerdict(pod, &affinity, node, sp, scoring.FillOf(node, requests[node.Name]))}
 		var twin *scoring.Twin
 		var nodeLabels scoring.Labels
 		var hw powerest.Node
@@ -187,9 +186,10 @@ func why(pod *corev1.Pod, class workload.Class) string {
 }
 
 // schedulerVerdict says why kube-scheduler would keep the pod off node
-// before asking the extender, from the pod's own constraints; empty when
-// they let it through.
-func schedulerVerdict(pod *corev1.Pod, affinity *nodeaffinity.RequiredNodeAffinity, node *corev1.Node) string {
+// before asking the extender: the pod's own constraints, or CPU and GPUs
+// it requests beyond what the node has free (memory and other resources
+// are not checked); empty when nothing of these keeps it off.
+func schedulerVerdict(pod *corev1.Pod, affinity *nodeaffinity.RequiredNodeAffinity, node *corev1.Node, sp scoring.Pod, fill scoring.Fill) string {
 	if ok, err := affinity.Match(node); err != nil || !ok {
 		return "node selector or affinity does not match"
 	}
@@ -203,6 +203,15 @@ func schedulerVerdict(pod *corev1.Pod, affinity *nodeaffinity.RequiredNodeAffini
 		}, false)
 	if untolerated {
 		return "taint " + t.Key + ":" + string(t.Effect)
+	}
+	d := sp.Demand
+	switch {
+	case d.GPUs > 0 && fill.AllocatableGPUs == 0:
+		return "no GPUs"
+	case d.GPUs > fill.AllocatableGPUs-fill.RequestedGPUs:
+		return fmt.Sprintf("not enough GPUs free (%s of %s)", num(fill.AllocatableGPUs-fill.RequestedGPUs, -1), num(fill.AllocatableGPUs, -1))
+	case d.CPUCores > fill.AllocatableCPU-fill.RequestedCPU:
+		return fmt.Sprintf("not enough CPU free (%s of %s cores)", num(fill.AllocatableCPU-fill.RequestedCPU, -1), num(fill.AllocatableCPU, -1))
 	}
 	return ""
 }
