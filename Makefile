@@ -71,7 +71,7 @@ CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
 
-.PHONY: all help deps tools print-helm build run demo test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race
+.PHONY: all help deps tools print-helm build run demo plugin-release test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race
 
 all: build
 
@@ -91,13 +91,15 @@ run: build ## run joulie-agentd on this host (standalone, changes nothing) and s
 # The cluster in a box (issue 15, test/README.md "make demo"): an embedded
 # control plane with the chart installed, the real controller, extender
 # and agents on simulated hosts, a live view, then a report in
-# demo-report/. Built without the race detector and without -trimpath (the
+# demo-report/; at the end of the run it shows `kubectl joulie status`
+# (bin/kubectl-joulie, the kubectl plugin) against the demo's cluster and
+# puts it in the report. Built without the race detector and without -trimpath (the
 # harness finds kube-apiserver's test fixtures by their source path), so
 # Go's cache of Kubernetes is reused: seconds once built. DEMO_FLAGS adds
 # flags, e.g. DEMO_FLAGS="--compare --duration 3m".
 DEMO_FLAGS ?=
 
-demo: ## Joulie on a cluster in a box: simulated nodes, live view, report in demo-report/
+demo: ## Joulie on a cluster in a box: simulated nodes, live view, kubectl joulie status, report in demo-report/
 	@hack/install-deps.sh demo
 	@$(MAKE) --no-print-directory build $(HELM)
 	cd test && $(GO) build -o ../bin/joulie-demo ./cmd/joulie-demo
@@ -162,6 +164,13 @@ package: $(NFPM) ## build the agent's .deb and .rpm into dist/
 	objcopy --remove-section=.comment $(PKG_BIN)/joulie-agentd
 	objcopy --remove-section=.comment $(PKG_BIN)/joulie-agentctl
 	PKG_BIN=$(PKG_BIN) hack/package.sh $(NFPM) $(PKG_OUT)
+
+# kubectl joulie's release (controller/README.md, "kubectl joulie"): a
+# tarball per platform and the krew manifest (packaging/krew/joulie.yaml)
+# with their sha256s, into dist/plugin/. BASE_URL names where the tarballs
+# are published. bin/kubectl-joulie, for this machine, comes from make build.
+plugin-release: ## kubectl joulie's tarballs per platform and its krew manifest, into dist/plugin/
+	GO=$(GO) hack/package-plugin.sh dist/plugin
 
 # lintian and rpmlint clean, systemd-analyze verify silent, exposure at
 # most 3.0, and a second packaging run giving the same bytes.

@@ -13,7 +13,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "test-helm: $*" >&2; exit 1; }
 
-everything=(--set serviceMonitor.enabled=true --set grafanaDashboard.enabled=true --set extender.tls.secretName=joulie-extender-tls)
+everything=(--set serviceMonitor.enabled=true --set grafanaDashboard.enabled=true --set viewer.enabled=true --set viewer.groups={ops} --set extender.tls.secretName=joulie-extender-tls)
 
 "$helm" lint --strict "$chart"
 "$helm" lint --strict "$chart" "${everything[@]}"

@@ -194,6 +194,10 @@ type Pod struct {
 	// other pod is standard here.
 	Performance bool
 	Demand      powerest.Demand
+	// DaemonSet is true for a DaemonSet's pod, which the filter lets onto
+	// every node unless it is performance-sensitive (FilterPod); the
+	// score does not read it.
+	DaemonSet bool
 }
 
 // Cluster holds the aggregates over all nodes that each node's score

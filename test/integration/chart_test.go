@@ -58,7 +58,7 @@ func installChart(ctx context.Context, c *harness.ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	installed, err := harness.RenderChart(ctx, helm, chartDir, chartRelease, "--set", "grafanaDashboard.enabled=true", "--set", "agents.pool.enabled=true")
+	installed, err := harness.RenderChart(ctx, helm, chartDir, chartRelease, "--set", "grafanaDashboard.enabled=true", "--set", "agents.pool.enabled=true", "--set", "viewer.enabled=true")
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"joulie.io/joulie/agentd/internal/podenergy"
+	"joulie.io/joulie/pkg/energyreport"
 )
 
 // Events is the resource EnergyReport events are written to.
@@ -22,9 +22,8 @@ var Events = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", 
 // admits an agent's event only with this reason, about a pod, reported
 // as the agent's own node.
 const (
-	EnergyReportReason = "EnergyReport"
+	EnergyReportReason = energyreport.Reason
 	reportingComponent = "joulie.io/agent"
-	noteLimit          = 1024 // the API server's limit on an event's note
 )
 
 // EnergyReporter writes an EnergyReport event on each pod that ended, so
@@ -112,46 +111,12 @@ func (r *EnergyReporter) event(e podenergy.PodEnergy, now time.Time) *unstructur
 	}}
 }
 
-// note is the report's text: measured GPU energy with the GPUs, the CPU
-// estimate, and the time span, within the API server's limit.
+// note is the report's text, as package energyreport writes it for
+// kubectl joulie pods to read back.
 func note(e podenergy.PodEnergy) string {
-	var b strings.Builder
 	gpus := e.GPUs()
-	switch {
-	case len(gpus) > 0:
-		fmt.Fprintf(&b, "GPU energy %s measured on %d GPU", energy(e.GPUJoules), len(gpus))
-		if len(gpus) > 1 {
-			b.WriteString("s")
-		}
-		if e.GPUEstimated {
-			b.WriteString(" (partly from power readings: a counter reset or no energy counter)")
-		}
-		b.WriteString("; ")
-	default:
-		b.WriteString("no GPU; ")
-	}
-	if e.HasCPU {
-		fmt.Fprintf(&b, "CPU energy %s estimated from RAPL by CPU time; ", energy(e.CPUJoules))
-	}
-	fmt.Fprintf(&b, "from %s to %s (%s)", e.Since.UTC().Format(time.RFC3339), e.Until.UTC().Format(time.RFC3339),
-		e.Until.Sub(e.Since).Round(time.Second))
-	s := b.String()
-	if len(gpus) > 0 {
-		s += "; GPUs " + strings.Join(gpus, ", ")
-	}
-	if len(s) > noteLimit {
-		s = s[:noteLimit-len("…")] + "…"
-	}
-	return s
-}
-
-// energy shows joules in kWh from 0.01 kWh on, in kJ or J below.
-func energy(j float64) string {
-	switch {
-	case j >= 36e3:
-		return fmt.Sprintf("%.2f kWh (%.0f J)", j/3.6e6, j)
-	case j >= 1e3:
-		return fmt.Sprintf("%.1f kJ", j/1e3)
-	}
-	return fmt.Sprintf("%.0f J", j)
+	return energyreport.Note(energyreport.Report{
+		GPUJoules: e.GPUJoules, GPUCount: len(gpus), GPUs: gpus, GPUEstimated: e.GPUEstimated,
+		CPUJoules: e.CPUJoules, HasCPU: e.HasCPU, Since: e.Since, Until: e.Until,
+	})
 }

@@ -15,6 +15,7 @@ import (
 	dynfake "k8s.io/client-go/dynamic/fake"
 
 	"joulie.io/joulie/agentd/internal/podenergy"
+	"joulie.io/joulie/pkg/energyreport"
 )
 
 var since = time.Date(2026, 11, 28, 14, 2, 5, 0, time.UTC)
@@ -79,7 +80,7 @@ func TestANoteStaysWithinTheAPILimit(t *testing.T) {
 	for i := range 80 {
 		gpus = append(gpus, fmt.Sprintf("GPU-0b1c2d3e-aaaa-bbbb-cccc-%012d", i))
 	}
-	if n := len(note(ended("u", 1, gpus...))); n > noteLimit {
-		t.Errorf("note of %d bytes, over the limit of %d", n, noteLimit)
+	if n := len(note(ended("u", 1, gpus...))); n > energyreport.NoteLimit {
+		t.Errorf("note of %d bytes, over the limit of %d", n, energyreport.NoteLimit)
 	}
 }

@@ -280,9 +280,10 @@ func (s *Server) answerFilter(w http.ResponseWriter, r *http.Request, ex *exchan
 	// pods from the warm reserve. A DaemonSet's pod passes untouched: it
 	// belongs on every node. Nor is a pod by name looked up for the
 	// reserve when no node carries its label, which is most requests.
-	perf := workload.Classify(a.Pod) == workload.Performance
+	pod := scoring.Pod{Performance: workload.Classify(a.Pod) == workload.Performance, DaemonSet: workload.IsDaemonSet(a.Pod)}
+	perf := pod.Performance
 	snap := s.snapshot()
-	if perf || (!workload.IsDaemonSet(a.Pod) && (!a.HasNodeNames || snap.AnyWarmReserve())) {
+	if perf || (!pod.DaemonSet && (!a.HasNodeNames || snap.AnyWarmReserve())) {
 		// Indexed by verdict: Admit, then each rejection in turn.
 		var rejected [1 + len(scoring.Verdicts)]int
 		for i := range n {
@@ -302,7 +303,7 @@ func (s *Server) answerFilter(w http.ResponseWriter, r *http.Request, ex *exchan
 				// word on its labels.
 				labels = scoring.Labels{Profile: a.Nodes[i].Profile, Draining: a.Nodes[i].Draining, WarmReserve: a.Nodes[i].WarmReserve}
 			}
-			v := scoring.Filter(perf, twin, labels)
+			v := scoring.FilterPod(pod, twin, labels)
 			ex.reasons[i] = v.Reason()
 			rejected[v]++
 		}
@@ -340,10 +341,7 @@ func (s *Server) answerFilter(w http.ResponseWriter, r *http.Request, ex *exchan
 
 func (s *Server) answerPrioritize(w http.ResponseWriter, r *http.Request, ex *exchange) *requestError {
 	a := &ex.args
-	pod := scoring.Pod{
-		Performance: workload.Classify(a.Pod) == workload.Performance,
-		Demand:      powerest.PodDemand(a.Pod),
-	}
+	pod := scoring.PodOf(a.Pod)
 	snap := s.snapshot()
 	now := s.now()
 	params := &s.opts.Params

@@ -158,7 +158,13 @@ func (c *Cache) Run(ctx context.Context) {
 	}
 	c.publish()
 	snap := c.Snapshot()
-	c.log.Info("cache synced", "nodes", len(snap.nodes), "twins", len(snap.twins), "podNodes", len(c.pods.requests()), "took", time.Since(start).Round(time.Millisecond))
+	twins := 0
+	for i := range snap.nodes {
+		if snap.nodes[i].Twin != nil {
+			twins++
+		}
+	}
+	c.log.Info("cache synced", "nodes", len(snap.nodes), "twins", twins, "podNodes", len(c.pods.requests()), "took", time.Since(start).Round(time.Millisecond))
 
 	for {
 		select {

@@ -1,21 +1,17 @@
 package state
 
 import (
-	"math"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"joulie.io/joulie/pkg/powerest"
+	"joulie.io/joulie/pkg/scoring"
 )
 
-// Requests is what the pods bound to a node request, in milli-units (a
-// core is 1000, a GPU 1000), so that adding and removing pods stays exact.
-type Requests struct {
-	CPUMilli, GPUMilli int64
-}
+// Requests is what the pods bound to a node request, in milli-units.
+type Requests = scoring.Requests
 
 // boundPodSelector is the pods that hold resources on a node, as
 // kube-scheduler counts them: bound to one and not ended.
@@ -83,13 +79,7 @@ func useOf(obj any) podUse {
 		return *p
 	case *corev1.Pod:
 		u := podUse{namespace: p.Namespace, name: p.Name}
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return u
-		}
-		d := powerest.PodDemand(p)
-		// PodDemand divided whole milli-units by 1000: rounding gets them
-		// back exactly.
-		u.node, u.req = p.Spec.NodeName, Requests{CPUMilli: int64(math.Round(d.CPUCores * 1000)), GPUMilli: int64(math.Round(d.GPUs * 1000))}
+		u.node, u.req = scoring.Holds(p)
 		return u
 	case cache.DeletedFinalStateUnknown:
 		return useOf(p.Obj)

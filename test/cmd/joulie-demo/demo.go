@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -189,6 +191,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	r, err := d.runOnce(ctx, report.RunJoulie, namespaceJoulie)
 	if r.Name != "" { // a run that started is reported even if it failed
 		rep.Runs = append(rep.Runs, r)
+		rep.KubectlJoulieStatus = d.kubectlJoulieStatus(bg, bins)
 	}
 	if err != nil {
 		return err
@@ -501,4 +504,33 @@ func podRecords(s fleet.Snapshot, ns string, jobs []workload.Job, start time.Tim
 		pods = append(pods, p)
 	}
 	return pods
+}
+
+// kubectlJoulieStatus runs the kubectl plugin's status against the
+// cluster, as an operator would at the end of the run, shows it and
+// returns it for the report; a plugin that is missing or fails is said
+// and leaves the report without it.
+func (d *demo) kubectlJoulieStatus(ctx context.Context, bins string) string {
+	bin := filepath.Join(bins, "kubectl-joulie")
+	if _, err := os.Stat(bin); err != nil {
+		d.say("kubectl joulie: %s is not there (make build builds it); its status is left out of the report", bin)
+		return ""
+	}
+	kubeconfig := filepath.Join(d.work, "kubectl-joulie.kubeconfig")
+	if err := harness.WriteKubeconfigFile(kubeconfig, d.admin); err != nil {
+		d.say("kubectl joulie: %v", err)
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "status", "--kubeconfig", kubeconfig)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		d.say("kubectl joulie status: %v: %s", err, strings.TrimSpace(errOut.String()))
+		return ""
+	}
+	text := out.String() + errOut.String()
+	d.say("kubectl joulie status (the plugin, against this cluster):\n%s", strings.TrimRight(text, "\n"))
+	return text
 }

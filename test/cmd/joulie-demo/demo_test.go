@@ -70,6 +70,15 @@ func TestShortDemo(t *testing.T) {
 	if run.Summary.Pods < 20 {
 		t.Errorf("only %d pods: the short mode should still run a real workload", run.Summary.Pods)
 	}
+	// The operator's view at the end of the run: kubectl joulie status
+	// against the demo's cluster, every node listed, no performance pod
+	// under an eco cap.
+	t.Logf("kubectl joulie status at the end of the run:\n%s", rep.KubectlJoulieStatus)
+	for _, want := range []string{"NODE", "sim-epyc-1", "sim-h100-2", "Power now: ", "Performance pods on eco nodes: 0\n"} {
+		if !strings.Contains(rep.KubectlJoulieStatus, want) {
+			t.Errorf("the report's kubectl joulie status lacks %q:\n%s", want, rep.KubectlJoulieStatus)
+		}
+	}
 
 	// And the page, as a reader's browser shows it.
 	problems, err := report.BrowserCheck(t.Context(), filepath.Join(out, report.FileHTML), filepath.Join(out, "report.png"))
@@ -87,7 +96,7 @@ func TestShortDemo(t *testing.T) {
 func demoBinaries(t *testing.T) string {
 	t.Helper()
 	bins := t.TempDir()
-	for _, pkg := range []string{"agentd/cmd/joulie-agentd", "controller/cmd/joulie-controller", "extender/cmd/joulie-extender"} {
+	for _, pkg := range []string{"agentd/cmd/joulie-agentd", "controller/cmd/joulie-controller", "extender/cmd/joulie-extender", "controller/cmd/kubectl-joulie"} {
 		if err := harness.Build("joulie.io/joulie/"+pkg, filepath.Join(bins, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}

@@ -192,6 +192,10 @@ Workload: {{.Workload.Jobs}} pods from seed {{.Workload.Seed}}, arriving over {{
 </details>
 {{end}}
 
+{{with .KubectlJoulieStatus}}
+<h2>kubectl joulie status at the end of the Joulie run</h2>
+<pre>{{.}}</pre>
+{{end}}
 <h2>Settings shown on screen</h2>
 <table>
 <tr><th>component</th><th>setting</th><th>value</th></tr>

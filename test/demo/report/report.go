@@ -35,6 +35,10 @@ type Report struct {
 	Workload Workload  `json:"workload"`
 	Settings []Setting `json:"settings"`
 	Runs     []Run     `json:"runs"`
+	// KubectlJoulieStatus is what `kubectl joulie status` printed against
+	// the cluster at the end of the Joulie run; empty when the plugin was
+	// not there to run.
+	KubectlJoulieStatus string `json:"kubectlJoulieStatus,omitempty"`
 }
 
 // Workload says which job list the runs replayed.
