@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
-	"joulie.io/joulie/test/demo/report"
+	"joulie.io/joulie/test/demo/demoreport"
 	"joulie.io/joulie/test/harness"
 )
 
@@ -30,7 +30,7 @@ const (
 
 // demoValues are the chart values the demo changes, so that a few minutes
 // show what a cluster does in hours. They are shown on screen and in the
-// report. The extender's address is added at run time. A demo cluster is
+// demoreport. The extender's address is added at run time. A demo cluster is
 // small and runs few performance pods at once, so the queue-aware policy
 // starts from fewer performance nodes and adds one per three performance
 // pods: the plan then follows the workload's bursts within the run. The
@@ -38,7 +38,7 @@ const (
 // it keeps the seeds' fixed eco caps: its short run rarely loads a CPU
 // node past the point where the cap that pays (the chart's default,
 // caps.mode pays) would cap it.
-var demoValues = []report.Setting{
+var demoValues = []demoreport.Setting{
 	{Component: "chart", Name: "controller.caps.mode", Value: "fixed"},
 	{Component: "chart", Name: "controller.policy.reconcileInterval", Value: "5s"},
 	{Component: "chart", Name: "controller.policy.queueHpBaseFrac", Value: "0.3"},
@@ -53,8 +53,8 @@ var demoValues = []report.Setting{
 // nodes the fleet labels), on the demo's clock: a node empty for 10 s is
 // parked, and the controller expects a boot to take the fleet's boot
 // time. The reserve keeps the chart's floor of one idle node per family.
-func parkingValues(boot time.Duration) []report.Setting {
-	return []report.Setting{
+func parkingValues(boot time.Duration) []demoreport.Setting {
+	return []demoreport.Setting{
 		{Component: "chart", Name: "controller.parking.enabled", Value: "true"},
 		{Component: "chart", Name: "controller.parking.settleTime", Value: "10s"},
 		{Component: "chart", Name: "controller.parking.grace", Value: "3s"},
@@ -76,7 +76,7 @@ type cluster struct {
 	bins     string
 	render   *rendered
 	extAddr  string
-	settings []report.Setting
+	settings []demoreport.Setting
 
 	controller, extender *process
 	stopScheduler        func()
@@ -85,7 +85,7 @@ type cluster struct {
 // startCluster starts the control plane and installs the chart as an
 // operator would (CRDs, RBAC, the agents' admission policy, the
 // scheduler configuration), rendered with the demo's values.
-func startCluster(ctx context.Context, dir, bins, helm, chart string, extra []report.Setting) (_ *cluster, err error) {
+func startCluster(ctx context.Context, dir, bins, helm, chart string, extra []demoreport.Setting) (_ *cluster, err error) {
 	c := &cluster{dir: dir, bins: bins}
 	if c.extAddr, err = freeAddr(); err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func startCluster(ctx context.Context, dir, bins, helm, chart string, extra []re
 		}
 	}()
 	values := append(slices.Clone(demoValues), extra...)
-	values = append(values, report.Setting{Component: "chart", Name: "extender.scheduler.urlPrefix", Value: "http://" + c.extAddr})
+	values = append(values, demoreport.Setting{Component: "chart", Name: "extender.scheduler.urlPrefix", Value: "http://" + c.extAddr})
 	var args []string
 	for _, v := range values {
 		args = append(args, "--set-json", v.Name+"="+jsonValue(v.Value))
@@ -137,8 +137,8 @@ func (c *cluster) startJoulie(ctx context.Context) error {
 		return err
 	}
 	c.settings = append(c.settings,
-		report.Setting{Component: controllerName, Name: "METRICS_ADDR", Value: metrics},
-		report.Setting{Component: extenderName, Name: "EXTENDER_ADDR", Value: c.extAddr})
+		demoreport.Setting{Component: controllerName, Name: "METRICS_ADDR", Value: metrics},
+		demoreport.Setting{Component: extenderName, Name: "EXTENDER_ADDR", Value: c.extAddr})
 	if c.controller, err = c.startProgram(ctx, controllerName, "joulie-controller", map[string]string{"METRICS_ADDR": metrics}); err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (c *cluster) startProgram(ctx context.Context, deployment, binary string, o
 	if err != nil {
 		return nil, err
 	}
-	c.settings = append(c.settings, report.Setting{Component: deployment, Name: "identity", Value: harness.ServiceAccountUser(d.Namespace, sa)})
+	c.settings = append(c.settings, demoreport.Setting{Component: deployment, Name: "identity", Value: harness.ServiceAccountUser(d.Namespace, sa)})
 	return startProcess(deployment, filepath.Join(c.bins, binary), args, env, filepath.Join(c.dir, deployment+".log"))
 }
 

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"joulie.io/joulie/test/demo/demoreport"
 	"joulie.io/joulie/test/demo/fleet"
-	"joulie.io/joulie/test/demo/report"
 	"joulie.io/joulie/test/energy/workload"
 	"joulie.io/joulie/test/harness"
 )
@@ -32,9 +32,9 @@ const (
 	namespaceBaseline = "joulie-demo-baseline"
 )
 
-// demo is one invocation: the cluster, the fleet, the runs, the report.
+// demo is one invocation: the cluster, the fleet, the runs, the demoreport.
 type demo struct {
-	opts  *options
+	opts  *Options
 	work  string
 	out   io.Writer
 	view  *liveView
@@ -47,7 +47,7 @@ type demo struct {
 	nodes     []demoNode
 	jobs      []workload.Job
 	arrivals  time.Duration
-	settings  []report.Setting
+	settings  []demoreport.Setting
 	reportDir string
 }
 
@@ -57,13 +57,13 @@ func (d *demo) say(format string, args ...any) {
 
 func (d *demo) run(ctx context.Context) (err error) {
 	o := d.opts
-	bins, err := binDir(o.binDir)
+	bins, err := binDir(o.BinDir)
 	if err != nil {
 		return err
 	}
 	for _, b := range []string{"joulie-agentd", "joulie-controller", "joulie-extender"} {
 		if _, err := os.Stat(filepath.Join(bins, b)); err != nil {
-			return fmt.Errorf("%w: %s is not in %s: run `make build` first (make demo does), or point --bin-dir at the binaries", errUsage, b, bins)
+			return fmt.Errorf("%w: %s is not in %s: run `make build` first (make demo does), or point --bin-dir at the binaries", ErrUsage, b, bins)
 		}
 	}
 	// Setup and teardown must not be cut short by Ctrl-C: only the runs are.
@@ -73,15 +73,15 @@ func (d *demo) run(ctx context.Context) (err error) {
 
 	clusterName := "embedded"
 	agentConfig := func(string) (*rest.Config, error) { return rest.CopyConfig(d.admin), nil }
-	if o.kubeconfig == "" {
+	if o.Kubeconfig == "" {
 		chart, helm, err := chartAndHelm(o)
 		if err != nil {
 			return err
 		}
 		d.say("starting etcd, kube-apiserver 1.37 and installing the chart %s (CRDs, RBAC, admission policy)", chart)
-		var extra []report.Setting
-		if o.parking {
-			extra = parkingValues(o.bootTime)
+		var extra []demoreport.Setting
+		if o.Parking {
+			extra = parkingValues(o.BootTime)
 		}
 		if d.cluster, err = startCluster(setupCtx, d.work, bins, helm, chart, extra); err != nil {
 			return err
@@ -94,8 +94,8 @@ func (d *demo) run(ctx context.Context) (err error) {
 		d.admin = d.cluster.adminConfig()
 		agentConfig = d.cluster.agentConfig
 	} else {
-		if d.admin, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig); err != nil {
-			return fmt.Errorf("%w: --kubeconfig=%s: %v", errUsage, o.kubeconfig, err)
+		if d.admin, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
+			return fmt.Errorf("%w: --kubeconfig=%s: %v", ErrUsage, o.Kubeconfig, err)
 		}
 		clusterName = d.admin.Host
 		d.say("using the cluster at %s: Joulie must already run there (see test/README.md)", d.admin.Host)
@@ -111,18 +111,18 @@ func (d *demo) run(ctx context.Context) (err error) {
 		}
 	}
 
-	d.say("starting %d simulated nodes (%d with their own joulie-agentd on sysfs and a fake NVML, the rest through one pool-mode agent)", o.nodes, o.daemonNodes)
+	d.say("starting %d simulated nodes (%d with their own joulie-agentd on sysfs and a fake NVML, the rest through one pool-mode agent)", o.Nodes, o.DaemonNodes)
 	d.fleet, err = fleet.Start(bg, fleet.Config{
-		Nodes: o.nodes, DaemonNodes: o.daemonNodes,
+		Nodes: o.Nodes, DaemonNodes: o.DaemonNodes,
 		Kube: d.admin, AgentConfig: agentConfig,
 		AgentBinary: filepath.Join(bins, "joulie-agentd"),
 		Dir:         filepath.Join(d.work, "fleet"),
-		Tick:        o.step,
+		Tick:        o.Step,
 		Log:         io.Discard,
 		// Parkable only where Joulie's controller runs here: on a
 		// cluster of the user's, parking is the operator's choice.
-		ParkablePool: o.parking && o.kubeconfig == "",
-		BootTime:     o.bootTime,
+		ParkablePool: o.Parking && o.Kubeconfig == "",
+		BootTime:     o.BootTime,
 		BMCNodes:     bmcNodes(o),
 	})
 	if err != nil {
@@ -144,12 +144,12 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if d.nodes, err = clusterNodes(setupCtx, d.kc, names); err != nil {
 		return err
 	}
-	if d.jobs, d.arrivals, err = demoJobs(o.seed, d.nodes, o.duration, o.maxPods); err != nil {
+	if d.jobs, d.arrivals, err = demoJobs(o.Seed, d.nodes, o.Duration, o.MaxPods); err != nil {
 		return err
 	}
-	d.settings = append(d.settings, report.Setting{Component: "joulie-demo", Name: "--duration", Value: o.duration.String()},
-		report.Setting{Component: "joulie-demo", Name: "--step", Value: o.step.String()},
-		report.Setting{Component: "joulie-demo", Name: "--boot-time", Value: o.bootTime.String()})
+	d.settings = append(d.settings, demoreport.Setting{Component: "joulie-demo", Name: "--duration", Value: o.Duration.String()},
+		demoreport.Setting{Component: "joulie-demo", Name: "--step", Value: o.Step.String()},
+		demoreport.Setting{Component: "joulie-demo", Name: "--boot-time", Value: o.BootTime.String()})
 	if d.cluster != nil {
 		d.settings = append(d.cluster.settings, d.settings...)
 	}
@@ -158,25 +158,25 @@ func (d *demo) run(ctx context.Context) (err error) {
 		d.view.header = append(d.view.header, fmt.Sprintf("  %s %s=%s", s.Component, s.Name, s.Value))
 	}
 
-	rep := &report.Report{
-		Version: report.Version, Started: d.began.UTC(), Cluster: clusterName, Settings: d.settings,
-		Workload: report.Workload{Seed: o.seed, Jobs: len(d.jobs), Hash: workload.Hash(d.jobs), ArrivalsSeconds: d.arrivals.Seconds()},
+	rep := &demoreport.Report{
+		Version: demoreport.Version, Started: d.began.UTC(), Cluster: clusterName, Settings: d.settings,
+		Workload: demoreport.Workload{Seed: o.Seed, Jobs: len(d.jobs), Hash: workload.Hash(d.jobs), ArrivalsSeconds: d.arrivals.Seconds()},
 	}
 	// Whatever happens from here on, the runs recorded so far are written.
 	defer func() {
 		if len(rep.Runs) == 0 {
 			return
 		}
-		if e := rep.Write(o.out); e != nil {
+		if e := rep.Write(o.Out); e != nil {
 			err = errors.Join(err, e)
 			return
 		}
-		d.reportDir = o.out
+		d.reportDir = o.Out
 		for _, r := range rep.Runs {
-			if r.Name != report.RunJoulie {
+			if r.Name != demoreport.RunJoulie {
 				continue
 			}
-			for _, e := range r.Check(report.Expect{CappedPaths: d.cappedPaths()}) {
+			for _, e := range r.Check(demoreport.Expect{CappedPaths: d.cappedPaths()}) {
 				fmt.Fprintf(d.out, "check: %v\n", e)
 			}
 		}
@@ -185,10 +185,10 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := d.waitSteady(ctx); err != nil {
 		return err
 	}
-	if o.parking && d.cluster != nil {
+	if o.Parking && d.cluster != nil {
 		d.waitParked(ctx)
 	}
-	r, err := d.runOnce(ctx, report.RunJoulie, namespaceJoulie)
+	r, err := d.runOnce(ctx, demoreport.RunJoulie, namespaceJoulie)
 	if r.Name != "" { // a run that started is reported even if it failed
 		rep.Runs = append(rep.Runs, r)
 		rep.KubectlJoulieStatus = d.kubectlJoulieStatus(bg, bins)
@@ -196,8 +196,8 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if o.compare && ctx.Err() == nil {
-		d.say("run %s done; turning Joulie off (controller, extender and caps) for the comparison", report.RunJoulie)
+	if o.Compare && ctx.Err() == nil {
+		d.say("run %s done; turning Joulie off (controller, extender and caps) for the comparison", demoreport.RunJoulie)
 		// Its own deadline: setupCtx's began with the demo, a run ago.
 		offCtx, cancel := context.WithTimeout(bg, 2*time.Minute)
 		defer cancel()
@@ -210,7 +210,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		if err := d.waitUncapped(ctx); err != nil {
 			return err
 		}
-		r, err := d.runOnce(ctx, report.RunBaseline, namespaceBaseline)
+		r, err := d.runOnce(ctx, demoreport.RunBaseline, namespaceBaseline)
 		if r.Name != "" {
 			rep.Runs = append(rep.Runs, r)
 		}
@@ -218,7 +218,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if o.kubeconfig != "" {
+	if o.Kubeconfig != "" {
 		for _, ns := range []string{namespaceJoulie} {
 			if err := d.kc.CoreV1().Namespaces().Delete(bg, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("remove namespace %s: %w", ns, err)
@@ -231,11 +231,11 @@ func (d *demo) run(ctx context.Context) (err error) {
 // bmcNodes is how many pool nodes get a BMC: none without parking or on
 // a cluster of the user's (the controller there could not reach a BMC on
 // this machine's loopback), and never more than there are pool nodes.
-func bmcNodes(o *options) int {
-	if !o.parking || o.kubeconfig != "" {
+func bmcNodes(o *Options) int {
+	if !o.Parking || o.Kubeconfig != "" {
 		return 0
 	}
-	return max(0, min(o.bmcNodes, o.nodes-o.daemonNodes))
+	return max(0, min(o.BMCNodes, o.Nodes-o.DaemonNodes))
 }
 
 // cappedPaths are the paths the fleet has nodes on, each of which must
@@ -251,15 +251,15 @@ func (d *demo) cappedPaths() []string {
 	return paths
 }
 
-func chartAndHelm(o *options) (chart, helm string, err error) {
-	chart = o.chart
+func chartAndHelm(o *Options) (chart, helm string, err error) {
+	chart = o.Chart
 	if chart == "" {
 		chart = filepath.Join("packaging", "helm", "joulie")
 	}
 	if _, err := os.Stat(filepath.Join(chart, "Chart.yaml")); err != nil {
-		return "", "", fmt.Errorf("%w: no Helm chart at %s: run from the repository's root or give --chart", errUsage, chart)
+		return "", "", fmt.Errorf("%w: no Helm chart at %s: run from the repository's root or give --chart", ErrUsage, chart)
 	}
-	helm = o.helm
+	helm = o.Helm
 	if helm == "" {
 		if helm, err = harness.PinnedHelm(filepath.Join(chart, "..", "..", "..")); err != nil {
 			return "", "", err
@@ -289,9 +289,9 @@ func (d *demo) ensureNamespace(ctx context.Context, ns string) error {
 
 // runOnce submits the workload into namespace ns and records the fleet
 // until every pod is done, the duration is over or ctx ends.
-func (d *demo) runOnce(ctx context.Context, name, ns string) (report.Run, error) {
+func (d *demo) runOnce(ctx context.Context, name, ns string) (demoreport.Run, error) {
 	if err := d.ensureNamespace(context.WithoutCancel(ctx), ns); err != nil {
-		return report.Run{}, err
+		return demoreport.Run{}, err
 	}
 	// The run starts at the fleet's clock, so the first sample is at 0.
 	start := d.fleet.Snapshot().Time
@@ -303,8 +303,8 @@ func (d *demo) runOnce(ctx context.Context, name, ns string) (report.Run, error)
 	defer stopSub()
 	go sub.run(subCtx, start)
 
-	rec := report.NewRecorder(name, start)
-	tick := time.NewTicker(d.opts.refresh)
+	rec := demoreport.NewRecorder(name, start)
+	tick := time.NewTicker(d.opts.Refresh)
 	defer tick.Stop()
 	var snap fleet.Snapshot
 	var firstEnergy float64
@@ -317,7 +317,7 @@ func (d *demo) runOnce(ctx context.Context, name, ns string) (report.Run, error)
 		obs := observation(snap, ns, submitted)
 		rec.Observe(obs)
 		elapsed := time.Since(start)
-		d.view.draw(frame{Run: name, Elapsed: elapsed, Duration: d.opts.duration, Submitted: submitted,
+		d.view.draw(frame{Run: name, Elapsed: elapsed, Duration: d.opts.Duration, Submitted: submitted,
 			Jobs: len(d.jobs), Obs: obs, EnergyJ: obs.EnergyJ - firstEnergy})
 		if err := sub.err(); err != nil {
 			return rec.Finish(podRecords(snap, ns, d.jobs, start, sub)), err
@@ -326,8 +326,8 @@ func (d *demo) runOnce(ctx context.Context, name, ns string) (report.Run, error)
 			d.say("run %s: all %d pods done after %s", name, len(d.jobs), elapsed.Round(time.Second))
 			break
 		}
-		if elapsed >= d.opts.duration {
-			d.say("run %s: %s is over, %d of %d pods done", name, d.opts.duration, obs.Done, len(d.jobs))
+		if elapsed >= d.opts.Duration {
+			d.say("run %s: %s is over, %d of %d pods done", name, d.opts.Duration, obs.Done, len(d.jobs))
 			break
 		}
 		select {
@@ -390,9 +390,9 @@ func (d *demo) waitParked(ctx context.Context) {
 		off, moving := 0, 0
 		for _, n := range d.fleet.Snapshot().Nodes {
 			switch {
-			case n.PowerState == report.StateParked && n.Host == fleet.HostOff:
+			case n.PowerState == demoreport.StateParked && n.Host == fleet.HostOff:
 				off++
-			case n.PowerState != "" && n.PowerState != report.StateAwake, n.Host != fleet.HostOn:
+			case n.PowerState != "" && n.PowerState != demoreport.StateAwake, n.Host != fleet.HostOn:
 				moving++
 			}
 		}
@@ -441,17 +441,17 @@ func (d *demo) waitUncapped(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(d.opts.refresh):
+		case <-time.After(d.opts.Refresh):
 		}
 	}
 }
 
 // observation is a fleet snapshot as the report records it, with the
 // pods of namespace ns counted: pending from what was submitted.
-func observation(s fleet.Snapshot, ns string, submitted int) report.Observation {
-	o := report.Observation{Time: s.Time, PowerW: s.PowerW, EnergyJ: s.EnergyJ}
+func observation(s fleet.Snapshot, ns string, submitted int) demoreport.Observation {
+	o := demoreport.Observation{Time: s.Time, PowerW: s.PowerW, EnergyJ: s.EnergyJ}
 	for _, n := range s.Nodes {
-		o.Nodes = append(o.Nodes, report.NodeState{
+		o.Nodes = append(o.Nodes, demoreport.NodeState{
 			Name: n.Name, Family: n.Family, Path: n.Path, Profile: n.Profile, Draining: n.Draining,
 			CPUCapPct: n.CPUCapPct, GPUCapPct: n.GPUCapPct, Watts: n.Watts,
 			RunningPerf: n.RunningPerf, RunningStd: n.RunningStd,
@@ -476,7 +476,7 @@ func observation(s fleet.Snapshot, ns string, submitted int) report.Observation 
 
 // podRecords are the run's pods as the report keeps them: every job,
 // with what the fleet saw of its pod.
-func podRecords(s fleet.Snapshot, ns string, jobs []workload.Job, start time.Time, sub *submitter) []report.Pod {
+func podRecords(s fleet.Snapshot, ns string, jobs []workload.Job, start time.Time, sub *submitter) []demoreport.Pod {
 	seen := map[string]fleet.PodRecord{}
 	for _, p := range s.Pods {
 		if p.Namespace == ns {
@@ -489,10 +489,10 @@ func podRecords(s fleet.Snapshot, ns string, jobs []workload.Job, start time.Tim
 		}
 		return t.Sub(start).Seconds()
 	}
-	var pods []report.Pod
+	var pods []demoreport.Pod
 	for _, j := range jobs {
 		name := podName(j)
-		p := report.Pod{Name: name, Class: string(j.Class), Boundness: string(j.Boundness), GPUs: j.GPUs,
+		p := demoreport.Pod{Name: name, Class: string(j.Class), Boundness: string(j.Boundness), GPUs: j.GPUs,
 			WorkSeconds: j.Work.Seconds(), Created: rel(sub.createdAt(name)), Started: -1, Finished: -1, Phase: "NotSubmitted"}
 		if p.Created >= 0 {
 			p.Phase = "Pending"

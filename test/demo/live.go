@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"joulie.io/joulie/test/demo/report"
+	"joulie.io/joulie/test/demo/demoreport"
 )
 
 // frame is what the live view shows at one refresh.
@@ -16,7 +16,7 @@ type frame struct {
 	Duration  time.Duration
 	Submitted int
 	Jobs      int
-	Obs       report.Observation
+	Obs       demoreport.Observation
 	// EnergyJ is the energy since the run's start (the fleet's counter
 	// runs from the fleet's start).
 	EnergyJ float64
@@ -61,7 +61,7 @@ func plainLine(f frame) string {
 		switch {
 		case n.Draining:
 			draining++
-		case n.Profile == report.ProfileEco:
+		case n.Profile == demoreport.ProfileEco:
 			eco++
 			if n.CPUCapPct < 100 || n.GPUCapPct < 100 {
 				capped++
@@ -75,13 +75,13 @@ func plainLine(f frame) string {
 
 // stateCounts is "awake 5, parked 2, booting 1": the nodes per power
 // state, in the report's order, the empty ones left out.
-func stateCounts(o report.Observation) string {
+func stateCounts(o demoreport.Observation) string {
 	n := map[string]int{}
 	for _, s := range o.Nodes {
 		n[s.State()]++
 	}
 	var parts []string
-	for _, st := range report.States {
+	for _, st := range demoreport.States {
 		if n[st] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", st, n[st]))
 		}
@@ -91,11 +91,11 @@ func stateCounts(o report.Observation) string {
 
 // stateText is a node's power state for its row: the boot's progress
 // while it boots, what it draws while parked.
-func stateText(n report.NodeState) string {
+func stateText(n demoreport.NodeState) string {
 	switch st := n.State(); {
-	case st == report.StateBooting && n.WokenBy == report.WokenByBMC:
+	case st == demoreport.StateBooting && n.WokenBy == demoreport.WokenByBMC:
 		return fmt.Sprintf("booting %3.0f%% BMC", n.BootPct)
-	case st == report.StateBooting:
+	case st == demoreport.StateBooting:
 		return fmt.Sprintf("booting %3.0f%%", n.BootPct)
 	case n.Host == "off":
 		return st + " (off)"
@@ -114,7 +114,7 @@ func table(f frame) string {
 	for _, n := range f.Obs.Nodes {
 		profile := n.Profile
 		if n.Draining {
-			profile = report.ProfileDraining
+			profile = demoreport.ProfileDraining
 		}
 		fmt.Fprintf(&b, "%-14s %-18s %-6s %s%-12s%s %-16s %7s %7s %9.0f %6d %6d\n",
 			n.Name, n.Family, n.Path, color(profile), profile, reset, stateText(n), capText(n.CPUCapPct), capText(n.GPUCapPct),
@@ -138,12 +138,12 @@ func capText(pct float64) string {
 
 const reset = "\x1b[0m"
 
-// color is the terminal colour of a profile, as report.html draws it.
+// color is the terminal colour of a profile, as demoreport.html draws it.
 func color(profile string) string {
 	switch profile {
-	case report.ProfileEco:
+	case demoreport.ProfileEco:
 		return "\x1b[32m"
-	case report.ProfileDraining:
+	case demoreport.ProfileDraining:
 		return "\x1b[33m"
 	default:
 		return "\x1b[31m"

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -6,22 +6,22 @@ import (
 	"testing"
 	"time"
 
-	"joulie.io/joulie/test/demo/report"
+	"joulie.io/joulie/test/demo/demoreport"
 )
 
 func sampleFrame(elapsed time.Duration) frame {
 	return frame{
-		Run: report.RunJoulie, Elapsed: elapsed, Duration: 5 * time.Minute, Submitted: 40, Jobs: 300, EnergyJ: 123456,
-		Obs: report.Observation{
+		Run: demoreport.RunJoulie, Elapsed: elapsed, Duration: 5 * time.Minute, Submitted: 40, Jobs: 300, EnergyJ: 123456,
+		Obs: demoreport.Observation{
 			PowerW: 12345, EnergyJ: 999999, Pending: 3, Running: 30, Done: 7,
-			Nodes: []report.NodeState{
-				{Name: "cpu-epyc-0", Family: "2x EPYC 9654", Path: "pool", Profile: report.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 800, RunningPerf: 4, RunningStd: 2},
-				{Name: "gpu-h100-0", Family: "8x H100", Path: "daemon", Profile: report.ProfileEco, CPUCapPct: 60, GPUCapPct: 60, Watts: 3100, RunningStd: 5},
-				{Name: "gpu-mi300x-0", Family: "8x MI300X", Path: "pool", Profile: report.ProfileEco, Draining: true, CPUCapPct: 60, GPUCapPct: 60, Watts: 2500, RunningPerf: 1},
-				{Name: "cpu-epyc-1", Family: "2x EPYC 9654", Path: "pool", Profile: report.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 9.75,
-					PowerState: report.StateParked, Host: "off"},
-				{Name: "cpu-epyc-2", Family: "2x EPYC 9654", Path: "pool", Profile: report.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 125,
-					PowerState: report.StateWaking, Host: "booting", BootPct: 40},
+			Nodes: []demoreport.NodeState{
+				{Name: "cpu-epyc-0", Family: "2x EPYC 9654", Path: "pool", Profile: demoreport.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 800, RunningPerf: 4, RunningStd: 2},
+				{Name: "gpu-h100-0", Family: "8x H100", Path: "daemon", Profile: demoreport.ProfileEco, CPUCapPct: 60, GPUCapPct: 60, Watts: 3100, RunningStd: 5},
+				{Name: "gpu-mi300x-0", Family: "8x MI300X", Path: "pool", Profile: demoreport.ProfileEco, Draining: true, CPUCapPct: 60, GPUCapPct: 60, Watts: 2500, RunningPerf: 1},
+				{Name: "cpu-epyc-1", Family: "2x EPYC 9654", Path: "pool", Profile: demoreport.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 9.75,
+					PowerState: demoreport.StateParked, Host: "off"},
+				{Name: "cpu-epyc-2", Family: "2x EPYC 9654", Path: "pool", Profile: demoreport.ProfilePerformance, CPUCapPct: 100, GPUCapPct: 100, Watts: 125,
+					PowerState: demoreport.StateWaking, Host: "booting", BootPct: 40},
 			},
 		},
 	}
@@ -71,7 +71,7 @@ func TestLiveViewPrintsPlainLinesWhenNotATerminal(t *testing.T) {
 	}
 	// The next run starts its lines afresh.
 	f := sampleFrame(2 * time.Second)
-	f.Run = report.RunBaseline
+	f.Run = demoreport.RunBaseline
 	v.draw(f)
 	if !strings.Contains(out.String(), "[without-joulie    2s]") {
 		t.Errorf("the second run's first frame printed no line:\n%s", out.String())

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"os"
@@ -16,11 +16,11 @@ import (
 // downward API filled in, and only the listen addresses and the
 // kubeconfig changed (by variable, which wins over the file).
 func TestProgramsGetTheChartsEnvironment(t *testing.T) {
-	helm, err := harness.PinnedHelm("../../..")
+	helm, err := harness.PinnedHelm("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifests, err := harness.RenderChart(t.Context(), helm, "../../../packaging/helm/joulie", harness.ChartRelease,
+	manifests, err := harness.RenderChart(t.Context(), helm, "../../packaging/helm/joulie", harness.ChartRelease,
 		"--set", "controller.policy.reconcileInterval=5s", "--set", "extender.scheduler.urlPrefix=http://127.0.0.1:4321")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestStopEndsAProgramAndKillsOneThatIgnoresSIGTERM(t *testing.T) {
 // A chart that does not render stops the start: the control plane it had
 // started is stopped again and the error says why, with no panic.
 func TestStartClusterStopsWhatItStartedOnError(t *testing.T) {
-	helm, err := harness.PinnedHelm("../../..")
+	helm, err := harness.PinnedHelm("../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package report
+package demoreport
 
 import (
 	"fmt"
@@ -15,6 +15,10 @@ type Expect struct {
 	// ParkAndWake asks that at least one node was parked and one woken
 	// (booted) during the run.
 	ParkAndWake bool
+	// EcoCapWithin, when positive, is the longest an awake node may be
+	// eco (not draining) without a cap below 100% applied: the time its
+	// agent has to enforce the eco profile, observation steps included.
+	EcoCapWithin float64
 }
 
 // PodSucceeded is the phase of a pod that finished its work.
@@ -29,6 +33,14 @@ func (run *Run) Check(e Expect) []error {
 	for _, path := range e.CappedPaths {
 		if s.EcoCappedNodes[path] == 0 {
 			fail("run %s: no eco node of path %q was seen with a cap applied", run.Name, path)
+		}
+	}
+	if e.EcoCapWithin > 0 {
+		for _, n := range run.Nodes {
+			if at, lasted := uncappedEco(n, s.DurationSeconds); lasted > e.EcoCapWithin {
+				fail("run %s: node %s (path %s) was eco without a cap for %.1f s from %.1f s, more than %.1f s",
+					run.Name, n.Name, n.Path, lasted, at, e.EcoCapWithin)
+			}
 		}
 	}
 	if s.PerfOnEcoMax > 0 {
@@ -69,4 +81,28 @@ func energyTolerance(samples []Sample, energyJ float64) float64 {
 		tol += (samples[i].T - samples[i-1].T) * math.Abs(samples[i].PowerW-samples[i-1].PowerW)
 	}
 	return tol
+}
+
+// uncappedEco is the longest span in which awake node n was eco, not
+// draining, with no cap below 100% applied, and when it began; the
+// timeline's last state lasts until end.
+func uncappedEco(n Node, end float64) (at, longest float64) {
+	start := -1.0
+	for i, c := range n.Timeline {
+		uncapped := c.Profile == ProfileEco && !c.Draining && c.PowerState == StateAwake && c.CPUCapPct >= 100 && c.GPUCapPct >= 100
+		if uncapped && start < 0 {
+			start = c.T
+		}
+		if start >= 0 && (!uncapped || i == len(n.Timeline)-1) {
+			stop := c.T
+			if uncapped {
+				stop = end
+			}
+			if stop-start > longest {
+				at, longest = start, stop-start
+			}
+			start = -1
+		}
+	}
+	return at, longest
 }

@@ -1,4 +1,4 @@
-// Package report is what joulie-demo measured and how it shows it: the
+// Package demoreport is what joulie-demo measured and how it shows it: the
 // data of report.json, the recorder that builds it from the fleet's
 // snapshots while the demo runs, report.html with its plots (made with
 // gonum.org/v1/plot, embedded as SVG data: URIs, so the page opens
@@ -6,7 +6,7 @@
 //
 // Nothing here starts a process or talks to a cluster: the recorder is fed
 // observations, the renderer writes files.
-package report
+package demoreport
 
 import (
 	"encoding/json"

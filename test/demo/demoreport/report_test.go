@@ -1,4 +1,4 @@
-package report
+package demoreport
 
 import (
 	"math"
@@ -158,7 +158,7 @@ func TestRecorderKeepsChangesOnlyAndSummarizes(t *testing.T) {
 	if run.Pods[0].Name != "job-000000" {
 		t.Errorf("pods not in creation order: first is %s", run.Pods[0].Name)
 	}
-	if errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true, ParkAndWake: true}); errs != nil {
+	if errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true, ParkAndWake: true, EcoCapWithin: 5}); errs != nil {
 		t.Errorf("a good run fails its checks: %v", errs)
 	}
 }
@@ -188,6 +188,15 @@ func TestCheckCatchesBrokenPromises(t *testing.T) {
 		{"energy in the wrong unit", func(r *Run) {
 			r.Summary.EnergyJ *= 1.05
 		}, "differs from the integral of its reported power"},
+		{"an eco node left uncapped", func(r *Run) {
+			n := nodeNamed(r, "daemon-b")
+			n.Timeline = append(n.Timeline, NodeChange{T: 20, Profile: ProfileEco, CPUCapPct: 100, GPUCapPct: 100, PowerState: StateAwake},
+				NodeChange{T: 30, Profile: ProfileEco, CPUCapPct: 60, GPUCapPct: 60, PowerState: StateAwake})
+		}, "node daemon-b (path daemon) was eco without a cap for 10.0 s from 20.0 s"},
+		{"an eco node uncapped to the end", func(r *Run) {
+			n := nodeNamed(r, "daemon-b")
+			n.Timeline = append(n.Timeline, NodeChange{T: r.Summary.DurationSeconds - 8, Profile: ProfileEco, CPUCapPct: 100, GPUCapPct: 100, PowerState: StateAwake})
+		}, "was eco without a cap for 8.0 s"},
 		{"no park", func(r *Run) {
 			r.Summary.Parks = 0
 		}, "no node was parked"},
@@ -198,12 +207,21 @@ func TestCheckCatchesBrokenPromises(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			run := recordRun(RunJoulie, 60)
 			tc.spoil(&run)
-			errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true, ParkAndWake: true})
+			errs := run.Check(Expect{CappedPaths: []string{"pool", "daemon"}, AllDone: true, ParkAndWake: true, EcoCapWithin: 5})
 			if !slices.ContainsFunc(errs, func(e error) bool { return strings.Contains(e.Error(), tc.want) }) {
 				t.Errorf("errors %v, want one saying %q", errs, tc.want)
 			}
 		})
 	}
+}
+
+func nodeNamed(r *Run, name string) *Node {
+	for i := range r.Nodes {
+		if r.Nodes[i].Name == name {
+			return &r.Nodes[i]
+		}
+	}
+	panic("no node " + name)
 }
 
 func podNamed(r *Run, name string) *Pod {
