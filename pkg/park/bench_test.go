@@ -60,7 +60,7 @@ func benchCluster() Input {
 // (load 12-16); the spread is the load's.
 func BenchmarkDecide2500Nodes500Pending(b *testing.B) {
 	in := benchCluster()
-	s := DefaultSettings()
+	s := DefaultParams()
 	s.WakesPerMinute = 1000
 	r := Decide(in, s)
 	b.Logf("%d transitions, %d pending pods unplaceable, %d waiting for the rate", len(r.Transitions), r.Unplaceable, r.WaitingForRate)

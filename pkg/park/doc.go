@@ -22,7 +22,7 @@
 //
 // Each hardware family keeps a warm reserve of idle awake nodes, sized
 // for the performance demand that arrives within one boot time. With
-// Settings.ReserveFor set to performance, the default, the reserve is kept
+// Params.ReserveFor set to performance, the default, the reserve is kept
 // for performance pods: Decide names the nodes it holds, the controller
 // labels them joulie.io/warm-reserve, the extender turns every other pod
 // away from them, and a pending standard pod wakes a parked node rather

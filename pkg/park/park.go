@@ -147,7 +147,7 @@ type state struct {
 
 // Decide returns the transitions to carry out now. It never moves a node
 // twice in one pass, and a node it does not mention stays as it is.
-func Decide(in Input, s Settings) Result {
+func Decide(in Input, s Params) Result {
 	nodes := make([]*state, len(in.Nodes))
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
@@ -189,7 +189,7 @@ func Decide(in Input, s Settings) Result {
 
 type decider struct {
 	in                               Input
-	s                                Settings
+	s                                Params
 	nodes                            []*state
 	out                              []Transition
 	parkBudget, wakeBudget           int
@@ -283,7 +283,7 @@ func (d *decider) finishParks() {
 }
 
 // labelBlocker is why the node's labels or spec forbid parking it, or "".
-func labelBlocker(s Settings, n *corev1.Node) string {
+func labelBlocker(s Params, n *corev1.Node) string {
 	l := n.Labels
 	switch {
 	case !s.parkable(l):
@@ -305,7 +305,7 @@ func hasKey(m map[string]string, k string) bool {
 
 // ParkBlocker is why node n may not be parked at all under s, or "" when
 // it may (settle time, reserve and rates aside): the never rules.
-func ParkBlocker(s Settings, n *Node) string {
+func ParkBlocker(s Params, n *Node) string {
 	if r := labelBlocker(s, n.Node); r != "" {
 		return r
 	}
@@ -570,7 +570,7 @@ func (d *decider) families() map[string]*family {
 // of any resource it asks for). ReserveMean scales the window's sum to one
 // boot time; ReservePeak takes the largest sum that arrived within any one
 // boot time of the window.
-func demand(nodes []*state, arrivals []Arrival, now time.Time, s Settings) float64 {
+func demand(nodes []*state, arrivals []Arrival, now time.Time, s Params) float64 {
 	if len(arrivals) == 0 || len(nodes) == 0 || s.Lookback <= 0 {
 		return 0
 	}

@@ -125,12 +125,12 @@ func arrivals(n int, cpus int, spread time.Duration) []Arrival {
 }
 
 // noFloor leaves the reserve out of cases about pending pods.
-func noFloor(s *Settings) { s.ReserveFloor = 0 }
+func noFloor(s *Params) { s.ReserveFloor = 0 }
 
 // forPerformance keeps the warm reserve for performance pods, with a
 // reserve floor of floor.
-func forPerformance(floor int) func(*Settings) {
-	return func(s *Settings) { s.ReserveFor, s.ReserveFloor = ReserveForPerformance, floor }
+func forPerformance(floor int) func(*Params) {
+	return func(s *Params) { s.ReserveFor, s.ReserveFloor = ReserveForPerformance, floor }
 }
 
 // warmReserve labels a node as held for performance pods.
@@ -164,7 +164,7 @@ func TestDecide(t *testing.T) {
 		pending     []*corev1.Pod
 		arrivals    map[string][]Arrival
 		podsUnknown bool
-		settings    func(*Settings)
+		settings    func(*Params)
 		want        []string
 		// reason, when set, must be in the first transition's reason.
 		reason string
@@ -183,7 +183,7 @@ func TestDecide(t *testing.T) {
 			nodes: []Node{node("a", cpuFam, 64)}},
 		{name: "a larger reserve floor keeps more idle nodes",
 			nodes:    []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64)},
-			settings: func(s *Settings) { s.ReserveFloor = 2 },
+			settings: func(s *Params) { s.ReserveFloor = 2 },
 			want:     []string{"a awake>parking"}},
 		{name: "busy nodes are not idle: they leave the reserve to the empty ones",
 			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64), node("c", cpuFam, 64, busy(3))}},
@@ -253,13 +253,13 @@ func TestDecide(t *testing.T) {
 			nodes: []Node{node("a", cpuFam, 64, unlabel(joulie.LabelParkable), label("pool", "batch")),
 				node("b", cpuFam, 64, unlabel(joulie.LabelParkable), label("pool", "batch")),
 				node("c", cpuFam, 64, label("pool", "interactive"))},
-			settings: func(s *Settings) { s.Parkable = labels.SelectorFromSet(labels.Set{"pool": "batch"}) },
+			settings: func(s *Params) { s.Parkable = labels.SelectorFromSet(labels.Set{"pool": "batch"}) },
 			// c, labelled parkable but not selected, stays awake and is
 			// the family's reserve.
 			want: []string{"a awake>parking", "b awake>parking"}},
 		{name: "a configured selector aborts the park of a node it stops selecting",
 			nodes:    []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute), label("pool", "interactive"))},
-			settings: func(s *Settings) { s.Parkable = labels.SelectorFromSet(labels.Set{"pool": "batch"}) },
+			settings: func(s *Params) { s.Parkable = labels.SelectorFromSet(labels.Set{"pool": "batch"}) },
 			want:     []string{"b parking>awake"},
 			reason:   `not selected by parking.nodeSelector "pool=batch"`},
 		{name: "a pending pod that fits a node being parked aborts that park rather than waking another",
@@ -400,21 +400,21 @@ func TestDecide(t *testing.T) {
 		{name: "the park rate counts the parks the profiles record in the last minute",
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerParked, 30*time.Second)), node("b", cpuFam, 64, in(joulie.PowerParking, 20*time.Second)),
 				node("c", cpuFam, 64), node("d", cpuFam, 64), node("e", cpuFam, 64)},
-			settings: func(s *Settings) { s.ParksPerMinute = 3 },
+			settings: func(s *Params) { s.ParksPerMinute = 3 },
 			want:     []string{"c awake>parking"}},
 		{name: "parks older than a minute do not count against the rate",
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerParked, 2*time.Minute)), node("b", cpuFam, 64, in(joulie.PowerParked, 61*time.Second)),
 				node("c", cpuFam, 64), node("d", cpuFam, 64), node("e", cpuFam, 64)},
-			settings: func(s *Settings) { s.ParksPerMinute = 2 },
+			settings: func(s *Params) { s.ParksPerMinute = 2 },
 			want:     []string{"c awake>parking", "d awake>parking"}},
 		{name: "a park rate of zero parks nothing",
 			nodes:    []Node{node("a", cpuFam, 64), node("b", cpuFam, 64)},
-			settings: func(s *Settings) { s.ParksPerMinute = 0 }},
+			settings: func(s *Params) { s.ParksPerMinute = 0 }},
 		{name: "the wake rate limits wakes for pending pods, performance pods first",
 			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
 				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour)), node("d", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
 			pending:  []*corev1.Pod{pod("big", 60, 0), pod("perf1", 40, 0, performance), pod("perf2", 40, 0, performance)},
-			settings: func(s *Settings) { s.WakesPerMinute = 2 },
+			settings: func(s *Params) { s.WakesPerMinute = 2 },
 			want:     []string{"b parked>waking#1", "c parked>waking#1"},
 			check: func(t *testing.T, r Result) {
 				for _, tr := range r.Transitions {
@@ -431,7 +431,7 @@ func TestDecide(t *testing.T) {
 				node("x", cpuFam, 64, busy(64), in(joulie.PowerAwake, 10*time.Second), attempts(1)),
 				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)), node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
 			pending:  []*corev1.Pod{pod("p1", 64, 0), pod("p2", 64, 0), pod("p3", 64, 0)},
-			settings: func(s *Settings) { s.WakesPerMinute = 3 },
+			settings: func(s *Params) { s.WakesPerMinute = 3 },
 			want:     []string{"b parked>waking#1"}},
 
 		// The reserve.
@@ -441,7 +441,7 @@ func TestDecide(t *testing.T) {
 			// 12 arrivals of half a node in the hour: 6 nodes an hour, 0.5
 			// per 5-minute boot, so ceil(0.5) + 1 = 2 stay.
 			arrivals: map[string][]Arrival{cpuFam: arrivals(12, 32, 59*time.Minute)},
-			settings: func(s *Settings) { s.ReserveSizing = ReserveMean },
+			settings: func(s *Params) { s.ReserveSizing = ReserveMean },
 			want:     []string{"a awake>parking", "b awake>parking", "c awake>parking", "d awake>parking"},
 			check: func(t *testing.T, r Result) {
 				if f := r.Families[0]; f.Reserve != 2 || f.Demand != 0.5 {
@@ -520,7 +520,7 @@ func TestDecide(t *testing.T) {
 		{name: "a warm-reserve label left over still keeps standard pods off with reserveFor any",
 			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("r", cpuFam, 64, warmReserve),
 				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
-			settings: func(s *Settings) { s.ReserveFloor = 1 },
+			settings: func(s *Params) { s.ReserveFloor = 1 },
 			pending:  []*corev1.Pod{pod("p", 16, 0)},
 			want:     []string{"b parked>waking#1"}, reason: "pending pod default/p",
 			check: holds()},
@@ -582,7 +582,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := DefaultSettings()
+			s := DefaultParams()
 			// Nothing is held unless a case asks for it (forPerformance).
 			s.ReserveFor = ReserveForAny
 			if c.settings != nil {
@@ -605,27 +605,27 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func TestSettingsValidate(t *testing.T) {
-	if err := DefaultSettings().Validate(); err != nil {
+func TestParamsValidate(t *testing.T) {
+	if err := DefaultParams().Validate(); err != nil {
 		t.Fatalf("the defaults do not validate: %v", err)
 	}
 	for _, c := range []struct {
 		key string
-		mod func(*Settings)
+		mod func(*Params)
 	}{
-		{"parking.settleTime", func(s *Settings) { s.SettleTime = -time.Second }},
-		{"parking.reserveFloor", func(s *Settings) { s.ReserveFloor = -1 }},
-		{"parking.lookback", func(s *Settings) { s.Lookback = 0 }},
-		{"parking.reserveSizing", func(s *Settings) { s.ReserveSizing = "max" }},
-		{"parking.reserveFor", func(s *Settings) { s.ReserveFor = "standard" }},
-		{"parking.reserveFor", func(s *Settings) { s.ReserveFor = "" }},
-		{"parking.parksPerMinute", func(s *Settings) { s.ParksPerMinute = -1 }},
-		{"parking.wakesPerMinute", func(s *Settings) { s.WakesPerMinute = -1 }},
-		{"parking.grace", func(s *Settings) { s.ParkGrace = -time.Second }},
-		{"parking.resumeTimeout", func(s *Settings) { s.ResumeTimeout = 0 }},
-		{"parking.maxWakeAttempts", func(s *Settings) { s.MaxWakeAttempts = 0 }},
+		{"parking.settleTime", func(s *Params) { s.SettleTime = -time.Second }},
+		{"parking.reserveFloor", func(s *Params) { s.ReserveFloor = -1 }},
+		{"parking.lookback", func(s *Params) { s.Lookback = 0 }},
+		{"parking.reserveSizing", func(s *Params) { s.ReserveSizing = "max" }},
+		{"parking.reserveFor", func(s *Params) { s.ReserveFor = "standard" }},
+		{"parking.reserveFor", func(s *Params) { s.ReserveFor = "" }},
+		{"parking.parksPerMinute", func(s *Params) { s.ParksPerMinute = -1 }},
+		{"parking.wakesPerMinute", func(s *Params) { s.WakesPerMinute = -1 }},
+		{"parking.grace", func(s *Params) { s.ParkGrace = -time.Second }},
+		{"parking.resumeTimeout", func(s *Params) { s.ResumeTimeout = 0 }},
+		{"parking.maxWakeAttempts", func(s *Params) { s.MaxWakeAttempts = 0 }},
 	} {
-		s := DefaultSettings()
+		s := DefaultParams()
 		c.mod(&s)
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%s: error %v, want one naming the key", c.key, err)

@@ -240,7 +240,7 @@ func (r *replica) lead(ctx context.Context) {
 		// neighbour.
 		waker := parking.ByBMCAddress{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf)}
 		parker, err = parking.New(r.kube, r.joulie, kf, jf, parking.Options{
-			Settings: r.cfg.Parking.Settings, Catalog: r.cfg.Plan.Catalog, Waker: waker,
+			Params: r.cfg.Parking.Params, Catalog: r.cfg.Plan.Catalog, Waker: waker,
 			SyncInterval: r.cfg.Parking.SyncInterval, Debounce: r.cfg.Debounce,
 			Recorder: r.recorder, Metrics: r.parkMetrics, Logger: r.log,
 		})

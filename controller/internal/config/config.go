@@ -85,7 +85,7 @@ type Parking struct {
 	// NodeSelector is the parkable nodes' label selector as written;
 	// Settings.Parkable holds it parsed.
 	NodeSelector string
-	Settings     park.Settings
+	Params       park.Params
 	SyncInterval time.Duration
 }
 
@@ -105,7 +105,7 @@ func Default() Config {
 		KeplerQuery: facility.DefaultKeplerQuery, KeplerNodeLabel: facility.DefaultKeplerNodeLabel,
 		IPMI: bmc.DefaultConfig(),
 		// pkg/park's, which the energy simulator parks with too.
-		Parking: Parking{NodeSelector: park.DefaultParkable, Settings: park.DefaultSettings(), SyncInterval: 5 * time.Second},
+		Parking: Parking{NodeSelector: park.DefaultParkable, Params: park.DefaultParams(), SyncInterval: 5 * time.Second},
 	}
 }
 
@@ -317,7 +317,7 @@ func check(c Config) []settings.Problem {
 	case sel.Empty():
 		add("parking.nodeSelector", "is empty, which selects every node: give the parkable nodes' labels (default %s), or set parking.enabled false", park.DefaultParkable)
 	}
-	pk := c.Parking.Settings
+	pk := c.Parking.Params
 	nonNegative := func(key string, d time.Duration) {
 		if d < 0 {
 			add(key, "%q must not be negative", d.String())
@@ -351,7 +351,7 @@ func check(c Config) []settings.Problem {
 }
 
 // complete parses the two node selectors, which check has found sound,
-// into Plan and Parking.Settings, which planning and parking read.
+// into Plan and Parking.Params, which planning and parking read.
 func complete(c *Config) []settings.Problem {
 	var ps []settings.Problem
 	for _, s := range []struct {
@@ -359,7 +359,7 @@ func complete(c *Config) []settings.Problem {
 		dst       *labels.Selector
 	}{
 		{"nodeSelector", c.NodeSelector, &c.Plan.NodeSelector},
-		{"parking.nodeSelector", c.Parking.NodeSelector, &c.Parking.Settings.Parkable},
+		{"parking.nodeSelector", c.Parking.NodeSelector, &c.Parking.Params.Parkable},
 	} {
 		sel, err := selector(s.text)
 		if err != nil {

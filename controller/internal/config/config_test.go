@@ -154,16 +154,16 @@ func TestParkableSelector(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Parking.NodeSelector != "joulie.io/parkable=true" ||
-		park.ParkBlocker(c.Parking.Settings, ptr.To(node(map[string]string{"joulie.io/parkable": "true"}))) != "" ||
-		park.ParkBlocker(c.Parking.Settings, ptr.To(node(nil))) == "" {
+		park.ParkBlocker(c.Parking.Params, ptr.To(node(map[string]string{"joulie.io/parkable": "true"}))) != "" ||
+		park.ParkBlocker(c.Parking.Params, ptr.To(node(nil))) == "" {
 		t.Errorf("default: selector %q; want the label rule", c.Parking.NodeSelector)
 	}
 	c, err = load(t, map[string]string{"PARKING_NODE_SELECTOR": "cloud.example/pool=batch"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if park.ParkBlocker(c.Parking.Settings, ptr.To(node(map[string]string{"cloud.example/pool": "batch"}))) != "" ||
-		park.ParkBlocker(c.Parking.Settings, ptr.To(node(map[string]string{"joulie.io/parkable": "true"}))) == "" {
+	if park.ParkBlocker(c.Parking.Params, ptr.To(node(map[string]string{"cloud.example/pool": "batch"}))) != "" ||
+		park.ParkBlocker(c.Parking.Params, ptr.To(node(map[string]string{"joulie.io/parkable": "true"}))) == "" {
 		t.Errorf("selector %q does not decide which nodes park", c.Parking.NodeSelector)
 	}
 }

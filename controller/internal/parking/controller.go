@@ -66,9 +66,9 @@ type Waker interface {
 
 // Options configure a Controller.
 type Options struct {
-	Settings park.Settings
-	Catalog  *catalog.Catalog
-	Waker    Waker
+	Params  park.Params
+	Catalog *catalog.Catalog
+	Waker   Waker
 	// SyncInterval is the longest time between two passes
 	// (DefaultSyncInterval when 0); Debounce delays a pass after a change.
 	SyncInterval time.Duration
@@ -115,7 +115,7 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 	if o.Waker == nil {
 		return nil, fmt.Errorf("parking needs a waker (BMC or Wake-on-LAN)")
 	}
-	if err := o.Settings.Validate(); err != nil {
+	if err := o.Params.Validate(); err != nil {
 		return nil, err
 	}
 	if o.SyncInterval <= 0 {
@@ -197,8 +197,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("parking: informer caches did not sync: %w", ctx.Err())
 	}
-	c.log.Info("parking and waking idle nodes", "settleTime", c.opts.Settings.SettleTime, "grace", c.opts.Settings.ParkGrace,
-		"resumeTimeout", c.opts.Settings.ResumeTimeout, "interval", c.opts.SyncInterval)
+	c.log.Info("parking and waking idle nodes", "settleTime", c.opts.Params.SettleTime, "grace", c.opts.Params.ParkGrace,
+		"resumeTimeout", c.opts.Params.ResumeTimeout, "interval", c.opts.SyncInterval)
 	go func() {
 		t := time.NewTicker(c.opts.SyncInterval)
 		defer t.Stop()
@@ -264,7 +264,7 @@ func (c *Controller) Snapshot() (*view, error) {
 	for _, h := range hws {
 		v.hardware[h.Name] = h
 	}
-	lookback := now.Add(-c.opts.Settings.Lookback)
+	lookback := now.Add(-c.opts.Params.Lookback)
 	v.in.Arrivals = map[string][]park.Arrival{}
 	seen := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -347,7 +347,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 	}
 	var errs []error
 	errs = append(errs, c.repairTaints(ctx, v)...)
-	res := park.Decide(v.in, c.opts.Settings)
+	res := park.Decide(v.in, c.opts.Params)
 	// The warm reserve's labels before the transitions: a node this pass
 	// finds back from a wake and holds as the reserve is labelled before
 	// its taint goes, so the scheduler never sees it free of both.

@@ -59,10 +59,10 @@ func newFixture(t *testing.T) *fixture {
 	})
 	f.kf = informers.NewSharedInformerFactory(f.kube, 0)
 	f.jf = externalversions.NewSharedInformerFactory(f.jc, 0)
-	s := park.DefaultSettings()
+	s := park.DefaultParams()
 	// No reserve, and none held: the tests that hold one say so.
 	s.ReserveFloor, s.ReserveFor = 0, park.ReserveForAny
-	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Settings: s, Waker: f.waker, Recorder: f.recorder,
+	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Params: s, Waker: f.waker, Recorder: f.recorder,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestParkTaintsBeforeRecordingParking(t *testing.T) {
 func TestWakeRecordsWakingBeforeCallingTheWaker(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.ctrl.opts.Settings.ReserveFloor = 1
+	f.ctrl.opts.Params.ReserveFloor = 1
 	var statesAtWake []string
 	f.ctrl.opts.Waker = wakerFunc(func(_ context.Context, n *corev1.Node) error {
 		statesAtWake = appliedStates(t, f.jc.Actions())
@@ -426,8 +426,8 @@ func warmLabels(t *testing.T, f *fixture, names ...string) []string {
 func TestWarmReserveLabelsFollowDecide(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.ctrl.opts.Settings.ReserveFor = park.ReserveForPerformance
-	f.ctrl.opts.Settings.ReserveFloor = 1
+	f.ctrl.opts.Params.ReserveFor = park.ReserveForPerformance
+	f.ctrl.opts.Params.ReserveFloor = 1
 	busy := parkableNode("busy", false)
 	busy.Labels[joulie.LabelWarmReserve] = "true" // held while it was idle
 	stale := parkableNode("stale", false)
@@ -477,7 +477,7 @@ func TestWarmReserveLabelsFollowDecide(t *testing.T) {
 func TestWarmReserveLabelsGoWithReserveForAny(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.ctrl.opts.Settings.ReserveFloor = 1
+	f.ctrl.opts.Params.ReserveFloor = 1
 	left := parkableNode("left", false)
 	left.Labels[joulie.LabelWarmReserve] = "true"
 	plain := parkableNode("plain", false)
@@ -501,8 +501,8 @@ func TestWarmReserveLabelsGoWithReserveForAny(t *testing.T) {
 func TestWarmReserveLabelsStayWhileThePodsAreUnknown(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.ctrl.opts.Settings.ReserveFor = park.ReserveForPerformance
-	f.ctrl.opts.Settings.ReserveFloor = 1
+	f.ctrl.opts.Params.ReserveFor = park.ReserveForPerformance
+	f.ctrl.opts.Params.ReserveFloor = 1
 	f.ctrl.podsOK = func() bool { return false }
 	held := parkableNode("held", false)
 	held.Labels[joulie.LabelWarmReserve] = "true"
@@ -533,8 +533,8 @@ func TestWarmReserveLabelsStayWhileThePodsAreUnknown(t *testing.T) {
 func TestWarmReserveLabelBeforeTheTaintGoes(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.ctrl.opts.Settings.ReserveFor = park.ReserveForPerformance
-	f.ctrl.opts.Settings.ReserveFloor = 1
+	f.ctrl.opts.Params.ReserveFor = park.ReserveForPerformance
+	f.ctrl.opts.Params.ReserveFloor = 1
 	var order []string
 	f.kube.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		switch body := string(a.(k8stesting.PatchAction).GetPatch()); {

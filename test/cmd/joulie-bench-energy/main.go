@@ -84,7 +84,7 @@ type options struct {
 	seedMethod     bool
 	// parking replaces the parking settings of the arms that park
 	// (j-joulie); nil keeps the controller's defaults.
-	parking *park.Settings
+	parking *park.Params
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -109,7 +109,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	arms := fs.String("arms", joinArms(sim.Arms()), "comma-separated arms to run; a-default is required (it is the reference of the stretch)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once (each uses one core)")
 	fs.BoolVar(&o.seedMethod, "seed-method", true, "also run every arm at the headline level the seed document's way (fixed window, drops, jobs counted); false saves that second pass and leaves the section out")
-	reserveFor := fs.String("parking-reserve-for", string(park.DefaultSettings().ReserveFor), "parking.reserveFor of the arms that park (j-joulie): any, or performance to keep the warm reserve for performance pods")
+	reserveFor := fs.String("parking-reserve-for", string(park.DefaultParams().ReserveFor), "parking.reserveFor of the arms that park (j-joulie): any, or performance to keep the warm reserve for performance pods")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["parking-reserve-for"] {
-		s := park.DefaultSettings()
+		s := park.DefaultParams()
 		s.ReserveFor = park.ReserveFor(*reserveFor)
 		if s.Validate() != nil {
 			return nil, fmt.Errorf("--parking-reserve-for %q is not one of %s, %s", *reserveFor, park.ReserveForAny, park.ReserveForPerformance)
@@ -265,7 +265,7 @@ func joinArms(arms []sim.Arm) string {
 // called with the simulated time reached and the fraction of the run done.
 // seedMethod asks for the seed document's second pass as well; parking,
 // when not nil, replaces the parking settings of the arms that park.
-type simulator func(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Settings, progress func(simulated time.Duration, done float64)) (sim.Result, error)
+type simulator func(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Params, progress func(simulated time.Duration, done float64)) (sim.Result, error)
 
 func run(ctx context.Context, args []string, stderr io.Writer, simulate simulator) error {
 	o, err := parse(args, stderr)

@@ -41,7 +41,7 @@ type fakeSim struct {
 
 var fakeWatts = map[sim.Arm]float64{sim.ArmDefault: 1000, sim.ArmBinPack: 900, sim.ArmQueueAware: 800}
 
-func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Settings, progress func(time.Duration, float64)) (sim.Result, error) {
+func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Params, progress func(time.Duration, float64)) (sim.Result, error) {
 	if arm == f.fail {
 		return sim.Result{}, errors.New("the fake simulator fails here")
 	}
@@ -284,7 +284,7 @@ func TestParkingReserveForReachesTheSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := park.DefaultSettings()
+	want := park.DefaultParams()
 	want.ReserveFor = park.ReserveForAny
 	if o.parking == nil || o.parking.ReserveFor != want.ReserveFor || o.parking.ReserveFloor != want.ReserveFloor ||
 		o.parking.SettleTime != want.SettleTime || o.parking.ReserveSizing != want.ReserveSizing {
@@ -300,10 +300,10 @@ func TestSimulatePassesTheParkingSettings(t *testing.T) {
 	cfg := workload.LoadLevel(workload.DefaultConfig(), 0.4)
 	cfg.Nodes, cfg.Horizon = nodes, 6*time.Hour
 	jobs := workload.Generate(3, cfg)
-	anyPod := park.DefaultSettings()
+	anyPod := park.DefaultParams()
 	anyPod.ReserveFor = park.ReserveForAny
 	var results []sim.Result
-	for _, p := range []*park.Settings{nil, &anyPod} {
+	for _, p := range []*park.Params{nil, &anyPod} {
 		r, err := simulate(context.Background(), sim.ArmJoulie, 0.4, 3, nodes, jobs, sim.Window{}, physics.Default(), false, p, func(time.Duration, float64) {})
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // seedMethod the seed document's pass is skipped (a negative SeedWindow),
 // so the result has no SeedMethod. parking, when not nil, is the parking
 // arms' settings (sim.Options.Parking).
-func simulate(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Settings, progress func(time.Duration, float64)) (sim.Result, error) {
+func simulate(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Params, progress func(time.Duration, float64)) (sim.Result, error) {
 	opts := sim.Options{Seed: seed, Model: model, Window: window, Level: level, Parking: parking, Progress: progress}
 	if !seedMethod {
 		opts.SeedWindow = -1

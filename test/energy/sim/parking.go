@@ -30,7 +30,7 @@ import (
 //     still shutting down boots once it is off);
 //   - waking → awake: once Ready, the taint goes.
 //
-// With Settings.ReserveFor performance, every pass also labels the nodes
+// With Params.ReserveFor performance, every pass also labels the nodes
 // Decide holds as the warm reserve joulie.io/warm-reserve=true and takes
 // the label off the others, before the transitions, as the controller
 // does; the simulated extender's filter (pkg/scoring.Filter) then keeps
@@ -71,7 +71,7 @@ type parkingState struct {
 
 // parking is a parking arm's controller state.
 type parking struct {
-	settings park.Settings
+	params park.Params
 	// arrivals are the recent performance arrivals by family of the node
 	// each landed on, for the reserve.
 	arrivals map[string][]park.Arrival
@@ -87,9 +87,9 @@ type parking struct {
 }
 
 func (p *parking) init(s *simulation) {
-	p.settings = park.DefaultSettings()
+	p.params = park.DefaultParams()
 	if s.opts.Parking != nil {
-		p.settings = *s.opts.Parking
+		p.params = *s.opts.Parking
 	}
 	p.arrivals = map[string][]park.Arrival{}
 	p.passAt = -1
@@ -138,7 +138,7 @@ func (s *simulation) parkPass(ctx context.Context) error {
 		p.passAt = -1
 	}
 	now := epoch.Add(s.now)
-	cut := now.Add(-p.settings.Lookback)
+	cut := now.Add(-p.params.Lookback)
 	for f, as := range p.arrivals {
 		p.arrivals[f] = slices.DeleteFunc(as, func(a park.Arrival) bool { return a.Time.Before(cut) })
 	}
@@ -159,7 +159,7 @@ func (s *simulation) parkPass(ctx context.Context) error {
 	for _, idx := range s.queue {
 		p.pending = append(p.pending, s.jobs[idx].pod)
 	}
-	res := park.Decide(park.Input{Now: now, Nodes: p.nodes, Pending: p.pending, Arrivals: p.arrivals, PodsKnown: true}, p.settings)
+	res := park.Decide(park.Input{Now: now, Nodes: p.nodes, Pending: p.pending, Arrivals: p.arrivals, PodsKnown: true}, p.params)
 	freed, err := s.labelWarmReserve(res)
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func (s *simulation) parkPass(ctx context.Context) error {
 // reports whether a node lost it (room for the queue).
 func (s *simulation) labelWarmReserve(res park.Result) (bool, error) {
 	p := &s.parking
-	if p.warm == 0 && p.settings.ReserveFor != park.ReserveForPerformance {
+	if p.warm == 0 && p.params.ReserveFor != park.ReserveForPerformance {
 		return false, nil
 	}
 	held := map[string]bool{}

@@ -128,7 +128,7 @@ func TestWarmReserveKeepsStandardPodsOffForPerformancePods(t *testing.T) {
 		{park.ReserveForAny, false, true},
 		{park.ReserveForPerformance, true, false},
 	} {
-		s := park.DefaultSettings()
+		s := park.DefaultParams()
 		s.ReserveFor = tc.reserveFor
 		r := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Parking: &s})
 		byID := map[string]JobResult{}

@@ -23,9 +23,9 @@ import (
 // takes the default the real programs use.
 type Options struct {
 	// Parking replaces the parking arm's settings (nil: the controller's
-	// defaults, park.DefaultSettings), for choosing them on seeds other
+	// defaults, park.DefaultParams), for choosing them on seeds other
 	// than the reported ones.
-	Parking *park.Settings
+	Parking *park.Params
 	// Seed seeds the scheduler's tie-breaks.
 	Seed int64
 	// Model is the physics; required.

@@ -13,9 +13,9 @@ import (
 // none is configured: the opt-in label.
 const DefaultParkable = joulie.LabelParkable + "=true"
 
-// Settings are the parking knobs. joulie-controller's keys (parking.*)
-// take their defaults from DefaultSettings, and so does the simulator.
-type Settings struct {
+// Params are the parking knobs. joulie-controller's keys (parking.*)
+// take their defaults from DefaultParams, and so does the simulator.
+type Params struct {
 	// SettleTime is how long a node must have been empty of non-DaemonSet
 	// pods before it is parked (parking.settleTime): cluster-autoscaler's
 	// --scale-down-unneeded-time, 10m, so a node between two jobs of a
@@ -68,7 +68,7 @@ type Settings struct {
 }
 
 // parkable reports whether the settings let node labels l be parked.
-func (s Settings) parkable(l map[string]string) bool {
+func (s Params) parkable(l map[string]string) bool {
 	sel := s.Parkable
 	if sel == nil {
 		sel = labels.SelectorFromSet(labels.Set{joulie.LabelParkable: "true"})
@@ -78,7 +78,7 @@ func (s Settings) parkable(l map[string]string) bool {
 
 // parkableText says what makes a node parkable, for reasons and events:
 // "labelled joulie.io/parkable=true" by default.
-func (s Settings) parkableText() string {
+func (s Params) parkableText() string {
 	if s.Parkable == nil || s.Parkable.String() == DefaultParkable {
 		return "labelled " + DefaultParkable
 	}
@@ -113,10 +113,10 @@ const (
 	ReserveForPerformance ReserveFor = "performance"
 )
 
-// DefaultSettings are the parking settings with nothing configured. Every
+// DefaultParams are the parking settings with nothing configured. Every
 // call returns a fresh value.
-func DefaultSettings() Settings {
-	return Settings{
+func DefaultParams() Params {
+	return Params{
 		SettleTime:      10 * time.Minute,
 		ReserveFloor:    1,
 		BootTime:        5 * time.Minute,
@@ -134,7 +134,7 @@ func DefaultSettings() Settings {
 
 // Validate reports the first setting that cannot work, naming it by its
 // configuration key.
-func (s Settings) Validate() error {
+func (s Params) Validate() error {
 	switch {
 	case s.SettleTime < 0:
 		return fmt.Errorf("parking.settleTime %s is negative", s.SettleTime)
