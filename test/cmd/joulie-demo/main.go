@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (demo.Options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", demo.ErrUsage, fs.Args())
 	}
-	return o, o.Validate()
+	return o, nil
 }
 
 func run(args []string, stdout, stderr io.Writer) error {

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"joulie.io/joulie/test/demo"
+)
+
+// A command line no demo can run is refused as bad usage (exit 2), naming
+// the flag, before anything starts.
+func TestBadCommandLineIsUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nodes", "2"}, "--nodes=2"},
+		{[]string{"--duration", "5s"}, "--duration=5s"},
+		{[]string{"--daemon-nodes", "20"}, "--daemon-nodes=20"},
+		{[]string{"--compare", "--kubeconfig", "/x"}, "--compare needs the embedded cluster"},
+		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--no-such-flag"}, "no-such-flag"},
+	} {
+		err := run(c.args, io.Discard, io.Discard)
+		if !errors.Is(err, demo.ErrUsage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error saying %q", c.args, err, c.want)
+		}
+	}
+}
