@@ -66,12 +66,19 @@ func FillOf(n *corev1.Node, r Requests) Fill {
 	a := n.Status.Allocatable
 	cpu := a[corev1.ResourceCPU]
 	nvidia, amd := a[joulie.ResourceNVIDIAGPU], a[joulie.ResourceAMDGPU]
-	return Fill{
+	f := Fill{
 		AllocatableCPU:  float64(cpu.MilliValue()) / 1000,
-		RequestedCPU:    float64(r.CPUMilli) / 1000,
 		AllocatableGPUs: float64(nvidia.MilliValue()+amd.MilliValue()) / 1000,
-		RequestedGPUs:   float64(r.GPUMilli) / 1000,
 	}
+	return f.WithRequests(r)
+}
+
+// WithRequests is f with what the node's pods request replaced by r, so
+// that a change of pods alone updates a fill without its Node object.
+func (f Fill) WithRequests(r Requests) Fill {
+	f.RequestedCPU = float64(r.CPUMilli) / 1000
+	f.RequestedGPUs = float64(r.GPUMilli) / 1000
+	return f
 }
 
 // Nodes assembles the scoring view of every node Joulie knows from the

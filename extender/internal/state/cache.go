@@ -41,6 +41,10 @@ type Cache struct {
 
 	current atomic.Pointer[Snapshot]
 	dirty   chan struct{}
+	// structural is set when a twin, hardware or a Node changed: the next
+	// snapshot is built from scratch. Changes of pods alone only update
+	// the fills of the nodes they touched.
+	structural atomic.Bool
 
 	joulieInformers externalversions.SharedInformerFactory
 	nodeInformers   informers.SharedInformerFactory
@@ -114,9 +118,9 @@ func New(jc versioned.Interface, kc kubernetes.Interface, log *slog.Logger) *Cac
 	c.podReflector = cache.NewReflectorWithOptions(lw, &corev1.Pod{}, c.pods, cache.ReflectorOptions{Name: "joulie-extender pods"})
 
 	always := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.markDirty() },
-		UpdateFunc: func(any, any) { c.markDirty() },
-		DeleteFunc: func(any) { c.markDirty() },
+		AddFunc:    func(any) { c.markStructural() },
+		UpdateFunc: func(any, any) { c.markStructural() },
+		DeleteFunc: func(any) { c.markStructural() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{twins.Informer(), hardware.Informer()} {
 		// The handlers cannot fail before the informers start.
@@ -124,13 +128,13 @@ func New(jc versioned.Interface, kc kubernetes.Interface, log *slog.Logger) *Cac
 		c.synced = append(c.synced, inf.HasSynced)
 	}
 	_, _ = nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.markDirty() },
+		AddFunc: func(any) { c.markStructural() },
 		UpdateFunc: func(oldObj, newObj any) {
 			if !sameNode(oldObj, newObj) {
-				c.markDirty()
+				c.markStructural()
 			}
 		},
-		DeleteFunc: func(any) { c.markDirty() },
+		DeleteFunc: func(any) { c.markStructural() },
 	})
 	c.synced = append(c.synced, nodes.Informer().HasSynced, c.pods.HasSynced)
 	return c
@@ -190,23 +194,47 @@ func (c *Cache) markDirty() {
 	}
 }
 
+// markStructural asks for the next snapshot to be built from scratch.
+func (c *Cache) markStructural() {
+	c.structural.Store(true)
+	c.markDirty()
+}
+
+// publish makes the cluster as the watches have it now the current
+// snapshot. The flags are taken before the objects are read, so a change
+// that lands while it reads is applied again by the next publish rather
+// than lost.
 func (c *Cache) publish() {
+	prev := c.Snapshot()
+	changed, relisted := c.pods.takeChanges()
+	if structural := c.structural.Swap(false); !structural && !relisted && prev.Synced {
+		c.current.Store(prev.withRequests(changed, time.Now()))
+		return
+	}
+	next, err := c.build()
+	if err != nil {
+		c.log.Error("build a snapshot", "err", err)
+		c.structural.Store(true) // the next change tries again
+		return
+	}
+	c.current.Store(next)
+}
+
+// build assembles a snapshot from scratch from the watches' caches.
+func (c *Cache) build() (*Snapshot, error) {
 	twins, err := c.twins.List(labels.Everything())
 	if err != nil {
-		c.log.Error("list cached NodeTwins", "err", err)
-		return
+		return nil, fmt.Errorf("list cached NodeTwins: %w", err)
 	}
 	hardware, err := c.hardware.List(labels.Everything())
 	if err != nil {
-		c.log.Error("list cached NodeHardware", "err", err)
-		return
+		return nil, fmt.Errorf("list cached NodeHardware: %w", err)
 	}
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
-		c.log.Error("list cached Nodes", "err", err)
-		return
+		return nil, fmt.Errorf("list cached Nodes: %w", err)
 	}
-	c.current.Store(Build(twins, hardware, nodes, c.pods.requests(), true, time.Now()))
+	return Build(twins, hardware, nodes, c.pods.requests(), true, time.Now()), nil
 }
 
 // dropManagedFields keeps the server-side apply bookkeeping out of the

@@ -31,6 +31,10 @@ type podStore struct {
 	pods   map[podKey]podEntry
 	nodes  map[string]*nodeRequests
 	synced bool
+	// touched names the nodes whose sums changed since takeChanges last
+	// ran, and relisted says that a list replaced them all since.
+	touched  map[string]struct{}
+	relisted bool
 	// changed is called, without the lock, when a node's sums changed.
 	changed func()
 }
@@ -67,7 +71,7 @@ func (u *podUse) GetObjectMeta() metav1.Object {
 }
 
 func newPodStore(changed func()) *podStore {
-	return &podStore{pods: map[podKey]podEntry{}, nodes: map[string]*nodeRequests{}, changed: changed}
+	return &podStore{pods: map[podKey]podEntry{}, nodes: map[string]*nodeRequests{}, touched: map[string]struct{}{}, changed: changed}
 }
 
 var _ cache.TransformingStore = (*podStore)(nil)
@@ -130,6 +134,8 @@ func (s *podStore) Replace(list []any, _ string) error {
 		s.set(useOf(obj))
 	}
 	s.synced = true
+	s.relisted = true
+	clear(s.touched)
 	s.mu.Unlock()
 	s.changed()
 	return nil
@@ -150,6 +156,7 @@ func (s *podStore) set(u podUse) bool {
 	}
 	if had {
 		n := old.node
+		s.touched[n.name] = struct{}{}
 		n.CPUMilli -= old.req.CPUMilli
 		n.GPUMilli -= old.req.GPUMilli
 		if n.pods--; n.pods == 0 {
@@ -163,6 +170,7 @@ func (s *podStore) set(u podUse) bool {
 			n = &nodeRequests{name: u.node}
 			s.nodes[u.node] = n
 		}
+		s.touched[u.node] = struct{}{}
 		n.CPUMilli += u.req.CPUMilli
 		n.GPUMilli += u.req.GPUMilli
 		n.pods++
@@ -187,4 +195,24 @@ func (s *podStore) requests() map[string]Requests {
 		out[name] = n.Requests
 	}
 	return out
+}
+
+// takeChanges returns the sums, as they stand now, of the nodes whose
+// sums changed since its last call (zero for a node whose last pod went),
+// and whether a list replaced every sum since, when only requests will
+// do; it starts the next round of changes.
+func (s *podStore) takeChanges() (changed map[string]Requests, relisted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed = make(map[string]Requests, len(s.touched))
+	for name := range s.touched {
+		if n := s.nodes[name]; n != nil {
+			changed[name] = n.Requests
+		} else {
+			changed[name] = Requests{}
+		}
+	}
+	clear(s.touched)
+	relisted, s.relisted = s.relisted, false
+	return changed, relisted
 }

@@ -9,6 +9,7 @@ package state
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,9 @@ type Snapshot struct {
 	// so that filtering a standard pod by name looks no node up when none
 	// is.
 	warmReserve bool
+	// hasNode[i] is whether nodes[i] had a Node object, the only nodes
+	// whose fill counts their pods' requests.
+	hasNode []bool
 
 	// cluster memoizes Cluster: the aggregates change only when a twin
 	// turns stale, at a moment known in advance, so most requests reuse
@@ -107,5 +111,41 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*c
 		s.index[s.nodes[i].Name] = int32(i)
 		s.warmReserve = s.warmReserve || s.nodes[i].Labels.WarmReserve == "true"
 	}
+	s.hasNode = make([]bool, len(s.nodes))
+	for _, m := range nodes {
+		if i, ok := s.index[m.Name]; ok {
+			s.hasNode[i] = true
+		}
+	}
 	return s
+}
+
+// withRequests is s with the pods' requests on the changed nodes
+// replaced, built at built: what a change of pods alone makes of a
+// snapshot, the same as Build from scratch would, for the cost of a copy
+// of the node views instead of assembling them again (a bind is a pod
+// change, so this is the extender's most frequent update). It returns s
+// itself when no node it knows changed. Twins, hardware, labels, the
+// index and the cluster aggregates are shared with s: pods change none
+// of them.
+func (s *Snapshot) withRequests(changed map[string]Requests, built time.Time) *Snapshot {
+	var nodes []Node
+	for name, r := range changed {
+		i, ok := s.index[name]
+		if !ok || !s.hasNode[i] {
+			continue
+		}
+		if nodes == nil {
+			nodes = slices.Clone(s.nodes)
+		}
+		nodes[i].Fill = nodes[i].Fill.WithRequests(r)
+	}
+	if nodes == nil {
+		return s
+	}
+	next := &Snapshot{nodes: nodes, index: s.index, Synced: s.Synced, Built: built, warmReserve: s.warmReserve, hasNode: s.hasNode}
+	if m := s.cluster.Load(); m != nil {
+		next.cluster.Store(m)
+	}
+	return next
 }
