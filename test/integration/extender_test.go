@@ -260,6 +260,13 @@ func startExtender(t testing.TB, kubeconfig string) *extenderProcess {
 // --kubeconfig and --addr.
 func startExtenderWith(t testing.TB, kubeconfig string, flags ...string) *extenderProcess {
 	t.Helper()
+	return startExtenderEnv(t, kubeconfig, nil, flags...)
+}
+
+// startExtenderEnv is startExtenderWith with env added to the
+// extender's environment.
+func startExtenderEnv(t testing.TB, kubeconfig string, env []string, flags ...string) *extenderProcess {
+	t.Helper()
 	bin := cp.BuildProgram(t, "joulie.io/joulie/extender/cmd/joulie-extender")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -276,6 +283,9 @@ func startExtenderWith(t testing.TB, kubeconfig string, flags ...string) *extend
 	defer logf.Close()
 	e.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--addr", addr}, flags...)...)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
+	if env != nil {
+		e.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
