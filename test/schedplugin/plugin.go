@@ -105,8 +105,10 @@ var (
 
 // view is the twins and hardware by node name, published whole.
 type view struct {
-	nodes  map[string]*scoring.Node
-	synced bool
+	list    []scoring.Node
+	nodes   map[string]*scoring.Node // into list
+	synced  bool
+	cluster scoring.ClusterMemo
 }
 
 // New is the plugin's factory, for app.WithPlugin. It watches NodeTwins
@@ -176,10 +178,10 @@ func (p *Plugin) markDirty() {
 
 // build indexes the scoring view of the twins and hardware by name.
 func build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware) *view {
-	nodes := scoring.Nodes(twins, hardware, nil, nil)
-	v := &view{nodes: make(map[string]*scoring.Node, len(nodes)), synced: true}
-	for i := range nodes {
-		v.nodes[nodes[i].Name] = &nodes[i]
+	v := &view{list: scoring.Nodes(twins, hardware, nil, nil), synced: true}
+	v.nodes = make(map[string]*scoring.Node, len(v.list))
+	for i := range v.list {
+		v.nodes[v.list[i].Name] = &v.list[i]
 	}
 	return v
 }
@@ -238,18 +240,16 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	return nil
 }
 
-// PreScore sums up the cluster's aggregates once for every node's Score.
+// PreScore prepares the score of the pod for every node's Score, on the
+// cluster's aggregates, which the view memoizes as the extender's
+// snapshot does.
 func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	c, err := read(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	now := time.Now()
-	var sum scoring.ClusterSum
-	for _, n := range c.view.nodes {
-		sum.Add(n.Twin, now, p.params.StalenessThreshold)
-	}
-	c.batch = p.params.Batch(c.pod, sum.Cluster(), now)
+	c.batch = p.params.Batch(c.pod, c.view.cluster.Of(c.view.list, now, p.params.StalenessThreshold), now)
 	return nil
 }
 

@@ -121,14 +121,10 @@ func buildExplanation(pod *corev1.Pod, s *snapshot, params scoring.Params, now t
 	// twin, whatever -l narrows the list to.
 	known := scoring.Nodes(ptrs(s.twins), ptrs(s.hardware), ptrs(s.nodes), requests)
 	byName := make(map[string]*scoring.Node, len(known))
-	var sum scoring.ClusterSum
 	for i := range known {
 		byName[known[i].Name] = &known[i]
-		if known[i].Twin != nil {
-			sum.Add(known[i].Twin, now, params.StalenessThreshold)
-		}
 	}
-	c := sum.Cluster()
+	c, _ := scoring.ClusterOf(known, now, params.StalenessThreshold)
 	e.PerfPressure, e.ClusterTrendWPerMin, e.TrendScale = c.PerfPressure, c.TrendWPerMin, scoring.TrendScale(c.TrendWPerMin)
 	batch := params.Batch(sp, c, now)
 

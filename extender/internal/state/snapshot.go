@@ -8,9 +8,7 @@
 package state
 
 import (
-	"math"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,13 +43,7 @@ type Snapshot struct {
 	// cluster memoizes Cluster: the aggregates change only when a twin
 	// turns stale, at a moment known in advance, so most requests reuse
 	// them instead of summing every twin again.
-	cluster atomic.Pointer[clusterMemo]
-}
-
-type clusterMemo struct {
-	threshold   time.Duration
-	from, until time.Time // valid for from <= now < until
-	c           scoring.Cluster
+	cluster scoring.ClusterMemo
 }
 
 var emptySnapshot = &Snapshot{index: map[string]int32{}}
@@ -75,29 +67,10 @@ func (s *Snapshot) AnyWarmReserve() bool { return s.warmReserve }
 func (s *Snapshot) Nodes() []Node { return s.nodes }
 
 // Cluster sums up the aggregates a score depends on over every twin of the
-// snapshot, as they stand at now.
+// snapshot, as they stand at now; memoized until the first fresh twin
+// turns stale.
 func (s *Snapshot) Cluster(now time.Time, threshold time.Duration) scoring.Cluster {
-	if m := s.cluster.Load(); m != nil && m.threshold == threshold && !now.Before(m.from) && now.Before(m.until) {
-		return m.c
-	}
-	var sum scoring.ClusterSum
-	// Until the first fresh twin turns stale, the sum stays the same.
-	until := time.Unix(math.MaxInt64/2, 0)
-	for i := range s.nodes {
-		t := s.nodes[i].Twin
-		if t == nil {
-			continue
-		}
-		sum.Add(t, now, threshold)
-		if !t.Stale(now, threshold) {
-			if expiry := t.LastUpdated.Add(threshold + time.Nanosecond); expiry.Before(until) {
-				until = expiry
-			}
-		}
-	}
-	c := sum.Cluster()
-	s.cluster.Store(&clusterMemo{threshold: threshold, from: now, until: until, c: c})
-	return c
+	return s.cluster.Of(s.nodes, now, threshold)
 }
 
 // Build assembles a snapshot from the watches' objects: twins, hardware,
@@ -125,9 +98,8 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*c
 // snapshot, the same as Build from scratch would, for the cost of a copy
 // of the node views instead of assembling them again (a bind is a pod
 // change, so this is the extender's most frequent update). It returns s
-// itself when no node it knows changed. Twins, hardware, labels, the
-// index and the cluster aggregates are shared with s: pods change none
-// of them.
+// itself when no node it knows changed. Twins, hardware, labels and the
+// index are shared with s: pods change none of them.
 func (s *Snapshot) withRequests(changed map[string]Requests, built time.Time) *Snapshot {
 	var nodes []Node
 	for name, r := range changed {
@@ -143,9 +115,7 @@ func (s *Snapshot) withRequests(changed map[string]Requests, built time.Time) *S
 	if nodes == nil {
 		return s
 	}
-	next := &Snapshot{nodes: nodes, index: s.index, Synced: s.Synced, Built: built, warmReserve: s.warmReserve, hasNode: s.hasNode}
-	if m := s.cluster.Load(); m != nil {
-		next.cluster.Store(m)
-	}
-	return next
+	// The cluster's aggregates are sums over twins alone; the first
+	// request sums them again (a few microseconds per thousand twins).
+	return &Snapshot{nodes: nodes, index: s.index, Synced: s.Synced, Built: built, warmReserve: s.warmReserve, hasNode: s.hasNode}
 }

@@ -261,29 +261,6 @@ func waitFor(t *testing.T, c *Cache, what string, cond func(*Snapshot) bool) {
 	}
 }
 
-// The memoized aggregates change exactly when a twin turns stale.
-func TestClusterMemoExpiresWithTheFirstStaleTwin(t *testing.T) {
-	young := twin("young", joulie.ClassPerformance, 900) // headroom 10: congestion 90
-	young.Status.LastUpdated = metav1.NewTime(updated.Add(2 * time.Minute))
-	s := Build([]*joulie.NodeTwin{twin("old", joulie.ClassPerformance, 500), young}, nil, nil, nil, true, updated.Time)
-	const threshold = 5 * time.Minute
-	for _, tc := range []struct {
-		at       time.Duration // after the old twin's update
-		pressure float64
-	}{
-		{time.Minute, 70},                 // both fresh: (50 + 90) / 2
-		{4 * time.Minute, 70},             // memoized
-		{5 * time.Minute, 70},             // old twin exactly at the threshold: still fresh
-		{5*time.Minute + time.Second, 90}, // old twin stale
-		{7 * time.Minute, 90},
-		{8 * time.Minute, 0}, // both stale
-		{time.Minute, 70},    // the clock went back: recomputed
-	} {
-		if c := s.Cluster(updated.Add(tc.at), threshold); c.PerfPressure != tc.pressure {
-			t.Errorf("at +%s: pressure %v, want %v", tc.at, c.PerfPressure, tc.pressure)
-		}
-	}
-}
 
 // podObj is a pod in namespace ns bound to node (none when empty) in
 // phase, requesting cpu and, when gpus is set, NVIDIA GPUs.
