@@ -261,7 +261,6 @@ func waitFor(t *testing.T, c *Cache, what string, cond func(*Snapshot) bool) {
 	}
 }
 
-
 // podObj is a pod in namespace ns bound to node (none when empty) in
 // phase, requesting cpu and, when gpus is set, NVIDIA GPUs.
 func podObj(ns, name, node string, phase corev1.PodPhase, cpu, gpus string) *corev1.Pod {
