@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -19,13 +18,10 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	schedulerconfigv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
-	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/test/harness"
-	"joulie.io/joulie/test/schedplugin"
 )
 
 // The size of the benchmark: the cluster the issue asks for, and enough
@@ -110,24 +106,14 @@ func BenchmarkSchedulerThroughput(b *testing.B) {
 	// what the in-process path would cost. The scheduler's user may
 	// watch the twins and hardware for it.
 	grantSchedulerJoulieReads(b, admin)
-	pluginCfg := schedulerConfig(nil)
-	pluginCfg.Profiles = []schedulerconfigv1.KubeSchedulerProfile{{
-		SchedulerName: ptr.To(corev1.DefaultSchedulerName),
-		Plugins: &schedulerconfigv1.Plugins{
-			PreFilter: schedulerconfigv1.PluginSet{Enabled: []schedulerconfigv1.Plugin{{Name: schedplugin.Name}}},
-			Filter:    schedulerconfigv1.PluginSet{Enabled: []schedulerconfigv1.Plugin{{Name: schedplugin.Name}}},
-			PreScore:  schedulerconfigv1.PluginSet{Enabled: []schedulerconfigv1.Plugin{{Name: schedplugin.Name}}},
-			// The extender's weight, on the plugins' 0..100 scale.
-			Score: schedulerconfigv1.PluginSet{Enabled: []schedulerconfigv1.Plugin{{Name: schedplugin.Name, Weight: ptr.To(int32(scoring.ChartWeight))}}},
-		},
-	}}
+	pluginCfg := withSchedPlugin(schedulerConfig(nil))
 
 	// Each iteration runs a round of each arm, in an order that rotates,
 	// so that a change in the machine's load weighs on all alike.
 	arms := []benchArm{
 		{name: "off", cfg: schedulerConfig(nil)},
 		{name: "on", cfg: schedulerConfig([]schedulerconfigv1.Extender{withExtender}), ext: ext},
-		{name: "plugin", cfg: pluginCfg, plugins: []app.Option{app.WithPlugin(schedplugin.Name, schedplugin.New)}},
+		{name: "plugin", cfg: pluginCfg, plugins: schedPluginRegistry()},
 	}
 	var off, on, plugin roundTotals
 	totals := []*roundTotals{&off, &on, &plugin}
@@ -181,29 +167,6 @@ type benchArm struct {
 	cfg     *schedulerconfigv1.KubeSchedulerConfiguration
 	ext     *extenderProcess // the extender the scheduler calls, if any
 	plugins []app.Option     // out-of-tree plugins the scheduler registers
-}
-
-// grantSchedulerJoulieReads lets kube-scheduler's user list and watch
-// NodeTwins and NodeHardware, which the plugin arm's plugin reads.
-func grantSchedulerJoulieReads(b *testing.B, admin kubernetes.Interface) {
-	b.Helper()
-	const name = "joulie-bench-scheduler-plugin"
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{joulie.GroupName}, Resources: []string{"nodetwins", "nodehardwares"}, Verbs: []string{"list", "watch"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: harness.SchedulerUser}},
-	}
-	ctx := b.Context()
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // schedulerConfig is the scheduler configuration of an arm.

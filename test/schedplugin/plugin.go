@@ -48,7 +48,7 @@ type Plugin struct {
 	params scoring.Params
 	view   atomic.Pointer[view]
 	dirty  chan struct{}
-	// reserves is how many nodes carry joulie.io/warm-reserve=true in
+	// reserves are the nodes that carry joulie.io/warm-reserve=true in
 	// the scheduler's own node cache: with none, a standard pod's filter
 	// has nothing to turn it away from, and is skipped, as the extender
 	// skips it.
@@ -62,15 +62,11 @@ type warmReserves struct {
 	count atomic.Int64
 }
 
+// set records whether an added or updated Node is a warm reserve.
 func (w *warmReserves) set(obj any) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
-		if d, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-			n, ok = d.Obj.(*corev1.Node)
-		}
-		if !ok {
-			return
-		}
+		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -82,6 +78,7 @@ func (w *warmReserves) set(obj any) {
 	w.count.Store(int64(len(w.names)))
 }
 
+// remove forgets a deleted Node.
 func (w *warmReserves) remove(obj any) {
 	name := ""
 	switch n := obj.(type) {
@@ -107,13 +104,14 @@ var (
 type view struct {
 	list    []scoring.Node
 	nodes   map[string]*scoring.Node // into list
-	synced  bool
 	cluster scoring.ClusterMemo
 }
 
 // New is the plugin's factory, for app.WithPlugin. It watches NodeTwins
 // and NodeHardware with the scheduler's credentials, which need list and
-// watch on both (the benchmark grants them); the plugin has no arguments.
+// watch on both (the benchmark grants them), and returns once it has
+// listed them, so that no pod is scored on an empty view; the plugin has
+// no arguments.
 func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	jc, err := versioned.NewForConfig(h.KubeConfig())
 	if err != nil {
@@ -143,17 +141,21 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		}
 	}
 	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), twins.Informer().HasSynced, hardware.Informer().HasSynced) {
+		factory.Shutdown()
+		return nil, fmt.Errorf("%s: stopped before the NodeTwins and NodeHardware were listed", Name)
+	}
+	publish := func() {
+		tw, err1 := twins.Lister().List(labels.Everything())
+		hw, err2 := hardware.Lister().List(labels.Everything())
+		if err1 == nil && err2 == nil {
+			p.view.Store(build(tw, hw))
+		}
+	}
+	publish()
 	go func() {
 		defer factory.Shutdown()
-		if !cache.WaitForCacheSync(ctx.Done(), twins.Informer().HasSynced, hardware.Informer().HasSynced) {
-			return
-		}
 		for {
-			tw, err1 := twins.Lister().List(labels.Everything())
-			hw, err2 := hardware.Lister().List(labels.Everything())
-			if err1 == nil && err2 == nil {
-				p.view.Store(build(tw, hw))
-			}
 			select {
 			case <-ctx.Done():
 				return
@@ -164,6 +166,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 				return
 			case <-time.After(coalesce):
 			}
+			publish()
 		}
 	}()
 	return p, nil
@@ -178,7 +181,7 @@ func (p *Plugin) markDirty() {
 
 // build indexes the scoring view of the twins and hardware by name.
 func build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware) *view {
-	v := &view{list: scoring.Nodes(twins, hardware, nil, nil), synced: true}
+	v := &view{list: scoring.Nodes(twins, hardware, nil, nil)}
 	v.nodes = make(map[string]*scoring.Node, len(v.list))
 	for i := range v.list {
 		v.nodes[v.list[i].Name] = &v.list[i]
