@@ -1,13 +1,9 @@
 package state
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -97,13 +93,7 @@ func TestPodStoreReportsARelist(t *testing.T) {
 func TestABindDoesNotRebuildTheSnapshot(t *testing.T) {
 	jc := joulieclient.NewSimpleClientset(twin("a", joulie.ClassPerformance, 100), twin("b", joulie.ClassPerformance, 100))
 	kc := kubefake.NewClientset(nodeObj("a", nil, "cpu", "64"), nodeObj("b", nil, "cpu", "64"))
-	c := New(jc, kc, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	c.coalesce = 10 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { c.Run(ctx) })
-	defer func() { cancel(); wg.Wait() }()
-	waitFor(t, c, "first sync", func(s *Snapshot) bool { return s.Synced && s.Lookup([]byte("a")) != nil })
+	c, ctx := runCache(t, jc, kc, "a")
 
 	before := c.Snapshot()
 	if _, err := kc.CoreV1().Pods("ns").Create(ctx, podObj("ns", "p", "a", corev1.PodPending, "4", ""), metav1.CreateOptions{}); err != nil {

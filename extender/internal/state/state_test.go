@@ -176,15 +176,7 @@ func TestCacheFollowsTheWatch(t *testing.T) {
 	jc := joulieclient.NewSimpleClientset(twin("a", joulie.ClassPerformance, 100), hardware("a"))
 	kc := kubefake.NewClientset(nodeObj("a", nil, "cpu", "64"), nodeObj("b", map[string]string{joulie.LabelPowerProfile: "performance"}),
 		podObj("ns", "early", "a", corev1.PodRunning, "6", ""))
-	c := New(jc, kc, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	c.coalesce = 10 * time.Millisecond
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { c.Run(ctx) })
-	defer func() { cancel(); wg.Wait() }()
-
-	waitFor(t, c, "first sync", func(s *Snapshot) bool { return s.Synced && s.Lookup([]byte("a")) != nil })
+	c, ctx := runCache(t, jc, kc, "a")
 	if a := c.Snapshot().Lookup([]byte("a")); a.Fill != (scoring.Fill{AllocatableCPU: 64, RequestedCPU: 6}) {
 		t.Fatalf("node a after sync: fill %+v, want 6 of 64 cores", a.Fill)
 	}
@@ -248,6 +240,21 @@ func TestCacheFollowsTheWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, c, "twin a gone", func(s *Snapshot) bool { n := s.Lookup([]byte("a")); return n != nil && n.Twin == nil && n.HasHardware })
+}
+
+// runCache runs a cache over the fake clients, gathering changes for
+// 10 ms, until the test ends, and waits for its first snapshot to know
+// node first. The context it returns ends with the test.
+func runCache(t *testing.T, jc *joulieclient.Clientset, kc *kubefake.Clientset, first string) (*Cache, context.Context) {
+	t.Helper()
+	c := New(jc, kc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c.coalesce = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { c.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	waitFor(t, c, "first sync", func(s *Snapshot) bool { return s.Synced && s.Lookup([]byte(first)) != nil })
+	return c, ctx
 }
 
 func waitFor(t *testing.T, c *Cache, what string, cond func(*Snapshot) bool) {
