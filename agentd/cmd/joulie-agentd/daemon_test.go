@@ -27,7 +27,7 @@ import (
 // cpufreq) and the fake libnvidia-ml's eight GPUs, joulie-agentctl against
 // its socket.
 
-var bin struct{ dir, agentd, agentctl, nvml string }
+var bin struct{ dir, agentd, agentctl, nvml, amdsmi string }
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "joulie-agentd-e2e-")
@@ -53,6 +53,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The amdsmi package's fake libamd_smi.so: two AMD GPUs and two EPYC
+	// sockets in the library's own state.
+	bin.amdsmi = filepath.Join(dir, "libamd_smi.so")
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-Wall", "-Werror", "-o", bin.amdsmi,
+		filepath.Join("..", "..", "internal", "amdsmi", "testdata", "fake_amdsmi.c")).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the fake libamd_smi.so (gcc is needed): %v\n%s", err, out)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -64,11 +72,12 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	root, gpus, state, socket, config string
 	nvml, metrics                     string
+	amdsmi                            string // amdsmiLibraryPath, "none" unless a test sets it
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	f := &fixture{root: t.TempDir(), gpus: t.TempDir(), state: t.TempDir(), nvml: bin.nvml}
+	f := &fixture{root: t.TempDir(), gpus: t.TempDir(), state: t.TempDir(), nvml: bin.nvml, amdsmi: "none"}
 	cpuinfotest.Write(t, f.root, cpuinfotest.Xeon2S())
 	rapltest.TwoSocketXeon(t, f.root, 350)
 	cpufreqtest.Build(t, f.root, cpufreqtest.Spec{Packages: 2, CoresPerPackage: 32, ThreadsPerCore: 2, MinKHz: 800000, MaxKHz: 3800000})
@@ -96,7 +105,7 @@ socket: %s
 metricsAddress: %q
 reconcileInterval: 1s
 nvmlLibraryPath: %s
-amdsmiLibraryPath: none
+amdsmiLibraryPath: %s
 standalone:
   profile:
     profile: eco
@@ -105,7 +114,7 @@ standalone:
     gpu:
       powerCap:
         capPctOfMax: %d
-`, f.root, f.state, f.socket, f.metrics, f.nvml, pct, pct)
+`, f.root, f.state, f.socket, f.metrics, f.nvml, f.amdsmi, pct, pct)
 	if err := os.WriteFile(f.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+)
+
+// TestDaemonCapsAMDGPUsThroughAmdSmi runs the daemon binary with the
+// fake libamd_smi.so (agentd/internal/amdsmi/testdata) where
+// amdsmiLibraryPath says and no NVML: the binary loads it with dlopen,
+// lists its two GPUs (300 and 750 W), caps each at the eco 60%, reads
+// their draw, and says all of it in status, hardware and metrics. The
+// fake keeps its state in the daemon's process, so what the daemon reads
+// back from it is what the test sees. It runs as each amd-smi release
+// whose power-info layout differs (FAKE_AMDSMI_VERSION: ROCm 6.1 to 6.3,
+// 6.4, 7.0 on), which the draw in the metrics must survive.
+func TestDaemonCapsAMDGPUsThroughAmdSmi(t *testing.T) {
+	for _, version := range []string{"24", "25", "26"} {
+		t.Run("amd-smi "+version, func(t *testing.T) { testDaemonOnAmdSmi(t, version) })
+	}
+}
+
+func testDaemonOnAmdSmi(t *testing.T, version string) {
+	f := newFixture(t)
+	f.nvml, f.amdsmi = "none", bin.amdsmi
+	f.metrics = freeAddress(t)
+	f.writeConfig(t, 60)
+	d := f.start(t, "FAKE_AMDSMI_VERSION="+version)
+	waitFor(t, "the GPU caps applied", func() bool {
+		s := status(t, f)
+		return s.GPU != nil && s.GPU.Result == joulie.ResultApplied
+	})
+
+	s := status(t, f)
+	if s.GPU.Backend != joulie.BackendAMDSMI || len(s.GPU.Devices) != 2 {
+		t.Fatalf("GPU status %+v, want amdsmi over 2 GPUs", s.GPU)
+	}
+	for i, want := range []float64{180, 450} {
+		dev := s.GPU.Devices[i]
+		if dev.Result != joulie.ResultApplied || dev.AppliedCapWatts == nil || *dev.AppliedCapWatts != want {
+			t.Errorf("GPU %d: %+v (cap %v), want applied at %v W", i, dev, dev.AppliedCapWatts, want)
+		}
+	}
+	if s.CPU.Result != joulie.ResultApplied || s.CPU.Backend != joulie.BackendRAPL {
+		t.Errorf("CPU %+v: the Xeon's RAPL caps, amd-smi or not", s.CPU)
+	}
+
+	out, errOut, code := ctl(t, f, "hardware", "-o", "json")
+	if code != 0 {
+		t.Fatalf("agentctl hardware: exit %d: %s", code, errOut)
+	}
+	var hw joulie.NodeHardwareStatus
+	if err := json.Unmarshal([]byte(out), &hw); err != nil {
+		t.Fatalf("hardware JSON: %v\n%s", err, out)
+	}
+	if hw.GPU == nil || hw.GPU.Count != 2 || hw.GPU.Control.Backend != joulie.BackendAMDSMI || len(hw.GPU.Devices) != 2 {
+		t.Fatalf("hardware GPU %+v", hw.GPU)
+	}
+	if r := hw.GPU.Devices[1].CapRange; r == nil || r.MinWatts != 200 || r.MaxWatts != 750 {
+		t.Errorf("GPU 1's cap range %+v, want 200 to 750 W from amd-smi", r)
+	}
+
+	resp, err := http.Get("http://" + f.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The draw: 212 W current socket power on GPU 0, 431 W average on
+	// GPU 1 (the fake's older part).
+	for _, want := range []string{
+		`joulie_control_result{class="gpu",node="node-a",result="applied"} 1`,
+		`joulie_gpu_control_result{gpu="1",node="node-a",result="applied"} 1`,
+		`joulie_power_watts{component="gpu",node="node-a"} 643`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
