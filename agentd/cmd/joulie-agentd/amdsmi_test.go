@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"joulie.io/joulie/agentd/internal/pci/pcitest"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -28,6 +29,9 @@ func TestDaemonCapsAMDGPUsThroughAmdSmi(t *testing.T) {
 
 func testDaemonOnAmdSmi(t *testing.T, version string) {
 	f := newFixture(t)
+	// The fake's GPUs on the PCI bus: the MI210 and the MI300X its cap
+	// ranges are.
+	pcitest.Write(t, f.root, pcitest.MI210("0000:c1:00.0"), pcitest.MI300X("0001:41:00.0"))
 	f.nvml, f.amdsmi = "none", bin.amdsmi
 	f.metrics = freeAddress(t)
 	f.writeConfig(t, 60)
@@ -64,6 +68,10 @@ func testDaemonOnAmdSmi(t *testing.T, version string) {
 	}
 	if r := hw.GPU.Devices[1].CapRange; r == nil || r.MinWatts != 200 || r.MaxWatts != 750 {
 		t.Errorf("GPU 1's cap range %+v, want 200 to 750 W from amd-smi", r)
+	}
+	// Named from the bus, so the catalog resolves the product.
+	if hw.GPU.Model != "AMD Instinct MI210" || hw.GPU.Devices[1].Name != "AMD Instinct MI300X" || hw.GPU.Exactness != joulie.ExactnessExact {
+		t.Errorf("GPU model %q (%s, %s), GPU 1 %q: want the MI210 exactly and the MI300X", hw.GPU.Model, hw.GPU.CatalogModel, hw.GPU.Exactness, hw.GPU.Devices[1].Name)
 	}
 
 	resp, err := http.Get("http://" + f.metrics + "/metrics")

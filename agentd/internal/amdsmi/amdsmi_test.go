@@ -159,6 +159,21 @@ func TestGPUsAreEnumeratedThroughTheLoadedLibrary(t *testing.T) {
 	}
 }
 
+// amd-smi's GPUs are named from the host's PCI bus where it knows them,
+// and stay generic where it does not.
+func TestGPUsAreNamedFromThePCIBus(t *testing.T) {
+	l := openFake(t, "full")
+	j, _ := openJournal(t)
+	c := NewGPUCapper(l, j).WithModels(map[string]string{"0000:c1:00.0": "AMD Instinct MI210", "0000:99:00.0": "AMD Instinct MI300X"})
+	got, err := c.GPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Name != "AMD Instinct MI210" || got[1].Name != "AMD GPU" {
+		t.Fatalf("names %q and %q, want the bus's MI210 and the generic name for the GPU the bus does not show", got[0].Name, got[1].Name)
+	}
+}
+
 func TestGPUEnergyCounterAdvancesWithTheDraw(t *testing.T) {
 	l := openFake(t, "full")
 	j, _ := openJournal(t)

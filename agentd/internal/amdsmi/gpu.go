@@ -24,14 +24,31 @@ type GPUCapper struct {
 	lib     *Library
 	journal *state.Journal
 
+	// models names GPUs by PCI address (WithModels).
+	models map[string]string
+
 	mu    sync.Mutex
 	order []string // PCI addresses by index
 }
+
+// genericName is what a GPU is called that nothing names better: the
+// bindings read no product name from amd-smi.
+const genericName = "AMD GPU"
 
 // NewGPUCapper returns the GPU backend on an opened library, recording
 // originals in journal (required: no write happens without it).
 func NewGPUCapper(lib *Library, journal *state.Journal) *GPUCapper {
 	return &GPUCapper{lib: lib, journal: journal}
+}
+
+// WithModels names each GPU at a PCI address of models (lower case, as
+// sysfs writes them) after it, for the host to name them from the PCI
+// bus as the amdhwmon backend does, so that the hardware catalog
+// resolves the product rather than a generic AMD GPU. It returns c; call
+// it before the first GPUs.
+func (c *GPUCapper) WithModels(models map[string]string) *GPUCapper {
+	c.models = models
+	return c
 }
 
 // Name is the backend's name, "amdsmi".
@@ -68,7 +85,10 @@ func (c *GPUCapper) GPUs() ([]backend.GPU, error) {
 			continue
 		}
 		h := found[idx].handle
-		g := backend.GPU{Index: i, UUID: c.lib.gpuUUID(h), Name: "AMD GPU", PCIBusID: addr}
+		g := backend.GPU{Index: i, UUID: c.lib.gpuUUID(h), Name: genericName, PCIBusID: addr}
+		if m := c.models[strings.ToLower(addr)]; m != "" {
+			g.Name = m
+		}
 		if g.UUID == "" {
 			g.UUID = addr
 		}

@@ -117,7 +117,7 @@ func (h *Host) openGPU() {
 	}
 	switch {
 	case h.amdsmiLib != nil:
-		g := amdsmi.NewGPUCapper(h.amdsmiLib, h.journal)
+		g := amdsmi.NewGPUCapper(h.amdsmiLib, h.journal).WithModels(pci.ModelsOf(pci.GPUs(h.fs), pci.VendorAMD))
 		gpus, err := g.GPUs()
 		if err == nil && len(gpus) > 0 {
 			h.gpu = h.alsoOnBus(g, gpus, pci.VendorAMD, "NVML cannot reach the NVIDIA GPUs on the PCI bus: "+why.nvml)

@@ -144,6 +144,17 @@ var knownModels = map[string]map[string]string{
 	},
 }
 
+// ModelsOf names the GPUs of vendor among gpus by PCI address.
+func ModelsOf(gpus []GPU, vendor string) map[string]string {
+	out := make(map[string]string)
+	for _, g := range gpus {
+		if g.VendorID == vendor {
+			out[strings.ToLower(g.Address)] = g.Model()
+		}
+	}
+	return out
+}
+
 // Model names a GPU by its PCI vendor and device ID: the product name of
 // a known data-centre part, else "<vendor> GPU <device ID>" (generic, but
 // still enough for the catalog to pick the vendor's generic entry).

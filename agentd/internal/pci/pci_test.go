@@ -46,6 +46,10 @@ func TestGPUsAreTheVendorsDisplayAndAcceleratorFunctionsOnly(t *testing.T) {
 	if !reflect.DeepEqual(models, wantModels) {
 		t.Errorf("models %q, want %q", models, wantModels)
 	}
+	amd := map[string]string{"0000:c1:00.0": "AMD Instinct MI210", "0001:41:00.0": "AMD Instinct MI300X"}
+	if byAddr := pci.ModelsOf(got, pci.VendorAMD); !reflect.DeepEqual(byAddr, amd) {
+		t.Errorf("AMD models by address %v, want %v", byAddr, amd)
+	}
 }
 
 func TestNoPCISysfsMeansNoGPUs(t *testing.T) {
