@@ -1,6 +1,7 @@
 // Package energyreport is the text of the EnergyReport event the agent
 // writes on a pod when it ends (SPEC.md, "per-pod energy"): Note writes
-// it for joulie-agentd, Parse reads it back for kubectl joulie pods.
+// it for joulie-agentd, Parse reads it back for kubectl joulie pods;
+// Human is how both command-line tools show an energy.
 //
 // The figures travel in the event's note, the one free-text field an
 // operator sees in kubectl describe pod: the chart's admission policy
@@ -103,6 +104,20 @@ func energy(j float64) string {
 		return fmt.Sprintf("%.1f kJ", j/1e3)
 	}
 	return fmt.Sprintf("%.0f J", j)
+}
+
+// Human shows joules as joulie-agentctl and kubectl joulie show them to
+// people: in kWh from 0.1 kWh on, in kJ or J below, so that a short
+// job's figure keeps its digits. (The note's figures, above, carry the
+// joules too: they are read back.)
+func Human(j float64) string {
+	switch {
+	case j >= 3.6e5:
+		return strconv.FormatFloat(j/3.6e6, 'f', 2, 64) + " kWh"
+	case j >= 1e3:
+		return strconv.FormatFloat(j/1e3, 'f', 1, 64) + " kJ"
+	}
+	return strconv.FormatFloat(j, 'f', 0, 64) + " J"
 }
 
 // Parse reads a note Note wrote. Energies come back as precise as the

@@ -99,3 +99,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Both command-line tools show an energy the same way: J below 1 kJ,
+// kJ below 0.1 kWh, kWh from there.
+func TestHuman(t *testing.T) {
+	for _, tc := range []struct {
+		j    float64
+		want string
+	}{
+		{0, "0 J"},
+		{999.4, "999 J"},
+		{1000, "1.0 kJ"},
+		{359_949, "359.9 kJ"},
+		{360_000, "0.10 kWh"},
+		{2.4e6, "0.67 kWh"},
+		{9e6, "2.50 kWh"},
+		{3.6e9, "1000.00 kWh"},
+	} {
+		if got := Human(tc.j); got != tc.want {
+			t.Errorf("Human(%v) = %q, want %q", tc.j, got, tc.want)
+		}
+	}
+}

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"joulie.io/joulie/agentd/internal/localapi"
+	"joulie.io/joulie/pkg/energyreport"
 )
 
 func podsCommand() *cli.Command {
@@ -69,13 +69,13 @@ func writePods(w io.Writer, r localapi.PodsReport) error {
 		if p.Ended {
 			state = "ended"
 		}
-		gpuEnergy := joules(p.GPUJoules)
+		gpuEnergy := energyreport.Human(p.GPUJoules)
 		if p.GPUEstimated {
 			gpuEnergy += " *"
 		}
 		cpuW, cpuE := "-", "-"
 		if p.CPUWattsEstimate != nil {
-			cpuW, cpuE = watts(*p.CPUWattsEstimate), joules(*p.CPUJoulesEstimate)
+			cpuW, cpuE = watts(*p.CPUWattsEstimate), energyreport.Human(*p.CPUJoulesEstimate)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, state, gpuList(p.GPUs),
 			watts(p.GPUWatts), gpuEnergy, cpuW, cpuE)
@@ -94,26 +94,13 @@ func writePods(w io.Writer, r localapi.PodsReport) error {
 		slices.Sort(ids)
 		parts := make([]string, len(ids))
 		for i, id := range ids {
-			parts[i] = id + " " + joules(r.UnattributedGPUJoules[id])
+			parts[i] = id + " " + energyreport.Human(r.UnattributedGPUJoules[id])
 		}
 		fmt.Fprintf(w, "\nGPU energy while no pod held the device: %s\n", strings.Join(parts, ", "))
 	}
 	return nil
 }
 
-// joules shows energy in the unit that reads best: J, kJ, MJ, or kWh
-// from 3.6 MJ on.
-func joules(j float64) string {
-	switch {
-	case j >= 3.6e6:
-		return strconv.FormatFloat(j/3.6e6, 'f', 2, 64) + " kWh"
-	case j >= 1e6:
-		return strconv.FormatFloat(j/1e6, 'f', 2, 64) + " MJ"
-	case j >= 1e3:
-		return strconv.FormatFloat(j/1e3, 'f', 1, 64) + " kJ"
-	}
-	return strconv.FormatFloat(j, 'f', 0, 64) + " J"
-}
 
 // gpuList shortens GPU UUIDs to what tells them apart on one host.
 func gpuList(ids []string) string {

@@ -166,12 +166,12 @@ func writePods(w io.Writer, rows []podEnergy, wide bool) error {
 		case p.Unreadable != "":
 			energy = "unreadable report"
 		case p.Joules != nil:
-			energy, gpu = joules(*p.Joules), joules(*p.GPUJoules)
+			energy, gpu = energyreport.Human(*p.Joules), energyreport.Human(*p.GPUJoules)
 			if p.GPUEstimated {
 				gpu += " (partly estimated)"
 			}
 			if p.CPUJoules != nil {
-				cpu = joules(*p.CPUJoules) + " (estimated)"
+				cpu = energyreport.Human(*p.CPUJoules) + " (estimated)"
 			}
 			dur = p.Until.Sub(*p.Since).Round(time.Second).String()
 		case p.State == "running":
@@ -186,14 +186,3 @@ func writePods(w io.Writer, rows []podEnergy, wide bool) error {
 	return tw.Flush()
 }
 
-// joules shows energy in kWh from 0.1 kWh on, in kJ or J below, so that
-// a short job's figure keeps its digits.
-func joules(j float64) string {
-	switch {
-	case j >= 3.6e5:
-		return strconv.FormatFloat(j/3.6e6, 'f', 2, 64) + " kWh"
-	case j >= 1e3:
-		return strconv.FormatFloat(j/1e3, 'f', 1, 64) + " kJ"
-	}
-	return strconv.FormatFloat(j, 'f', 0, 64) + " J"
-}
