@@ -101,7 +101,6 @@ func writePods(w io.Writer, r localapi.PodsReport) error {
 	return nil
 }
 
-
 // gpuList shortens GPU UUIDs to what tells them apart on one host.
 func gpuList(ids []string) string {
 	if len(ids) == 0 {

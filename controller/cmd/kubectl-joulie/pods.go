@@ -185,4 +185,3 @@ func writePods(w io.Writer, rows []podEnergy, wide bool) error {
 	}
 	return tw.Flush()
 }
-
