@@ -32,19 +32,36 @@ var Pods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // list to them, so the agent's role grants list and watch of pods. Each
 // pod is cut down to those fields as it arrives, so neither the cache nor
 // anything the daemon logs holds containers, environments or volumes.
+//
+// A pool (NewBoundPods) follows the pods bound to every node the same
+// way, with one watch for all its nodes, and asks by node.
 type NodePods struct {
 	informer cache.SharedIndexInformer
+	node     string // "" for every node's pods
 
 	mu       sync.Mutex
-	err      error  // the last list or watch failure, nil once one succeeded
-	onChange func() // told when a performance pod comes or goes
+	err      error             // the last list or watch failure, nil once one succeeded
+	onChange func(node string) // told when a performance pod comes or goes
 }
+
+// byNode indexes the pods by the node they are bound to.
+const byNode = "node"
 
 // NewNodePods builds the informer of node's pods over client. It is built
 // by hand, like the profile's, rather than from client-go's informer
 // factories, which link every built-in API group into the daemon.
 func NewNodePods(client dynamic.Interface, node string) *NodePods {
-	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	return newPods(client, node, fields.OneTermEqualSelector("spec.nodeName", node).String())
+}
+
+// NewBoundPods builds the informer of the pods bound to any node, for a
+// pool that drives many nodes: PerformancePodsOn and OnNodeChange ask and
+// tell by node. It needs list and watch of pods across the cluster.
+func NewBoundPods(client dynamic.Interface) *NodePods {
+	return newPods(client, "", fields.OneTermNotEqualSelector("spec.nodeName", "").String())
+}
+
+func newPods(client dynamic.Interface, node, sel string) *NodePods {
 	pods := client.Resource(Pods)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -58,12 +75,16 @@ func NewNodePods(client dynamic.Interface, node string) *NodePods {
 	}
 	// As with the profile: a client that cannot stream a list as watch
 	// events (client-go's fakes) says so through the wrapper.
-	p := &NodePods{informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client),
-		&unstructured.Unstructured{}, 10*time.Minute, cache.Indexers{})}
+	p := &NodePods{node: node, informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client),
+		&unstructured.Unstructured{}, 10*time.Minute, cache.Indexers{byNode: podNode})}
 	_ = p.informer.SetTransform(slimPod)
 	_ = p.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		p.mu.Lock()
-		p.err = fmt.Errorf("list the pods of node %s: %w", node, err)
+		what := "the pods of node " + node
+		if node == "" {
+			what = "the pods bound to nodes"
+		}
+		p.err = fmt.Errorf("list %s: %w", what, err)
 		p.mu.Unlock()
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
@@ -84,6 +105,11 @@ func NewNodePods(client dynamic.Interface, node string) *NodePods {
 // performance pod starts or stops counting on the node; f must return at
 // once (the agent's Kick).
 func (p *NodePods) OnChange(f func()) {
+	p.OnNodeChange(func(string) { f() })
+}
+
+// OnNodeChange is OnChange naming the pod's node, for a pool.
+func (p *NodePods) OnNodeChange(f func(node string)) {
 	p.mu.Lock()
 	p.onChange = f
 	p.mu.Unlock()
@@ -98,9 +124,23 @@ func (p *NodePods) changed(old, cur any) {
 	p.mu.Lock()
 	f := p.onChange
 	p.mu.Unlock()
-	if f != nil {
-		f()
+	if f == nil {
+		return
 	}
+	// A pod's node does not change once bound; o is the deleted one.
+	if c != nil {
+		f(c.Spec.NodeName)
+	} else {
+		f(o.Spec.NodeName)
+	}
+}
+
+// podNode is the byNode index: the node a pod is bound to.
+func podNode(obj any) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		return []string{pod.Spec.NodeName}, nil
+	}
+	return nil, nil
 }
 
 // isPerformance is workload.IsPerformanceDemand for the informer's
@@ -192,16 +232,23 @@ func (p *NodePods) Performance(namespace, name string) (perf, known bool) {
 // performance-sensitive pods bound to the node, by pkg/workload's
 // classification, the one the controller and the extender use; an error
 // while the pods are not known.
-func (p *NodePods) PerformancePods() ([]string, error) {
+func (p *NodePods) PerformancePods() ([]string, error) { return p.PerformancePodsOn(p.node) }
+
+// PerformancePodsOn is PerformancePods for one node of a pool's.
+func (p *NodePods) PerformancePodsOn(node string) ([]string, error) {
 	if !p.informer.HasSynced() {
 		if err := p.Err(); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("the pods of this node are not listed yet")
 	}
+	objs, err := p.informer.GetIndexer().ByIndex(byNode, node)
+	if err != nil {
+		return nil, fmt.Errorf("the pods of node %s: %w", node, err)
+	}
 	var out []string
-	for _, pod := range p.pods() {
-		if isPerformance(pod) {
+	for _, o := range objs {
+		if pod, ok := o.(*corev1.Pod); ok && isPerformance(pod) {
 			out = append(out, pod.Namespace+"/"+pod.Name)
 		}
 	}

@@ -3,6 +3,7 @@ package kubesync
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,5 +112,52 @@ func TestNodePodsNamesAndClassifiesTheNodesPods(t *testing.T) {
 	waitFor(t, "the end of ml/train", func() bool { perf, _ := p.PerformancePods(); return len(perf) == 1 })
 	if n := changes.Load(); n != 3 {
 		t.Errorf("told of %d changes, want 3", n)
+	}
+}
+
+// A pool's informer follows the pods bound to any node, with one watch,
+// and answers and tells by node.
+func TestBoundPodsAnswerByNode(t *testing.T) {
+	perf := func(node string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.NodeName = node
+			p.Annotations = map[string]string{joulie.AnnotationWorkloadClass: joulie.WorkloadClassPerformance}
+		}
+	}
+	c := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{Pods: "PodList"},
+		pod(t, "ml", "a1", "u1", perf("node-a")), pod(t, "ml", "b1", "u2", perf("node-b")),
+		pod(t, "web", "b2", "u3", func(p *corev1.Pod) { p.Spec.NodeName = "node-b" }))
+	var selectors []string
+	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		selectors = append(selectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
+		return false, nil, nil
+	})
+	p := NewBoundPods(c)
+	var mu sync.Mutex
+	told := map[string]int{}
+	p.OnNodeChange(func(node string) { mu.Lock(); told[node]++; mu.Unlock() })
+	if _, err := p.PerformancePodsOn("node-a"); err == nil {
+		t.Fatal("before the first list: no error, want one (not known yet)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	waitFor(t, "the first list", func() bool { _, err := p.PerformancePodsOn("node-a"); return err == nil })
+	if len(selectors) == 0 || selectors[0] != "spec.nodeName!=" {
+		t.Errorf("list field selectors %q, want every bound pod asked for", selectors)
+	}
+	for node, want := range map[string][]string{"node-a": {"ml/a1"}, "node-b": {"ml/b1"}, "node-c": nil} {
+		if got, err := p.PerformancePodsOn(node); err != nil || !slices.Equal(got, want) {
+			t.Errorf("PerformancePodsOn(%s) = %v, %v; want %v", node, got, err, want)
+		}
+	}
+	if err := c.Resource(Pods).Namespace("ml").Delete(ctx, "b1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ml/b1 gone", func() bool { got, _ := p.PerformancePodsOn("node-b"); return len(got) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if told["node-a"] != 1 || told["node-b"] != 2 {
+		t.Errorf("told %v, want node-a once (its pod listed) and node-b twice (listed, deleted)", told)
 	}
 }

@@ -7,8 +7,14 @@
 // over a simulator reached at the configured URLs with {node} replaced.
 //
 // The pool authenticates as its own identity (not an agent's, whose
-// admission policy limits it to one node), which needs list on nodes and
-// the agent's rights on every selected node's objects.
+// admission policy limits it to one node), which needs list on nodes,
+// list and watch on pods, and the agent's rights on every selected
+// node's objects.
+//
+// Each node's agent has the eco guard a real node's has: the pool follows
+// the pods bound to any node with one watch (kubesync.NewBoundPods), and
+// a node's agent refuses an eco target while a performance pod runs on
+// its node, woken at once when one arrives.
 package pool
 
 import (
@@ -22,6 +28,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 
 	"joulie.io/joulie/agentd/internal/agent"
@@ -44,6 +51,7 @@ type Pool struct {
 	log  *slog.Logger
 	cs   client.JoulieV1alpha1Interface
 	meta metadata.Interface
+	pods *kubesync.NodePods // the pods bound to any node, for the eco guard
 
 	mu    sync.Mutex
 	nodes map[string]*member
@@ -71,11 +79,31 @@ func New(cfg config.Config, log *slog.Logger) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{cfg: cfg, log: log, cs: cs, meta: meta, nodes: map[string]*member{}}, nil
+	dc, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{cfg: cfg, log: log, cs: cs, meta: meta, pods: kubesync.NewBoundPods(dc), nodes: map[string]*member{}}
+	p.pods.OnNodeChange(p.kick)
+	return p, nil
+}
+
+// kick wakes node's agent, if the pool runs it: a performance pod came
+// or went there.
+func (p *Pool) kick(node string) {
+	p.mu.Lock()
+	m := p.nodes[node]
+	p.mu.Unlock()
+	if m != nil {
+		m.agent.Kick()
+	}
 }
 
 // Run drives the shard's nodes until ctx ends, then stops them.
 func (p *Pool) Run(ctx context.Context) error {
+	var following sync.WaitGroup
+	following.Go(func() { p.pods.Run(ctx) })
+	defer following.Wait()
 	t := time.NewTicker(Resync)
 	defer t.Stop()
 	for {
@@ -144,6 +172,7 @@ func (p *Pool) start(ctx context.Context, node string, meta metav1.PartialObject
 	addrs, _ := wol.ParseAddresses(p.cfg.Parking.WakeAddress) // validated with the config
 	a := agent.New(hw, agent.Options{
 		Node: node, Interval: p.cfg.ReconcileInterval.Duration,
+		PerformancePods: func() ([]string, error) { return p.pods.PerformancePodsOn(node) },
 		Failsafe: string(p.cfg.Failsafe), FailsafeTimeout: p.cfg.FailsafeTimeout.Duration,
 		KeepCapsOnStop: p.cfg.KeepCapsOnStop, Version: version.Version, Logger: p.log.With("node", node),
 		Parking: agent.Parking{
