@@ -165,10 +165,13 @@ func (a *agent) wait(ctx context.Context) error {
 	}
 }
 
-// poolRules are the agent's calls on every node's objects, and listing
-// nodes, which the pool does to find its members.
+// poolRules are the agent's calls on every node's objects, listing nodes,
+// which the pool does to find its members, and following the pods bound
+// to them for the eco guard: the chart's pool role's rules
+// (TestPoolRulesAreTheCharts).
 var poolRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
 	{APIGroups: []string{"joulie.io"}, Resources: []string{"nodehardwares"}, Verbs: []string{"get", "create"}},
 	{APIGroups: []string{"joulie.io"}, Resources: []string{"nodehardwares/status", "nodepowerprofiles/status"}, Verbs: []string{"update"}},
 	{APIGroups: []string{"joulie.io"}, Resources: []string{"nodepowerprofiles"}, Verbs: []string{"get", "list", "watch"}},

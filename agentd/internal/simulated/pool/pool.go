@@ -172,7 +172,6 @@ func (p *Pool) start(ctx context.Context, node string, meta metav1.PartialObject
 	addrs, _ := wol.ParseAddresses(p.cfg.Parking.WakeAddress) // validated with the config
 	a := agent.New(hw, agent.Options{
 		Node: node, Interval: p.cfg.ReconcileInterval.Duration,
-		PerformancePods: func() ([]string, error) { return p.pods.PerformancePodsOn(node) },
 		Failsafe: string(p.cfg.Failsafe), FailsafeTimeout: p.cfg.FailsafeTimeout.Duration,
 		KeepCapsOnStop: p.cfg.KeepCapsOnStop, Version: version.Version, Logger: p.log.With("node", node),
 		Parking: agent.Parking{
@@ -180,6 +179,8 @@ func (p *Pool) start(ctx context.Context, node string, meta metav1.PartialObject
 			StateDir:  filepath.Join(p.cfg.StateDir, "pool", node),
 			WakeOnLAN: wol.Sender{Addresses: addrs}.Send,
 		},
+		// The eco guard, as on a real node.
+		PerformancePods: func() ([]string, error) { return p.pods.PerformancePodsOn(node) },
 	})
 	if err := a.Start(ctx); err != nil {
 		// Stopped during start-up: put back what it may have written.
