@@ -54,20 +54,17 @@ func TestPoolRoleGrantsOnlyThePoolsCalls(t *testing.T) {
 	})
 }
 
-func TestPoolModeDrivesEverySelectedNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, err := versioned.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+// runEcoPool creates Ready nodes labelled label=true, each with an eco
+// profile at 60% of its 300 W, and runs a pool-mode agent over label's
+// nodes as the chart's pool ServiceAccount, whose role is all it has,
+// against a fake simulator, which it returns.
+func runEcoPool(t *testing.T, ctx context.Context, admin versioned.Interface, label string, nodes ...string) *fakeSim {
+	t.Helper()
 	sim := newFakeSim()
 	srv := httptest.NewServer(sim)
-	defer srv.Close()
-
-	nodes := []string{"pool-node-a", "pool-node-b"}
+	t.Cleanup(srv.Close)
 	for _, n := range nodes {
-		cp.CreateReadyNode(t, n, map[string]string{"joulie.io/pool-test": "true"}, nil)
+		cp.CreateReadyNode(t, n, map[string]string{label: "true"}, nil)
 		deleteNodeObjects(t, admin, n)
 		if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
 			ObjectMeta: metav1.ObjectMeta{Name: n},
@@ -77,14 +74,24 @@ func TestPoolModeDrivesEverySelectedNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartPoolAccount))
+	runAgent(t, "pool", kubeconfig, "--pool-enabled", "--pool-node-selector", label+"=true",
+		"--backend", "http", "--http-telemetry-url", srv.URL+"/sim/{node}", "--http-control-url", srv.URL+"/sim/{node}")
+	return sim
+}
+
+func TestPoolModeDrivesEverySelectedNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := versioned.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A node outside the selector stays untouched.
 	cp.CreateReadyNode(t, "pool-node-other", nil, nil)
 	deleteNodeObjects(t, admin, "pool-node-other")
-
-	// The chart's pool ServiceAccount and role are all it has.
-	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartPoolAccount))
-	runAgent(t, "pool", kubeconfig, "--pool-enabled", "--pool-node-selector", "joulie.io/pool-test=true",
-		"--backend", "http", "--http-telemetry-url", srv.URL+"/sim/{node}", "--http-control-url", srv.URL+"/sim/{node}")
+	nodes := []string{"pool-node-a", "pool-node-b"}
+	sim := runEcoPool(t, ctx, admin, "joulie.io/pool-test", nodes...)
 
 	deadline := time.Now().Add(45 * time.Second)
 	for _, n := range nodes {
@@ -119,23 +126,7 @@ func TestPoolModeGuardsEco(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := newFakeSim()
-	srv := httptest.NewServer(sim)
-	defer srv.Close()
-	for _, n := range []string{node, other} {
-		cp.CreateReadyNode(t, n, map[string]string{"joulie.io/pool-guard-test": "true"}, nil)
-		deleteNodeObjects(t, admin, n)
-		if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Create(ctx, &joulie.NodePowerProfile{
-			ObjectMeta: metav1.ObjectMeta{Name: n},
-			Spec: joulie.NodePowerProfileSpec{Profile: joulie.ProfileEco,
-				CPU: &joulie.CPUPowerTarget{PackagePowerCapPctOfMax: ptr.To(60.0)}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kubeconfig := cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartPoolAccount))
-	runAgent(t, "pool", kubeconfig, "--pool-enabled", "--pool-node-selector", "joulie.io/pool-guard-test=true",
-		"--backend", "http", "--http-telemetry-url", srv.URL+"/sim/{node}", "--http-control-url", srv.URL+"/sim/{node}")
+	sim := runEcoPool(t, ctx, admin, "joulie.io/pool-guard-test", node, other)
 
 	waitPool := func(what string, cond func(refused bool) bool) {
 		t.Helper()

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -55,14 +51,8 @@ func testDaemonOnAmdSmi(t *testing.T, version string) {
 		t.Errorf("CPU %+v: the Xeon's RAPL caps, amd-smi or not", s.CPU)
 	}
 
-	out, errOut, code := ctl(t, f, "hardware", "-o", "json")
-	if code != 0 {
-		t.Fatalf("agentctl hardware: exit %d: %s", code, errOut)
-	}
 	var hw joulie.NodeHardwareStatus
-	if err := json.Unmarshal([]byte(out), &hw); err != nil {
-		t.Fatalf("hardware JSON: %v\n%s", err, out)
-	}
+	ctlJSON(t, f, "hardware", &hw)
 	if hw.GPU == nil || hw.GPU.Count != 2 || hw.GPU.Control.Backend != joulie.BackendAMDSMI || len(hw.GPU.Devices) != 2 {
 		t.Fatalf("hardware GPU %+v", hw.GPU)
 	}
@@ -74,23 +64,12 @@ func testDaemonOnAmdSmi(t *testing.T, version string) {
 		t.Errorf("GPU model %q (%s, %s), GPU 1 %q: want the MI210 exactly and the MI300X", hw.GPU.Model, hw.GPU.CatalogModel, hw.GPU.Exactness, hw.GPU.Devices[1].Name)
 	}
 
-	resp, err := http.Get("http://" + f.metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	// The draw: 212 W current socket power on GPU 0, 431 W average on
 	// GPU 1 (the fake's older part).
-	for _, want := range []string{
+	f.metricsHave(t,
 		`joulie_control_result{class="gpu",node="node-a",result="applied"} 1`,
 		`joulie_gpu_control_result{gpu="1",node="node-a",result="applied"} 1`,
-		`joulie_power_watts{component="gpu",node="node-a"} 643`,
-	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("metrics lack %s", want)
-		}
-	}
+		`joulie_power_watts{component="gpu",node="node-a"} 643`)
 
 	d.signal(t, syscall.SIGTERM)
 	if code := d.wait(t); code != 0 {

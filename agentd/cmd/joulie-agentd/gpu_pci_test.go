@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -43,36 +42,36 @@ func TestDaemonReportsGPUsWithoutNVMLAsBlocked(t *testing.T) {
 		t.Errorf("table status: exit %d\n%s", code, out)
 	}
 
-	out, errOut, code := ctl(t, f, "hardware", "-o", "json")
-	if code != 0 {
-		t.Fatalf("agentctl hardware: exit %d: %s", code, errOut)
-	}
 	var hw joulie.NodeHardwareStatus
-	if err := json.Unmarshal([]byte(out), &hw); err != nil {
-		t.Fatalf("hardware JSON: %v\n%s", err, out)
-	}
+	ctlJSON(t, f, "hardware", &hw)
 	if hw.GPU == nil || hw.GPU.Count != 3 || hw.GPU.Model != "NVIDIA H100 SXM" || hw.GPU.Control.Backend != joulie.BackendNone || hw.GPU.Devices[2].PCIBusID != "0000:3a:00.0" {
 		t.Fatalf("hardware GPU %+v", hw.GPU)
 	}
 
+	f.metricsHave(t,
+		`joulie_control_result{class="gpu",node="node-a",result="blocked"} 1`,
+		`joulie_gpu_control_result{gpu="2",node="node-a",result="blocked"} 1`)
+
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+// metricsHave fails t unless the daemon's metrics hold every line of
+// wants.
+func (f *fixture) metricsHave(t *testing.T, wants ...string) {
+	t.Helper()
 	resp, err := http.Get("http://" + f.metrics + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{
-		`joulie_control_result{class="gpu",node="node-a",result="blocked"} 1`,
-		`joulie_gpu_control_result{gpu="2",node="node-a",result="blocked"} 1`,
-	} {
+	for _, want := range wants {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
 		}
-	}
-
-	d.signal(t, syscall.SIGTERM)
-	if code := d.wait(t); code != 0 {
-		t.Fatalf("exit code %d", code)
 	}
 }
 
