@@ -33,12 +33,16 @@ func TestShortDemo(t *testing.T) {
 	// daemon nodes after its pool nodes (sim-h100-2, sim-l40s-2). The
 	// four pool nodes are parkable: the idle cluster parks those beyond
 	// each family's reserve before the workload, whose pods wake them.
-	// A daemon node, never parked, is then its family's warm reserve,
-	// planned performance, and goes eco only in the moments the workload
-	// leaves its family a node to spare: in a 25 s run, not always. So
-	// the run must show a pool node capped eco, and every node, either
-	// path, capped within 5 s of going eco; that each path can cap at
-	// all is TestEcoCapsBothPathsAndSlowsPods's (test/demo/fleet).
+	// Which nodes go eco depends on the moments the workload leaves a
+	// family a node to spare: in a 25 s run two or three nodes, of either
+	// path (a daemon node, never parked, is its family's warm reserve
+	// most of the run; a pool node may be parked or booting instead).
+	// Asking for a given path failed one run in two or three under make
+	// check's load, whichever path was asked for. So the run must show a
+	// node capped eco, and every node, either path, capped within 5 s of
+	// going eco; that each path can cap at all is
+	// TestEcoCapsBothPathsAndSlowsPods's (test/demo/fleet), where the
+	// fleet is driven directly.
 	out := runDemo(t, nil, "--duration", "70s", "--nodes", "6", "--daemon-nodes", "2", "--max-pods", "150", "--boot-time", "8s")
 
 	// What the report says.
@@ -52,8 +56,15 @@ func TestShortDemo(t *testing.T) {
 	run := rep.Runs[0]
 	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v; %d parks, %d wakes", run.Summary.Pods, run.Summary.Done,
 		run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes, run.Summary.Parks, run.Summary.Wakes)
-	for _, e := range run.Check(demoreport.Expect{CappedPaths: []string{"pool"}, EcoCapWithin: 5, AllDone: true, ParkAndWake: true}) {
+	for _, e := range run.Check(demoreport.Expect{EcoCapWithin: 5, AllDone: true, ParkAndWake: true}) {
 		t.Error(e)
+	}
+	capped := 0
+	for _, n := range run.Summary.EcoCappedNodes {
+		capped += n
+	}
+	if capped == 0 {
+		t.Error("no node was seen capped eco")
 	}
 	// sim-epyc-1, the first pool node, has a BMC (an ipmi_sim): parked
 	// as the first of its family's two idle nodes, it is woken by the
