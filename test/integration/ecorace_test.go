@@ -192,7 +192,7 @@ func runEcoRace(t *testing.T, mode string, d time.Duration) ecoRaceResult {
 		for _, n := range nodes {
 			if p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, n, metav1.GetOptions{}); err == nil {
 				for _, c := range p.Status.Conditions {
-					if c.Type == "EcoRefused" && c.Status == metav1.ConditionTrue {
+					if c.Type == joulie.ConditionEcoRefused && c.Status == metav1.ConditionTrue {
 						r.statusRefusals++
 					}
 				}

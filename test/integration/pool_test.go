@@ -136,7 +136,7 @@ func TestPoolModeGuardsEco(t *testing.T) {
 			refused := false
 			if err == nil {
 				for _, c := range p.Status.Conditions {
-					refused = refused || (c.Type == "EcoRefused" && c.Status == metav1.ConditionTrue)
+					refused = refused || (c.Type == joulie.ConditionEcoRefused && c.Status == metav1.ConditionTrue)
 				}
 			}
 			if err == nil && cond(refused) {

@@ -11,11 +11,6 @@ import (
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-// ConditionEcoRefused is the NodePowerProfile status condition the agent
-// reports while it refuses an eco target because a performance pod runs
-// on the node.
-const ConditionEcoRefused = "EcoRefused"
-
 // EcoGuard is the agent's last line of the promise that performance work
 // never runs capped: before it applies an eco target from the cluster it
 // looks at the node's pods, and while a performance pod runs there it
@@ -95,6 +90,6 @@ func (s Snapshot) ecoCondition() *metav1.Condition {
 	if !s.Guard.Refused {
 		return nil
 	}
-	return &metav1.Condition{Type: ConditionEcoRefused, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+	return &metav1.Condition{Type: joulie.ConditionEcoRefused, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
 		Reason: "PerformancePodRunning", Message: s.Guard.Message(), LastTransitionTime: newTime(s.Guard.Since)}
 }

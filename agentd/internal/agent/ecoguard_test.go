@@ -41,7 +41,7 @@ func TestEcoGuardHoldsEcoOffWhilePerformancePodsRun(t *testing.T) {
 		t.Fatalf("snapshot while refusing: guard %+v, spec %s, source %s", s.Guard, s.Spec.Profile, s.Source)
 	}
 	st := s.ProfileStatus(nil)
-	if len(st.Conditions) != 1 || st.Conditions[0].Type != ConditionEcoRefused || st.Conditions[0].Reason != "PerformancePodRunning" ||
+	if len(st.Conditions) != 1 || st.Conditions[0].Type != joulie.ConditionEcoRefused || st.Conditions[0].Reason != "PerformancePodRunning" ||
 		!strings.Contains(st.Conditions[0].Message, "ml/train (and 1 more)") || st.ObservedGeneration != 4 {
 		t.Fatalf("status while refusing: %+v", st)
 	}

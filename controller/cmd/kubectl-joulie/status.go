@@ -261,7 +261,7 @@ func agentState(p *joulie.NodePowerProfile, h *joulie.NodeHardware, now time.Tim
 	if m := st.MeasuredPower; m != nil && now.Sub(m.Time.Time) > measurementMaxAge {
 		return agentSilent
 	}
-	if meta.IsStatusConditionTrue(st.Conditions, "EcoRefused") {
+	if meta.IsStatusConditionTrue(st.Conditions, joulie.ConditionEcoRefused) {
 		return agentEcoRefused
 	}
 	return agentOK

@@ -55,6 +55,11 @@ const (
 	AnnotationWorkloadClass = "joulie.io/workload-class"
 )
 
+// ConditionEcoRefused is the NodePowerProfile status condition an agent
+// reports while it refuses an eco target because a performance pod runs
+// on its node (the eco guard); kubectl joulie status reads it.
+const ConditionEcoRefused = "EcoRefused"
+
 // Values of AnnotationWorkloadClass.
 const (
 	WorkloadClassPerformance = "performance"
