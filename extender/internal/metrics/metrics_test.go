@@ -27,7 +27,7 @@ func snapshot() *state.Snapshot {
 	}
 	return state.Build([]*joulie.NodeTwin{tw("a", time.Minute), tw("b", 10*time.Minute), tw("c", -1)}, nil,
 		[]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "d", Labels: map[string]string{joulie.LabelPowerProfile: "eco"}}}},
-		nil, true, now)
+		nil, true)
 }
 
 func newMetrics(t *testing.T) (*prometheus.Registry, *Metrics) {

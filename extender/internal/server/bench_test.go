@@ -61,7 +61,7 @@ func benchSnapshot() *state.Snapshot {
 		nodes[i] = node(name, map[string]string{joulie.LabelPowerProfile: string(fixture.Profile(i))}, "190", "8")
 		requests[name] = state.Requests{CPUMilli: int64(i%190) * 1000, GPUMilli: int64(i%8) * 1000}
 	}
-	return state.Build(twins, hw, nodes, requests, true, now)
+	return state.Build(twins, hw, nodes, requests, true)
 }
 
 var benchBodies = sync.OnceValues(func() (byName, withNodes []byte) {

@@ -32,7 +32,7 @@ func packSnapshot() *state.Snapshot {
 		nodes = append(nodes, node(tw.Name, nil, "64", ""))
 	}
 	requests := map[string]state.Requests{"eco-full": {CPUMilli: 40000}, "perf-busy": {CPUMilli: 48000}, "perf-idle": {CPUMilli: 4000}}
-	return state.Build(twins, hw, nodes, requests, true, now)
+	return state.Build(twins, hw, nodes, requests, true)
 }
 
 var packNodes = []string{"eco-full", "eco-empty", "perf-busy", "perf-idle"}

@@ -130,7 +130,7 @@ func clusterSnapshot() *state.Snapshot {
 	}
 	// perf is half full, eco holds one 8-core pod.
 	requests := map[string]state.Requests{"perf": {CPUMilli: 32000}, "eco": {CPUMilli: 8000}, "plain": {CPUMilli: 60000}}
-	return state.Build(twins, hw, nodes, requests, true, now)
+	return state.Build(twins, hw, nodes, requests, true)
 }
 
 var allNodes = []string{"perf", "eco", "draining", "stale", "undated", "labelled-eco", "labelled-draining", "plain", "unknown"}
@@ -284,7 +284,7 @@ func TestFilterKeepsOtherPodsOffTheWarmReserve(t *testing.T) {
 		list.Items = append(list.Items, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: labels[n]}})
 	}
 	twins := []*joulie.NodeTwin{twinObj("warm", twinSpec{class: joulie.ClassPerformance, cappedW: 600, measuredW: 300})}
-	ts := newTestServer(t, defaultOptions(), state.Build(twins, nil, nodes, nil, true, now))
+	ts := newTestServer(t, defaultOptions(), state.Build(twins, nil, nodes, nil, true))
 	daemon := pod("")
 	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "u", Controller: new(true)}}
 	for _, tc := range []struct {
@@ -394,7 +394,7 @@ func TestPrioritizeWorkedExamples(t *testing.T) {
 	snap := state.Build([]*joulie.NodeTwin{
 		twinObj("example-1", twinSpec{class: joulie.ClassPerformance, cappedW: 600, measuredW: 300, cool: 20}),
 		twinObj("example-2", twinSpec{class: joulie.ClassEco, cappedW: 1000, cool: 0}),
-	}, []*joulie.NodeHardware{cpuHardware("example-1")}, nil, nil, true, now)
+	}, []*joulie.NodeHardware{cpuHardware("example-1")}, nil, nil, true)
 	ts := newTestServer(t, headroomOptions(), snap)
 	// Example 1: a performance pod adding 50 W (no profile terms): 41.2 → 4.
 	if got := priorities(t, post(t, ts.Handler(), "/prioritize", marshal(t, byName(pod("performance"), []string{"example-1"})))); got["example-1"] != 4 {
@@ -566,7 +566,7 @@ func TestDebugScoring(t *testing.T) {
 }
 
 func TestHealthzWaitsForTheCache(t *testing.T) {
-	ts := newTestServer(t, defaultOptions(), state.Build(nil, nil, nil, nil, false, now))
+	ts := newTestServer(t, defaultOptions(), state.Build(nil, nil, nil, nil, false))
 	get := func() int {
 		rec := httptest.NewRecorder()
 		ts.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))

@@ -208,7 +208,7 @@ func (c *Cache) publish() {
 	prev := c.Snapshot()
 	changed, relisted := c.pods.takeChanges()
 	if structural := c.structural.Swap(false); !structural && !relisted && prev.Synced {
-		c.current.Store(prev.withRequests(changed, time.Now()))
+		c.current.Store(prev.withRequests(changed))
 		return
 	}
 	next, err := c.build()
@@ -234,7 +234,7 @@ func (c *Cache) build() (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list cached Nodes: %w", err)
 	}
-	return Build(twins, hardware, nodes, c.pods.requests(), true, time.Now()), nil
+	return Build(twins, hardware, nodes, c.pods.requests(), true), nil
 }
 
 // dropManagedFields keeps the server-side apply bookkeeping out of the

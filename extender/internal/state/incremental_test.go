@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +32,7 @@ func TestPodChangesMatchARebuild(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(7, 25))
 	store := newPodStore(func() {})
-	snap := Build(twins, hw, nodes, store.requests(), true, updated.Time)
+	snap := Build(twins, hw, nodes, store.requests(), true)
 	store.takeChanges()
 	incremental := 0
 	for step := range 400 {
@@ -57,12 +56,12 @@ func TestPodChangesMatchARebuild(t *testing.T) {
 		if relisted {
 			t.Fatal("relisted without a list")
 		}
-		next := snap.withRequests(changed, updated.Add(time.Duration(step)*time.Second))
+		next := snap.withRequests(changed)
 		if next != snap {
 			incremental++
 		}
 		snap = next
-		want := Build(twins, hw, nodes, store.requests(), true, updated.Time)
+		want := Build(twins, hw, nodes, store.requests(), true)
 		if !reflect.DeepEqual(snap.nodes, want.nodes) || !reflect.DeepEqual(snap.index, want.index) || !reflect.DeepEqual(snap.hasNode, want.hasNode) {
 			t.Fatalf("step %d: updated for %v:\n%+v\nrebuilt:\n%+v", step, changed, snap.nodes, want.nodes)
 		}
@@ -129,10 +128,10 @@ func BenchmarkPodChange5000(b *testing.B) {
 		twins[i], hw[i] = twin(name, joulie.ClassPerformance, float64(i%1000)), hardware(name)
 		nodes[i] = nodeObj(name, map[string]string{joulie.LabelPowerProfile: "performance"}, "cpu", "190", "nvidia.com/gpu", "8")
 	}
-	s := Build(twins, hw, nodes, nil, true, updated.Time)
+	s := Build(twins, hw, nodes, nil, true)
 	changed := map[string]Requests{"node-02500": {CPUMilli: 4000}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = s.withRequests(changed, updated.Time)
+		_ = s.withRequests(changed)
 	}
 }

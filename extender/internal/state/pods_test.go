@@ -142,6 +142,6 @@ func BenchmarkBuild5000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = Build(twins, hw, nodes, requests, true, updated.Time)
+		_ = Build(twins, hw, nodes, requests, true)
 	}
 }

@@ -30,8 +30,6 @@ type Snapshot struct {
 	// Synced is false until every informer has listed the cluster once:
 	// before that, missing twins may only be missing from the cache.
 	Synced bool
-	// Built is when the snapshot was assembled.
-	Built time.Time
 	// warmReserve is whether any node is labelled joulie.io/warm-reserve,
 	// so that filtering a standard pod by name looks no node up when none
 	// is.
@@ -77,8 +75,8 @@ func (s *Snapshot) Cluster(now time.Time, threshold time.Duration) scoring.Clust
 // Nodes (trimmed to Joulie's labels and the allocatable the fill reads)
 // and the requests of the pods bound to each node, through
 // scoring.Nodes, which leaves out the nodes Joulie knows nothing about.
-func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*corev1.Node, requests map[string]Requests, synced bool, built time.Time) *Snapshot {
-	s := &Snapshot{Synced: synced, Built: built, nodes: scoring.Nodes(twins, hardware, nodes, requests)}
+func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*corev1.Node, requests map[string]Requests, synced bool) *Snapshot {
+	s := &Snapshot{Synced: synced, nodes: scoring.Nodes(twins, hardware, nodes, requests)}
 	s.index = make(map[string]int32, len(s.nodes))
 	for i := range s.nodes {
 		s.index[s.nodes[i].Name] = int32(i)
@@ -94,13 +92,13 @@ func Build(twins []*joulie.NodeTwin, hardware []*joulie.NodeHardware, nodes []*c
 }
 
 // withRequests is s with the pods' requests on the changed nodes
-// replaced, built at built: what a change of pods alone makes of a
+// replaced: what a change of pods alone makes of a
 // snapshot, the same as Build from scratch would, for the cost of a copy
 // of the node views instead of assembling them again (a bind is a pod
 // change, so this is the extender's most frequent update). It returns s
 // itself when no node it knows changed. Twins, hardware, labels and the
 // index are shared with s: pods change none of them.
-func (s *Snapshot) withRequests(changed map[string]Requests, built time.Time) *Snapshot {
+func (s *Snapshot) withRequests(changed map[string]Requests) *Snapshot {
 	var nodes []Node
 	for name, r := range changed {
 		i, ok := s.index[name]
@@ -117,5 +115,5 @@ func (s *Snapshot) withRequests(changed map[string]Requests, built time.Time) *S
 	}
 	// The cluster's aggregates are sums over twins alone; the first
 	// request sums them again (a few microseconds per thousand twins).
-	return &Snapshot{nodes: nodes, index: s.index, Synced: s.Synced, Built: built, warmReserve: s.warmReserve, hasNode: s.hasNode}
+	return &Snapshot{nodes: nodes, index: s.index, Synced: s.Synced, warmReserve: s.warmReserve, hasNode: s.hasNode}
 }

@@ -73,7 +73,7 @@ func TestBuild(t *testing.T) {
 			nodeObj("plain", map[string]string{"kubernetes.io/os": "linux"}, "cpu", "8"),
 		},
 		map[string]Requests{"a": {CPUMilli: 16500, GPUMilli: 3000}, "plain": {CPUMilli: 4000}, "gone": {CPUMilli: 1000}},
-		true, updated.Time)
+		true)
 
 	var names []string
 	for _, n := range s.Nodes() {
@@ -104,7 +104,7 @@ func TestBuild(t *testing.T) {
 	if !s.AnyWarmReserve() {
 		t.Error("AnyWarmReserve is false with node d labelled")
 	}
-	if Build(nil, nil, []*corev1.Node{nodeObj("e", map[string]string{joulie.LabelWarmReserve: "false"})}, nil, true, updated.Time).AnyWarmReserve() {
+	if Build(nil, nil, []*corev1.Node{nodeObj("e", map[string]string{joulie.LabelWarmReserve: "false"})}, nil, true).AnyWarmReserve() {
 		t.Error("AnyWarmReserve is true with the label false")
 	}
 	// Performance node a: headroom 50, congestion 50; trends −5 each.
