@@ -2,6 +2,8 @@ package schedplugin
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -54,7 +56,7 @@ func twin(name string, class joulie.SchedulableClass) *joulie.NodeTwin {
 // without one), other pods from the warm reserve.
 func TestFilterAsTheExtender(t *testing.T) {
 	p := newTestPlugin()
-	p.view.Store(build([]*joulie.NodeTwin{twin("perf", joulie.ClassPerformance), twin("eco", joulie.ClassEco), twin("drain", joulie.ClassDraining)}, nil))
+	p.view.Store(build([]*joulie.NodeTwin{twin("perf", joulie.ClassPerformance), twin("eco", joulie.ClassEco), twin("drain", joulie.ClassDraining)}, nil, nil))
 	p.reserves.set(nodeInfo("reserve", map[string]string{joulie.LabelWarmReserve: "true"}, "64", "0").Node())
 	nodes := map[string]fwk.NodeInfo{
 		"perf":       nodeInfo("perf", nil, "64", "0"),
@@ -93,12 +95,13 @@ func TestFilterAsTheExtender(t *testing.T) {
 // pod in pack mode, as the extender's score does from its own count.
 func TestScoreReadsTheSchedulersFill(t *testing.T) {
 	ni := nodeInfo("a", nil, "64", "8", pod("x", "standard", "16", "2"), pod("y", "standard", "8", "1"))
-	if got, want := fillOf(ni), (scoring.Fill{AllocatableCPU: 64, RequestedCPU: 24, AllocatableGPUs: 8, RequestedGPUs: 3}); got != want {
+	e := (&view{}).entryOf(ni.Node())
+	if got, want := e.fill(ni), (scoring.Fill{AllocatableCPU: 64, RequestedCPU: 24, AllocatableGPUs: 8, RequestedGPUs: 3}); got != want {
 		t.Fatalf("fill %+v, want %+v", got, want)
 	}
 
 	p := newTestPlugin()
-	p.view.Store(build([]*joulie.NodeTwin{twin("full", joulie.ClassPerformance), twin("empty", joulie.ClassPerformance)}, nil))
+	p.view.Store(build([]*joulie.NodeTwin{twin("full", joulie.ClassPerformance), twin("empty", joulie.ClassPerformance)}, nil, nil))
 	full := nodeInfo("full", nil, "64", "0", pod("x", "standard", "48", ""))
 	empty := nodeInfo("empty", nil, "64", "0")
 	state := framework.NewCycleState()
@@ -121,7 +124,7 @@ func TestScoreReadsTheSchedulersFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := scoring.ExtenderPriority(c.batch.Score(c.view.nodes["full"].Twin, c.view.nodes["full"].Hardware, fillOf(full)), fwk.MaxNodeScore); sFull != want {
+	if want := scoring.ExtenderPriority(c.batch.Score(c.view.nodes["full"].Twin, c.view.nodes["full"].Hardware, schedulersFill(full)), fwk.MaxNodeScore); sFull != want {
 		t.Fatalf("score %d, the extender's formula gives %d", sFull, want)
 	}
 }
@@ -177,5 +180,136 @@ func TestPreFilterSkipsOnlyWhatNothingRejects(t *testing.T) {
 				t.Errorf("%s: pod %s: %v, want skipped %v", step.what, tc.pod.Name, st, tc.skip)
 			}
 		}
+	}
+}
+
+// schedulersFill is the node's fill read whole from the NodeInfo, as the
+// plugin read it before it kept entries: what the entries must agree
+// with.
+func schedulersFill(n fwk.NodeInfo) scoring.Fill {
+	alloc, req := n.GetAllocatable(), n.GetRequested()
+	gpus := func(r fwk.Resource) int64 {
+		s := r.GetScalarResources()
+		return s[joulie.ResourceNVIDIAGPU] + s[joulie.ResourceAMDGPU]
+	}
+	return scoring.Fill{
+		AllocatableCPU:  float64(alloc.GetMilliCPU()) / 1000,
+		RequestedCPU:    float64(req.GetMilliCPU()) / 1000,
+		AllocatableGPUs: float64(gpus(alloc)),
+		RequestedGPUs:   float64(gpus(req)),
+	}
+}
+
+// Filter and Score give the same answers whether a node's entry comes
+// from the view or is worked out afresh, and the answers the extender's
+// functions give on the node's labels and the scheduler's whole fill:
+// random nodes (labels, twins, CPUs, GPUs, pods) and pods of each class,
+// in each scoring mode.
+func TestEntriesAnswerAsTheNodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 1))
+	classes := []joulie.SchedulableClass{joulie.ClassPerformance, joulie.ClassEco, joulie.ClassDraining}
+	var twins []*joulie.NodeTwin
+	var infos []fwk.NodeInfo
+	var objects []*corev1.Node
+	for i := range 200 {
+		name := fmt.Sprintf("n%d", i)
+		if rng.IntN(4) > 0 {
+			twins = append(twins, twin(name, classes[rng.IntN(len(classes))]))
+		}
+		l := map[string]string{}
+		if rng.IntN(2) == 0 {
+			l[joulie.LabelPowerProfile] = []string{"performance", "eco"}[rng.IntN(2)]
+		}
+		if rng.IntN(5) == 0 {
+			l[joulie.LabelDraining] = "true"
+		}
+		if rng.IntN(8) == 0 {
+			l[joulie.LabelWarmReserve] = "true"
+		}
+		gpus := []string{"0", "0", "0", "4", "8"}[rng.IntN(5)]
+		var pods []*corev1.Pod
+		for k := range rng.IntN(4) {
+			g := ""
+			if gpus != "0" && rng.IntN(2) == 0 {
+				g = "1"
+			}
+			pods = append(pods, pod(fmt.Sprintf("%s-%d", name, k), "standard", fmt.Sprint(1+rng.IntN(16)), g))
+		}
+		ni := nodeInfo(name, l, fmt.Sprint(32*(1+rng.IntN(6))), gpus, pods...)
+		infos = append(infos, ni)
+		if rng.IntN(10) > 0 { // some Nodes newer than the view
+			objects = append(objects, ni.Node())
+		}
+	}
+	for _, mode := range []scoring.Mode{scoring.ModePack, scoring.ModePackStandard, scoring.ModeHeadroom} {
+		p := newTestPlugin()
+		p.params.Mode = mode
+		p.reserves.names["any"] = true
+		p.reserves.count.Store(1)
+		v := build(twins, nil, objects)
+		for _, po := range []*corev1.Pod{pod("s", "standard", "2", ""), pod("g", "standard", "2", "1"), pod("p", "performance", "8", ""), pod("pg", "performance", "8", "2")} {
+			for _, ni := range infos {
+				node := ni.Node()
+				fresh := v.entryOf(node)
+				if got := v.entry(node); got != fresh {
+					t.Fatalf("%s: entry %+v, afresh %+v", node.Name, got, fresh)
+				}
+				if got, want := fresh.fill(ni), schedulersFill(ni); got.AllocatableCPU != want.AllocatableCPU || got.RequestedCPU != want.RequestedCPU ||
+					got.AllocatableGPUs != want.AllocatableGPUs || (want.AllocatableGPUs > 0 && got.RequestedGPUs != want.RequestedGPUs) {
+					t.Fatalf("%s: fill %+v, the scheduler's %+v", node.Name, got, want)
+				}
+			}
+			state := framework.NewCycleState()
+			p.view.Store(v)
+			if _, st := p.PreFilter(context.Background(), state, po, nil); !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			if st := p.PreScore(context.Background(), state, po, nil); !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			c, err := read(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ni := range infos {
+				node := ni.Node()
+				var tw *scoring.Twin
+				n := v.nodes[node.Name]
+				if n != nil {
+					tw = n.Twin
+				} else {
+					n = &scoring.Node{}
+				}
+				verdict := scoring.FilterPod(c.pod, tw, scoring.LabelsOf(node))
+				if st := p.Filter(context.Background(), state, po, ni); st.IsSuccess() != (verdict == scoring.Admit) {
+					t.Errorf("%s, pod %s on %s: filter %v, the extender's verdict %v", mode, po.Name, node.Name, st, verdict)
+				}
+				want := scoring.ExtenderPriority(c.batch.Score(n.Twin, n.Hardware, schedulersFill(ni)), fwk.MaxNodeScore)
+				if got, st := p.Score(context.Background(), state, po, ni); !st.IsSuccess() || got != want {
+					t.Errorf("%s, pod %s on %s: score %d (%v), the extender's formula gives %d", mode, po.Name, node.Name, got, st, want)
+				}
+			}
+		}
+	}
+}
+
+// A Node changed after the view was built is read from the object the
+// scheduler holds, not from the view's entry for the old one: a node
+// labelled eco a moment ago already turns performance pods away.
+func TestAChangedNodeIsNotReadFromTheView(t *testing.T) {
+	old := nodeInfo("a", map[string]string{joulie.LabelPowerProfile: "performance"}, "64", "0")
+	p := newTestPlugin()
+	p.view.Store(build(nil, nil, []*corev1.Node{old.Node()}))
+	now := nodeInfo("a", map[string]string{joulie.LabelPowerProfile: "eco"}, "64", "0")
+	po := pod("p", "performance", "1", "")
+	state := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), state, po, nil); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if st := p.Filter(context.Background(), state, po, old); !st.IsSuccess() {
+		t.Fatalf("the old object, labelled performance: %v", st)
+	}
+	if st := p.Filter(context.Background(), state, po, now); st.Code() != fwk.Unschedulable {
+		t.Fatalf("the new object, labelled eco, not yet in the view: %v, want Unschedulable", st)
 	}
 }
