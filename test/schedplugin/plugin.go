@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -261,14 +262,40 @@ const stateKey fwk.StateKey = Name
 // PreFilter classifies the pod once for every node's Filter, and skips
 // the filter for a pod that no node can turn away: a DaemonSet's pod
 // that is not performance-sensitive, or a standard pod while no node is
-// the warm reserve.
-func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// the warm reserve. For any other pod it returns the nodes the filter
+// admits, worked out on the scheduler's own snapshot of them: the
+// scheduler then examines only those, and takes its share of nodes to
+// score out of them, instead of running every filter plugin on the eco
+// and draining nodes only to have Joulie's Filter turn them away. The
+// price is the message: a node left out this way is "didn't satisfy
+// plugin(s) [JouliePower]" in the pod's condition, without the rule
+// (kubectl joulie explain shows it).
+func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	c := &cycle{pod: scoring.PodOf(pod), view: p.view.Load()}
 	state.Write(stateKey, c)
 	if !c.pod.Performance && (c.pod.DaemonSet || p.reserves.count.Load() == 0) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	return nil, nil
+	admitted := make(sets.Set[string], len(nodes))
+	for _, ni := range nodes {
+		if n := ni.Node(); n != nil && c.verdict(n) == scoring.Admit {
+			admitted.Insert(n.Name)
+		}
+	}
+	if len(admitted) == len(nodes) {
+		return nil, nil
+	}
+	return &fwk.PreFilterResult{NodeNames: admitted}, nil
+}
+
+// verdict is the extender's filter rule for the cycle's pod on n.
+func (c *cycle) verdict(n *corev1.Node) scoring.Verdict {
+	e := c.view.entry(n)
+	var twin *scoring.Twin
+	if e.node != nil {
+		twin = e.node.Twin
+	}
+	return scoring.FilterPod(c.pod, twin, e.labels)
 }
 
 // PreFilterExtensions: the plugin's state does not depend on other pods.
@@ -282,12 +309,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	e := c.view.entry(nodeInfo.Node())
-	var twin *scoring.Twin
-	if e.node != nil {
-		twin = e.node.Twin
-	}
-	if v := scoring.FilterPod(c.pod, twin, e.labels); v != scoring.Admit {
+	if v := c.verdict(nodeInfo.Node()); v != scoring.Admit {
 		return fwk.NewStatus(fwk.Unschedulable, v.Reason())
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -311,5 +312,46 @@ func TestAChangedNodeIsNotReadFromTheView(t *testing.T) {
 	}
 	if st := p.Filter(context.Background(), state, po, now); st.Code() != fwk.Unschedulable {
 		t.Fatalf("the new object, labelled eco, not yet in the view: %v, want Unschedulable", st)
+	}
+}
+
+// PreFilter hands the scheduler the nodes the filter admits, out of the
+// ones it is given, so that it examines no others: for a performance pod
+// the nodes neither eco nor draining, for a standard pod all but the
+// warm reserve; nil (every node) when the filter admits them all.
+func TestPreFilterNarrowsToTheAdmittedNodes(t *testing.T) {
+	p := newTestPlugin()
+	p.view.Store(build([]*joulie.NodeTwin{twin("perf", joulie.ClassPerformance), twin("eco", joulie.ClassEco)}, nil, nil))
+	all := []fwk.NodeInfo{
+		nodeInfo("perf", nil, "64", "0"),
+		nodeInfo("eco", nil, "64", "0"),
+		nodeInfo("drain", map[string]string{joulie.LabelDraining: "true"}, "64", "0"),
+		nodeInfo("reserve", map[string]string{joulie.LabelWarmReserve: "true"}, "64", "0"),
+		nodeInfo("plain", nil, "64", "0"),
+	}
+	p.reserves.set(all[3].Node())
+	for _, tc := range []struct {
+		pod   *corev1.Pod
+		nodes []fwk.NodeInfo
+		want  []string // nil: every node
+	}{
+		{pod("p", "performance", "1", ""), all, []string{"perf", "reserve", "plain"}},
+		{pod("s", "standard", "1", ""), all, []string{"perf", "eco", "drain", "plain"}},
+		{pod("p", "performance", "1", ""), []fwk.NodeInfo{all[0], all[4]}, nil},
+		{pod("p", "performance", "1", ""), []fwk.NodeInfo{all[1]}, []string{}},
+	} {
+		res, st := p.PreFilter(context.Background(), framework.NewCycleState(), tc.pod, tc.nodes)
+		if !st.IsSuccess() {
+			t.Fatalf("pod %s: %v", tc.pod.Name, st)
+		}
+		if tc.want == nil {
+			if !res.AllNodes() {
+				t.Errorf("pod %s over %d nodes: %v, want every node", tc.pod.Name, len(tc.nodes), res.NodeNames)
+			}
+			continue
+		}
+		if res.AllNodes() || !res.NodeNames.Equal(sets.New(tc.want...)) {
+			t.Errorf("pod %s over %d nodes: %v, want %v", tc.pod.Name, len(tc.nodes), res, tc.want)
+		}
 	}
 }
