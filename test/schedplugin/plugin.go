@@ -7,14 +7,20 @@
 // joulie-extender program and keeps k8s.io/kubernetes, which a plugin
 // compiles against, in this test module; whether Joulie should ship a
 // scheduler build with this plugin is the owner's decision, and this
-// package gives it a measurement.
+// package gives it a measurement. Shipping it would take a module of its
+// own outside test/, a kube-scheduler build and image with the plugin
+// registered, the extender's settings as the plugin's arguments (it runs
+// on the defaults here), the chart's profile for it, and the extender's
+// metrics.
 //
 // The decisions are the extender's: scoring.FilterPod and scoring.Batch
 // from pkg/scoring, with the extender's default parameters. What differs
 // is where the inputs come from: the node's labels and its fill are the
 // scheduler's own (its snapshot's Node and the requests of the pods it
 // has placed, assumed ones included), and the twins and hardware come
-// from the plugin's watches, as the extender's do.
+// from the plugin's watches, as the extender's do. Where the extender
+// narrows the nodes the scheduler found, PreFilter hands the scheduler
+// the nodes Joulie admits before it looks at any.
 package schedplugin
 
 import (
