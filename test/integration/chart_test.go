@@ -44,6 +44,7 @@ const (
 	chartControllerRole     = "joulie-controller"                 // ClusterRole
 	chartLeaderElectionRole = "joulie-controller-leader-election" // Role in the release namespace
 	chartExtenderAccount    = "joulie-extender"                   // ServiceAccount
+	chartExtenderService    = "joulie-extender"                   // Service
 	chartSchedulerConfig    = "joulie-extender-scheduler-config"  // ConfigMap
 )
 

@@ -267,8 +267,15 @@ func startExtenderWith(t testing.TB, kubeconfig string, flags ...string) *extend
 // extender's environment.
 func startExtenderEnv(t testing.TB, kubeconfig string, env []string, flags ...string) *extenderProcess {
 	t.Helper()
+	return startExtenderOn(t, "127.0.0.1", kubeconfig, env, flags...)
+}
+
+// startExtenderOn is startExtenderEnv serving on host, an address of
+// this machine.
+func startExtenderOn(t testing.TB, host, kubeconfig string, env []string, flags ...string) *extenderProcess {
+	t.Helper()
 	bin := cp.BuildProgram(t, "joulie.io/joulie/extender/cmd/joulie-extender")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,16 +7,19 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -342,6 +345,18 @@ func TestViewerRoleGrantsOnlyReads(t *testing.T) {
 		access{"create", "", "pods", "eviction", false},
 	)
 	checkAccess(t, cfg, "", calls)
+	// The extender's Service and its read-only endpoints, for explain's
+	// settings; not the scheduler's calls, and no other Service.
+	checkAccess(t, cfg, chartExtenderService, []access{
+		{"get", "", "services", "", true},
+		{"update", "", "services", "", false},
+	})
+	checkAccess(t, cfg, "http:"+chartExtenderService+":http", []access{ // the proxy's scheme:name:port
+		{"get", "", "services", "proxy", true},
+		{"create", "", "services", "proxy", false},
+	})
+	checkAccess(t, cfg, "kubernetes", []access{{"get", "", "services", "", false}})
+	checkAccess(t, cfg, "https:kubernetes:https", []access{{"get", "", "services", "proxy", false}})
 }
 
 // kubectl joulie status against the cluster of several shapes, as a user
@@ -400,11 +415,18 @@ func TestKubectlJoulieStatus(t *testing.T) {
 // kubectl joulie explain gives, for every node, the verdict of the real
 // extender's /filter and the priority of its /prioritize for the same
 // pod and the same cluster, and the very terms of its /debug/scoring.
+// The extender runs with settings other than its defaults, as a chart's
+// values or extraEnv would set them, behind the chart's Service: explain
+// reads them through the API server's service proxy, with no flag.
 func TestKubectlJoulieExplainAgreesWithTheExtender(t *testing.T) {
 	setUpKJCluster(t)
 	bindViewer(t, "kj-viewers-explain")
 	viewer := newKubectlJoulie(t, "kj-explainer", "kj-viewers-explain")
-	ext := startExtender(t, cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartExtenderAccount)))
+	host := machineAddress(t)
+	ext := startExtenderOn(t, host, cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartExtenderAccount)),
+		[]string{"SCORING_MODE=pack-standard", "TWIN_STALENESS_THRESHOLD=20m", "MARGINAL_CPU_UTIL_COEFF=0.5"}, "--log-level", "debug")
+	serveBehindService(t, harness.ControllerNamespace, chartExtenderService, ext)
+	service := harness.ControllerNamespace + "/" + chartExtenderService
 	ext.waitForTwins(t, "kj-perf", "kj-eco", "kj-draining", "kj-failsafe", "kj-gpu-blocked", "kj-parked")
 	ext.waitForFill(t, "kj-eco", 190, 112)
 	nodes := []string{"kj-perf", "kj-eco", "kj-draining", "kj-failsafe", "kj-gpu-blocked", "kj-no-twin", "kj-parked", "kj-no-agent"}
@@ -415,15 +437,19 @@ func TestKubectlJoulieExplainAgreesWithTheExtender(t *testing.T) {
 		kjPod("pending-std-gpu", "", "4", "1"),
 	} {
 		pod := cp.CreatePod(t, p)
-		out, errOut, code := viewer.run(t, "explain", pod.Name, "-n", kjNamespace, "-o", "json", "-l", "joulie.test/group="+kjGroup)
-		if code != 0 {
+		out, errOut, code := viewer.run(t, "explain", pod.Name, "-n", kjNamespace, "-o", "json", "-l", "joulie.test/group="+kjGroup,
+			"--extender-service", service)
+		if code != 0 || errOut != "" {
 			t.Fatalf("explain %s: exit %d: %s", pod.Name, code, errOut)
 		}
 		var e struct {
-			Performance bool    `json:"performance"`
-			CPUCores    float64 `json:"cpuCores"`
-			GPUs        float64 `json:"gpus"`
-			Nodes       []struct {
+			Performance        bool         `json:"performance"`
+			CPUCores           float64      `json:"cpuCores"`
+			GPUs               float64      `json:"gpus"`
+			ScoringMode        scoring.Mode `json:"scoringMode"`
+			StalenessThreshold string       `json:"stalenessThreshold"`
+			SettingsFrom       string       `json:"settingsFrom"`
+			Nodes              []struct {
 				Name     string             `json:"name"`
 				Verdict  string             `json:"verdict"`
 				Reason   string             `json:"reason"`
@@ -436,6 +462,9 @@ func TestKubectlJoulieExplainAgreesWithTheExtender(t *testing.T) {
 		}
 		if len(e.Nodes) != len(nodes) {
 			t.Fatalf("explain %s shows %d nodes, want %d", pod.Name, len(e.Nodes), len(nodes))
+		}
+		if e.ScoringMode != scoring.ModePackStandard || e.StalenessThreshold != "20m0s" || e.SettingsFrom != "the extender's, from "+service {
+			t.Errorf("explain %s: settings %s, %s from %q; want the extender's pack-standard and 20m0s from %s", pod.Name, e.ScoringMode, e.StalenessThreshold, e.SettingsFrom, service)
 		}
 		args := extenderv1.ExtenderArgs{Pod: pod, NodeNames: &nodes}
 		var filtered extenderv1.ExtenderFilterResult
@@ -463,7 +492,7 @@ func TestKubectlJoulieExplainAgreesWithTheExtender(t *testing.T) {
 				continue
 			}
 			if n.Priority == nil || *n.Priority != prio[n.Name] {
-				t.Errorf("%s on %s: explain's priority %v, the extender's %d", pod.Name, n.Name, n.Priority, prio[n.Name])
+				t.Errorf("%s on %s: explain's priority %s, the extender's %d", pod.Name, n.Name, ptrText(n.Priority), prio[n.Name])
 			}
 			want, ok := dbg[n.Name]
 			if !ok {
@@ -473,12 +502,102 @@ func TestKubectlJoulieExplainAgreesWithTheExtender(t *testing.T) {
 				t.Errorf("%s on %s: explain's terms %+v, the extender's %+v", pod.Name, n.Name, *n.Score, want)
 			}
 		}
-		table, _, _ := viewer.run(t, "explain", pod.Name, "-n", kjNamespace, "-l", "joulie.test/group="+kjGroup)
+		table, _, _ := viewer.run(t, "explain", pod.Name, "-n", kjNamespace, "-l", "joulie.test/group="+kjGroup, "--extender-service", service)
 		t.Logf("kubectl joulie explain %s -n %s -l joulie.test/group=%s\n%s", pod.Name, kjNamespace, kjGroup, table)
 	}
-	if _, errOut, code := viewer.run(t, "explain", "no-such-pod", "-n", kjNamespace); code != 1 || !strings.Contains(errOut, "pod no-such-pod not found in namespace kj-work") {
+	if _, errOut, code := viewer.run(t, "explain", "no-such-pod", "-n", kjNamespace, "--extender-service", service); code != 1 || !strings.Contains(errOut, "pod no-such-pod not found in namespace kj-work") {
 		t.Errorf("explain of a missing pod: exit %d, %q", code, errOut)
 	}
+	// Without the extender's settings explain still answers, on its own,
+	// and says why on stderr; a flag goes over the extender's.
+	out, errOut, code := viewer.run(t, "explain", "pending-std", "-n", kjNamespace, "-o", "json", "--extender-service", harness.ControllerNamespace+"/no-such-service")
+	if code != 0 || !strings.Contains(errOut, "Warning: the scores use explain's settings, not the extender's") ||
+		!strings.Contains(errOut, "check that --extender-service names joulie-extender's Service") || !strings.Contains(out, `"settingsFrom": "explain's defaults"`) {
+		t.Errorf("explain with a missing Service: exit %d, stderr %q, stdout %.300s", code, errOut, out)
+	}
+	out, errOut, code = viewer.run(t, "explain", "pending-std", "-n", kjNamespace, "-o", "json", "--extender-service", service, "--scoring-mode", "headroom")
+	if code != 0 || errOut != "" || !strings.Contains(out, `"scoringMode": "headroom"`) || !strings.Contains(out, `"stalenessThreshold": "20m0s"`) ||
+		!strings.Contains(out, `"settingsFrom": "the extender's, from `+service+`, with explain's flags"`) {
+		t.Errorf("explain --scoring-mode headroom over the extender's: exit %d, stderr %q, stdout %.400s", code, errOut, out)
+	}
+}
+
+// ptrText is *p, or "none".
+func ptrText(p *int64) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+// machineAddress is an IPv4 address of this machine other than loopback:
+// the API server proxies to no loopback address.
+func machineAddress(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Fatalf("no IPv4 address other than loopback on this machine (%v): the API server's service proxy, which explain uses, needs one", addrs)
+	return ""
+}
+
+// serveBehindService makes ext the endpoint of the Service namespace/name
+// as the EndpointSlice controller and a kubelet would: a Pod whose status
+// holds the extender's address, and an EndpointSlice that points to it
+// (the API server proxies only to addresses that are a pod's).
+func serveBehindService(t *testing.T, namespace, name string, ext *extenderProcess) {
+	t.Helper()
+	u, err := url.Parse(ext.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, portText, _ := net.SplitHostPort(u.Host)
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := cp.AdminClient(t)
+	ctx := t.Context()
+	svc, err := admin.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || len(svc.Spec.Ports) != 1 {
+		t.Fatalf("the chart's Service %s/%s: %v (ports %v)", namespace, name, err, svc.Spec.Ports)
+	}
+	podName := name + "-test"
+	pod, err := admin.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: namespace},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "extender", Image: "joulie-extender"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Pods(namespace).Delete(context.Background(), podName, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	pod.Status.PodIP, pod.Status.PodIPs = host, []corev1.PodIP{{IP: host}}
+	if _, err := admin.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slices := admin.DiscoveryV1().EndpointSlices(namespace)
+	_, err = slices.Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: podName, Namespace: namespace, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{host},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: podName, UID: pod.UID},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To(svc.Spec.Ports[0].Name), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = slices.Delete(context.Background(), podName, metav1.DeleteOptions{}) })
 }
 
 // kubectl joulie pods lists the EnergyReport events' pods top first, then

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -45,6 +46,9 @@ type explanation struct {
 	ScoringMode        scoring.Mode `json:"scoringMode"`
 	StalenessThreshold string       `json:"stalenessThreshold"`
 	FacilityMetrics    bool         `json:"facilityMetrics"`
+	// SettingsFrom says where the settings above come from: the running
+	// extender's Service, explain's flags, or both.
+	SettingsFrom string `json:"settingsFrom"`
 	// The cluster aggregates every node's score shares.
 	PerfPressure        float64 `json:"perfPressure"`
 	ClusterTrendWPerMin float64 `json:"clusterTrendWPerMin"`
@@ -75,8 +79,9 @@ type nodeExplanation struct {
 }
 
 // explainSettings are the extender's settings the score depends on, as
-// explain's flags give them.
+// explain's flags give them, and where to read the running extender's.
 type explainSettings struct {
+	service         string
 	mode            string
 	staleness       time.Duration
 	facilityMetrics bool
@@ -216,7 +221,8 @@ type explainOptions struct {
 	output   string
 	selector string
 	explainSettings
-	now func() time.Time
+	from string // where the settings came from
+	now  func() time.Time
 }
 
 func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -227,7 +233,8 @@ func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 		Short: "The pod's class and why, then per node the extender's filter verdict and score, term by term",
 		Long: "explain works out, from the objects in the API server and with the functions joulie-extender runs " +
 			"(pkg/workload, pkg/scoring), how the extender filters and scores every node for the pod. The extender's " +
-			"settings are its defaults unless given here (--scoring-mode and the others, as in the chart's values).",
+			"settings are the running extender's, read from its /debug/scoring through the API server (--extender-service), " +
+			"with any given here on top (--scoring-mode and the others, as in the chart's values); its defaults when they cannot be read.",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("explain takes one pod name, got %d arguments", len(args))}
@@ -238,13 +245,6 @@ func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 			if err := checkOutput(o.output, "", "json", "yaml"); err != nil {
 				return err
 			}
-			p := defaults
-			if err := p.Mode.UnmarshalText([]byte(o.mode)); err != nil {
-				return usageError{fmt.Errorf("--scoring-mode: %w", err)}
-			}
-			p.StalenessThreshold = o.staleness
-			p.FacilityMetrics = o.facilityMetrics
-			p.Coefficients.CPUUtil, p.Coefficients.GPUUtilStandard, p.Coefficients.GPUUtilPerformance = o.cpuUtil, o.gpuStd, o.gpuPerf
 			namespace, _, err := flags.ToRawKubeConfigLoader().Namespace()
 			if err != nil {
 				return fmt.Errorf("kubeconfig: %w", err)
@@ -253,10 +253,21 @@ func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 			if err != nil {
 				return err
 			}
+			p, from, err := o.settings(cmd.Context(), c, cmd.Flags().Changed, defaults)
+			if err != nil {
+				if _, usage := errors.AsType[usageError](err); usage {
+					return err
+				}
+				// Explain still answers, on its own settings, and says so.
+				fmt.Fprintf(streams.ErrOut, "Warning: the scores use explain's settings, not the extender's: %v\n", err)
+			}
+			o.from = from
 			return o.run(cmd.Context(), c, namespace, args[0], p, streams.Out)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.service, "extender-service", defaultExtenderService,
+		"NAMESPACE/NAME of joulie-extender's Service, whose /debug/scoring gives the settings the extender runs with (read through the API server's service proxy); empty to use explain's flags and defaults alone")
 	f.StringVarP(&o.output, "output", "o", "", "output format: json or yaml")
 	f.StringVarP(&o.selector, "selector", "l", "", "show only the nodes this label selector selects (the cluster's aggregates still count every node, as the extender's do)")
 	f.StringVar(&o.mode, "scoring-mode", string(defaults.Mode), "the extender's scoringMode: pack, pack-standard or headroom")
@@ -266,6 +277,55 @@ func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	f.Float64Var(&o.gpuStd, "marginal-gpu-util-coeff-standard", defaults.Coefficients.GPUUtilStandard, "the extender's marginal.gpuUtilCoeffStandard")
 	f.Float64Var(&o.gpuPerf, "marginal-gpu-util-coeff-performance", defaults.Coefficients.GPUUtilPerformance, "the extender's marginal.gpuUtilCoeffPerformance")
 	return cmd
+}
+
+// settings are the extender's settings explain scores with: the running
+// extender's (unless --extender-service is empty) with the flags given
+// on top, or explain's defaults and flags when the extender's cannot be
+// read (the error says why); from says which.
+func (o *explainOptions) settings(ctx context.Context, c *cluster, given func(flag string) bool, defaults scoring.Params) (p scoring.Params, from string, err error) {
+	p = defaults
+	from = "explain's defaults"
+	if o.service != "" {
+		var read error
+		if p, read = c.extenderSettings(ctx, o.service, defaults); read == nil {
+			from = "the extender's, from " + o.service
+		} else if _, usage := errors.AsType[usageError](read); usage {
+			return defaults, from, read
+		} else {
+			err = read
+		}
+	}
+	changed := false
+	if given("scoring-mode") {
+		if e := p.Mode.UnmarshalText([]byte(o.mode)); e != nil {
+			return defaults, from, usageError{fmt.Errorf("--scoring-mode: %w", e)}
+		}
+		changed = true
+	}
+	if given("twin-staleness-threshold") {
+		p.StalenessThreshold, changed = o.staleness, true
+	}
+	if given("enable-facility-metrics") {
+		p.FacilityMetrics, changed = o.facilityMetrics, true
+	}
+	for _, c := range []struct {
+		flag string
+		dst  *float64
+		v    float64
+	}{
+		{"marginal-cpu-util-coeff", &p.Coefficients.CPUUtil, o.cpuUtil},
+		{"marginal-gpu-util-coeff-standard", &p.Coefficients.GPUUtilStandard, o.gpuStd},
+		{"marginal-gpu-util-coeff-performance", &p.Coefficients.GPUUtilPerformance, o.gpuPerf},
+	} {
+		if given(c.flag) {
+			*c.dst, changed = c.v, true
+		}
+	}
+	if changed {
+		from += ", with explain's flags"
+	}
+	return p, from, err
 }
 
 func (o *explainOptions) run(ctx context.Context, c *cluster, namespace, name string, params scoring.Params, out io.Writer) error {
@@ -282,6 +342,7 @@ func (o *explainOptions) run(ctx context.Context, c *cluster, namespace, name st
 		return err
 	}
 	e := buildExplanation(pod, s, params, o.now())
+	e.SettingsFrom = o.from
 	shown := e.Nodes[:0]
 	for i, n := range e.Nodes {
 		if sel.Matches(labels.Set(s.nodes[i].Labels)) {
@@ -311,8 +372,8 @@ func writeExplanation(w io.Writer, e *explanation) error {
 		fmt.Fprintln(w, "A DaemonSet's pod: the filter lets it onto every node unless it is performance-sensitive.")
 	}
 	fmt.Fprintf(w, "Requests: %s cores, %s GPUs\n", num(e.CPUCores, -1), num(e.GPUs, -1))
-	fmt.Fprintf(w, "Extender settings: scoringMode %s, twins older than %s neutral (flags of explain; the extender's defaults unless given)\n",
-		e.ScoringMode, e.StalenessThreshold)
+	fmt.Fprintf(w, "Extender settings: scoringMode %s, twins older than %s neutral (%s)\n",
+		e.ScoringMode, e.StalenessThreshold, e.SettingsFrom)
 	fmt.Fprintf(w, "Cluster: performance pressure %s, power trend %s W/min (trend scale %s)\n\n",
 		num(e.PerfPressure, 1), num(e.ClusterTrendWPerMin, 1), num(e.TrendScale, 0))
 
