@@ -309,7 +309,7 @@ func (o *explainOptions) settings(ctx context.Context, c *cluster, given func(fl
 	if given("enable-facility-metrics") {
 		p.FacilityMetrics, changed = o.facilityMetrics, true
 	}
-	for _, c := range []struct {
+	for _, k := range []struct {
 		flag string
 		dst  *float64
 		v    float64
@@ -318,14 +318,22 @@ func (o *explainOptions) settings(ctx context.Context, c *cluster, given func(fl
 		{"marginal-gpu-util-coeff-standard", &p.Coefficients.GPUUtilStandard, o.gpuStd},
 		{"marginal-gpu-util-coeff-performance", &p.Coefficients.GPUUtilPerformance, o.gpuPerf},
 	} {
-		if given(c.flag) {
-			*c.dst, changed = c.v, true
+		if given(k.flag) {
+			*k.dst, changed = k.v, true
 		}
 	}
-	if changed {
-		from += ", with explain's flags"
+	if !changed {
+		return p, from, err
 	}
-	return p, from, err
+	// What the extender would refuse to run with, explain refuses to
+	// score with.
+	if p.StalenessThreshold <= 0 {
+		return defaults, from, usageError{fmt.Errorf("--twin-staleness-threshold %s: want a positive duration", p.StalenessThreshold)}
+	}
+	if e := p.Coefficients.Validate(); e != nil {
+		return defaults, from, usageError{fmt.Errorf("the --marginal-* flags: %w", e)}
+	}
+	return p, from + ", with explain's flags", err
 }
 
 func (o *explainOptions) run(ctx context.Context, c *cluster, namespace, name string, params scoring.Params, out io.Writer) error {

@@ -102,6 +102,15 @@ func TestFlagsGoOverTheExtendersSettings(t *testing.T) {
 	if _, _, err := o.settings(context.Background(), nil, given("scoring-mode"), defaults); !isUsage(err) {
 		t.Fatalf("--scoring-mode spread: %v, want a usage error", err)
 	}
+	o.staleness = 0
+	if _, _, err := o.settings(context.Background(), nil, given("twin-staleness-threshold"), defaults); !isUsage(err) || !strings.Contains(err.Error(), "want a positive duration") {
+		t.Fatalf("--twin-staleness-threshold 0: %v, want a usage error", err)
+	}
+	o.cpuUtil = 5
+	if _, _, err := o.settings(context.Background(), nil, given("marginal-cpu-util-coeff"), defaults); !isUsage(err) ||
+		!strings.Contains(err.Error(), "marginal.cpuUtilCoeff: 5 is not a number between 0 and 1") {
+		t.Fatalf("--marginal-cpu-util-coeff 5: %v, want a usage error", err)
+	}
 	o.service = "no-slash"
 	if _, _, err := o.settings(context.Background(), &cluster{}, given(), defaults); !isUsage(err) || !strings.Contains(err.Error(), "want NAMESPACE/NAME") {
 		t.Fatalf("--extender-service no-slash: %v, want a usage error", err)
