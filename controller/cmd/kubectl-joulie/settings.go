@@ -41,7 +41,7 @@ func (c *cluster) extenderSettings(ctx context.Context, ref string, base scoring
 		return base, fmt.Errorf("joulie-extender's Service %s: %w", ref, apiError(err, "get", "services", ns))
 	}
 	scheme, port := servicePort(svc)
-	raw, err := c.kc.CoreV1().Services(ns).ProxyGet(scheme, name, port, "debug/scoring", nil).DoRaw(ctx)
+	raw, err := c.kc.CoreV1().Services(ns).ProxyGet(scheme, name, port, "debug/scoring", map[string]string{"nodes": "false"}).DoRaw(ctx)
 	if err != nil {
 		return base, fmt.Errorf("GET /debug/scoring of %s through the API server's service proxy: %w", ref, apiError(err, "get", "services/proxy", ns))
 	}
@@ -71,7 +71,7 @@ func servicePort(svc *corev1.Service) (scheme, port string) {
 }
 
 // extenderReport is the part of the extender's /debug/scoring that
-// holds its settings; the nodes are left unread.
+// holds its settings (asked with nodes=false, so without the nodes).
 type extenderReport struct {
 	ScoringMode        *string                `json:"scoringMode"`
 	Coefficients       *powerest.Coefficients `json:"coefficients"`

@@ -97,8 +97,27 @@ func parseDebugPod(q url.Values) (debugPod, error) {
 	return d, nil
 }
 
+// parseDebugNodes reads the query's nodes: false leaves the node entries
+// out, for a reader that wants only the settings and the aggregates
+// (kubectl joulie explain), which at thousands of nodes are a few
+// hundred bytes of a body of megabytes.
+func parseDebugNodes(q url.Values) (bool, error) {
+	switch s := q.Get("nodes"); s {
+	case "", "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("query parameter nodes=%q: want true (the default) or false (the settings and aggregates alone)", s)
+	}
+}
+
 func (s *Server) debugScoring(w http.ResponseWriter, r *http.Request) {
 	pod, err := parseDebugPod(r.URL.Query())
+	var withNodes bool
+	if err == nil {
+		withNodes, err = parseDebugNodes(r.URL.Query())
+	}
 	if err != nil {
 		body := wire.AppendError(nil, err.Error())
 		w.Header().Set("Content-Type", "application/json")
@@ -127,9 +146,13 @@ func (s *Server) debugScoring(w http.ResponseWriter, r *http.Request) {
 		ClusterTrendWPerMin: c.TrendWPerMin,
 		TrendScale:          scoring.TrendScale(c.TrendWPerMin),
 		PerfPressure:        c.PerfPressure,
-		Nodes:               make([]debugNode, 0, len(snap.Nodes())),
 	}
-	for _, n := range snap.Nodes() {
+	nodes := snap.Nodes()
+	if !withNodes {
+		nodes = nil
+	}
+	out.Nodes = make([]debugNode, 0, len(nodes))
+	for _, n := range nodes {
 		d := debugNode{
 			NodeName:          n.Name,
 			BaseScore:         p.BaseScore(c, n.Twin, now),

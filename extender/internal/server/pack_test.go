@@ -143,7 +143,19 @@ func TestDebugScoringExplainsEachTerm(t *testing.T) {
 	if seen != 1 {
 		t.Errorf("perf-busy shown %d times", seen)
 	}
-	for _, q := range []string{"?cpu=-1", "?gpus=two", "?cpu=NaN"} {
+	// nodes=false: the settings and aggregates, no node.
+	rec = get("?nodes=false")
+	var head struct {
+		ScoringMode        string            `json:"scoringMode"`
+		StalenessThreshold string            `json:"stalenessThreshold"`
+		Nodes              []json.RawMessage `json:"nodes"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &head); rec.Code != http.StatusOK || err != nil || head.ScoringMode != "pack" ||
+		head.StalenessThreshold == "" || head.Nodes == nil || len(head.Nodes) != 0 {
+		t.Errorf("?nodes=false: status %d, mode %q, staleness %q, %d nodes (nil %v), %v; want the settings and an empty node list",
+			rec.Code, head.ScoringMode, head.StalenessThreshold, len(head.Nodes), head.Nodes == nil, err)
+	}
+	for _, q := range []string{"?cpu=-1", "?gpus=two", "?cpu=NaN", "?nodes=no", "?cpu=1&nodes=0"} {
 		if rec := get(q); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"error"`) {
 			t.Errorf("%s: status %d, body %s; want 400 with a JSON error", q, rec.Code, rec.Body)
 		}
