@@ -388,7 +388,7 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 				if ctx.Err() != nil {
 					continue
 				}
-				id := prog.start(t.arm, t.s.seed, list.span)
+				id := prog.start(t.arm, t.s.level, t.s.seed, list.span)
 				seedMethod := o.seedMethod && t.s.level == o.headline
 				r, err := simulate(ctx, t.arm, t.s.level, t.s.seed, nodes, list.jobs, list.window, model, seedMethod, o.parking, func(at time.Duration, done float64) { prog.update(id, at, done) })
 				prog.finish(id)

@@ -150,7 +150,7 @@ func TestBenchWritesTheReport(t *testing.T) {
 		fh.Close()
 	}
 	log := stderr.String()
-	for _, want := range []string{"done: arm d-queue-aware, seed 8 (", "of 9 runs)", "wrote " + out + "/report.md", "At the headline load level 0.4", "s wall, ", " of CPU ("} {
+	for _, want := range []string{"done: d-queue-aware at level 0.4, seed 8 (", "of 9 runs)", "wrote " + out + "/report.md", "At the headline load level 0.4", "s wall, ", " of CPU ("} {
 		if !strings.Contains(log, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, log)
 		}

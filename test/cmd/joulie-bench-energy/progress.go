@@ -32,6 +32,7 @@ type progress struct {
 
 type runState struct {
 	arm       sim.Arm
+	level     float64 // 0 for a trace
 	seed      int64
 	span      time.Duration
 	simulated time.Duration
@@ -85,14 +86,22 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// start registers a run whose simulated span is expected to be span
-// (runSpan).
-func (p *progress) start(arm sim.Arm, seed int64, span time.Duration) int {
+// start registers a run of arm at level (0 for a trace) whose simulated
+// span is expected to be span (runSpan).
+func (p *progress) start(arm sim.Arm, level float64, seed int64, span time.Duration) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	p.running[p.next] = &runState{arm: arm, seed: seed, span: span}
+	p.running[p.next] = &runState{arm: arm, level: level, seed: seed, span: span}
 	return p.next
+}
+
+// name is the run's arm, load level and seed.
+func (r *runState) name() string {
+	if r.level > 0 {
+		return fmt.Sprintf("%s at level %g, seed %d", r.arm, r.level, r.seed)
+	}
+	return fmt.Sprintf("%s, seed %d", r.arm, r.seed)
 }
 
 // update takes the simulator's report: the simulated time reached, and
@@ -120,7 +129,7 @@ func (p *progress) finish(id int) {
 	p.finished++
 	p.show(true)
 	if !p.terminal {
-		fmt.Fprintf(p.w, "done: arm %s, seed %d (%d of %d runs)\n", r.arm, r.seed, p.finished, p.total)
+		fmt.Fprintf(p.w, "done: %s (%d of %d runs)\n", r.name(), p.finished, p.total)
 	}
 }
 
@@ -154,7 +163,7 @@ func (p *progress) show(force bool) {
 	}
 }
 
-// line is, for each run under way, its arm, seed, simulated time out of
+// line is, for each run under way, its arm, level, seed, simulated time out of
 // its expected span and share of jobs completed, then the runs finished
 // and the estimated time left: the wall time so far scaled by the share
 // of the work left, counting each run under way by its simulated time
@@ -164,7 +173,7 @@ func (p *progress) line(now time.Time) string {
 	frac := float64(p.finished)
 	for id := 1; id <= p.next; id++ {
 		if r := p.running[id]; r != nil {
-			parts = append(parts, fmt.Sprintf("%s seed %d at %s of ~%s (%.0f%%, %.0f%% of jobs done)", r.arm, r.seed, simTime(r.simulated), simTime(r.span), 100*r.share(), 100*r.jobs))
+			parts = append(parts, fmt.Sprintf("%s: %s of ~%s (%.0f%%, %.0f%% of jobs done)", r.name(), simTime(r.simulated), simTime(r.span), 100*r.share(), 100*r.jobs))
 			frac += r.share()
 		}
 	}

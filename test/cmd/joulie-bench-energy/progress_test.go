@@ -18,31 +18,31 @@ func TestProgressLineAndETA(t *testing.T) {
 	clock := time.Unix(0, 0)
 	now := func() time.Time { return clock }
 	p := newProgress(&buf, true, 4, now)
-	a := p.start(sim.ArmDefault, 1, 10*time.Hour)
+	a := p.start(sim.ArmDefault, 0.4, 1, 10*time.Hour)
 	clock = clock.Add(10 * time.Second)
 	p.finish(a)
-	b := p.start(sim.ArmBinPack, 1, 3*time.Hour)
+	b := p.start(sim.ArmBinPack, 0.6, 1, 3*time.Hour)
 	clock = clock.Add(20 * time.Second)
 	p.update(b, 90*time.Minute, 0.9)
 	// Half of b's span and 1.5 of 4 runs in 30 s: 2.5 left take 50 s
 	// more. The 90% of jobs done does not count.
-	want := "\r[1/4 runs done, ETA 50s] b-binpack seed 1 at 1h30m of ~3h00m (50%, 90% of jobs done)\x1b[K"
+	want := "\r[1/4 runs done, ETA 50s] b-binpack at level 0.6, seed 1: 1h30m of ~3h00m (50%, 90% of jobs done)\x1b[K"
 	if got := buf.String(); !strings.HasSuffix(got, want) {
 		t.Errorf("terminal progress %q, want it to end with %q", got, want)
 	}
 
 	buf.Reset()
 	p = newProgress(&buf, false, 2, now)
-	c := p.start(sim.ArmOracle, 3, 10*time.Hour)
-	p.update(c, time.Hour, 0.5) // the first update is shown at once
+	c := p.start(sim.ArmOracle, 0, 3, 10*time.Hour) // a trace: no level
+	p.update(c, time.Hour, 0.5)                     // the first update is shown at once
 	clock = clock.Add(time.Second)
 	p.update(c, 90*time.Minute, 0.8) // within plainEvery of the last line: not shown
 	clock = clock.Add(plainEvery)
 	p.update(c, 2*time.Hour, 0.9)
 	p.finish(c) // 16 s for a tenth of the work: 144 s left
 	p.done()
-	want = "[0/2 runs done, ETA unknown] f-oracle seed 3 at 1h00m of ~10h00m (10%, 50% of jobs done)\n" +
-		"[0/2 runs done, ETA 2m24s] f-oracle seed 3 at 2h00m of ~10h00m (20%, 90% of jobs done)\ndone: arm f-oracle, seed 3 (1 of 2 runs)\n"
+	want = "[0/2 runs done, ETA unknown] f-oracle, seed 3: 1h00m of ~10h00m (10%, 50% of jobs done)\n" +
+		"[0/2 runs done, ETA 2m24s] f-oracle, seed 3: 2h00m of ~10h00m (20%, 90% of jobs done)\ndone: f-oracle, seed 3 (1 of 2 runs)\n"
 	if got := buf.String(); got != want {
 		t.Errorf("plain progress %q, want %q", got, want)
 	}
