@@ -266,6 +266,7 @@ func powerPlot(st *Stats) (*plot.Plot, error) {
 		p.X.Tick.Marker = dayTicks{}
 	}
 	p.Y.Label.Text = "kW"
+	p.Y.Tick.Marker = roundTicks{}
 	// From zero, so the gap between arms reads at its true size; the
 	// legend sits in the empty bottom.
 	p.Y.Min = 0
@@ -349,6 +350,33 @@ func (fineTicks) Ticks(lo, hi float64) []plot.Tick {
 		if ts[i].Label != "" {
 			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
 		}
+	}
+	return ts
+}
+
+// roundTicks label four to ten values a round step apart (1, 2, 2.5 or
+// 5 times a power of ten), where gonum's default labels as few as two: a
+// power axis from 0 to 262 kW read 0.00 and 250.00 alone.
+type roundTicks struct{}
+
+func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	step := 0.0
+	for e := math.Floor(math.Log10(hi - lo)); step == 0; e-- {
+		for _, m := range []float64{5, 2.5, 2, 1} {
+			if s := m * math.Pow(10, e); (hi-lo)/s >= 4 {
+				step = s
+				break
+			}
+		}
+	}
+	var ts []plot.Tick
+	first := math.Ceil(lo / step)
+	for k := first; k*step <= hi+step*1e-9; k++ {
+		v := k * step
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
 	}
 	return ts
 }

@@ -724,3 +724,27 @@ func TestChartProfile(t *testing.T) {
 		t.Errorf("j-joulie runs %+v at extender weight %d, want the shipped profile at the chart's weight (0)", spec.Profile, spec.ExtenderWeight)
 	}
 }
+
+// The power plot's axis labels round values, four or more of them: 0 to
+// 262 kW reads 0, 50, ... 250, where gonum's default labelled 0 and 250
+// alone.
+func TestRoundTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0, 262.5, []string{"0", "50", "100", "150", "200", "250"}},
+		{0, 1, []string{"0", "0.25", "0.5", "0.75", "1"}},
+		{0, 399, []string{"0", "50", "100", "150", "200", "250", "300", "350"}},
+		{12, 31, []string{"12.5", "15", "17.5", "20", "22.5", "25", "27.5", "30"}},
+		{0, 0.3, []string{"0", "0.05", "0.1", "0.15", "0.2", "0.25", "0.3"}},
+	} {
+		var got []string
+		for _, tk := range (roundTicks{}).Ticks(tc.lo, tc.hi) {
+			got = append(got, tk.Label)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ticks of %v..%v: %v, want %v", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
