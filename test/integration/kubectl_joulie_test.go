@@ -571,7 +571,9 @@ func serveBehindService(t *testing.T, namespace, name string, ext *extenderProce
 	podName := name + "-test"
 	pod, err := admin.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: namespace},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "extender", Image: "joulie-extender"}}},
+		// No scheduler of the tests' takes it: bound, it would count on
+		// some test's node.
+		Spec: corev1.PodSpec{SchedulerName: "no-scheduler", Containers: []corev1.Container{{Name: "extender", Image: "joulie-extender"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
