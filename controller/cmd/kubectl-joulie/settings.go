@@ -20,6 +20,9 @@ import (
 // joulie-extender's Service.
 const defaultExtenderService = "joulie-system/joulie-extender"
 
+// settingsTimeout bounds the read of the extender's settings.
+const settingsTimeout = 10 * time.Second
+
 // extenderSettings reads the scoring settings the running joulie-extender
 // uses from its GET /debug/scoring, through the API server's proxy to its
 // Service (ref, NAMESPACE/NAME), so that explain scores as the extender
@@ -41,6 +44,10 @@ func (c *cluster) extenderSettings(ctx context.Context, ref string, base scoring
 		return base, fmt.Errorf("joulie-extender's Service %s: %w", ref, apiError(err, "get", "services", ns))
 	}
 	scheme, port := servicePort(svc)
+	// An extender that does not answer must not hold explain up for the
+	// API server's whole dial timeout: the defaults serve meanwhile.
+	ctx, cancel := context.WithTimeout(ctx, settingsTimeout)
+	defer cancel()
 	raw, err := c.kc.CoreV1().Services(ns).ProxyGet(scheme, name, port, "debug/scoring", map[string]string{"nodes": "false"}).DoRaw(ctx)
 	if err != nil {
 		return base, fmt.Errorf("GET /debug/scoring of %s through the API server's service proxy: %w", ref, apiError(err, "get", "services/proxy", ns))
