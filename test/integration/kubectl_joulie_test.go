@@ -425,7 +425,7 @@ func TestKubectlJoulieExplainAgreesWithTheExtender(t *testing.T) {
 	host := machineAddress(t)
 	ext := startExtenderOn(t, host, cp.WriteKubeconfig(t, cp.ServiceAccountConfig(t, harness.ControllerNamespace, chartExtenderAccount)),
 		[]string{"SCORING_MODE=pack-standard", "TWIN_STALENESS_THRESHOLD=20m", "MARGINAL_CPU_UTIL_COEFF=0.5"}, "--log-level", "debug")
-	serveBehindService(t, harness.ControllerNamespace, chartExtenderService, ext)
+	serveBehindService(t, harness.ControllerNamespace, chartExtenderService, strings.TrimPrefix(ext.url, "http://"))
 	service := harness.ControllerNamespace + "/" + chartExtenderService
 	ext.waitForTwins(t, "kj-perf", "kj-eco", "kj-draining", "kj-failsafe", "kj-gpu-blocked", "kj-parked")
 	ext.waitForFill(t, "kj-eco", 190, 112)
@@ -515,6 +515,41 @@ func TestKubectlJoulieExplainAgreesWithTheExtender(t *testing.T) {
 		!strings.Contains(errOut, "check that --extender-service names joulie-extender's Service") || !strings.Contains(out, `"settingsFrom": "explain's defaults"`) {
 		t.Errorf("explain with a missing Service: exit %d, stderr %q, stdout %.300s", code, errOut, out)
 	}
+	// An extender that takes connections and never answers: explain gives
+	// up on its settings after 10 s and answers on the defaults.
+	hang, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hang.Close()
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	const hung = "kj-hung-extender"
+	admin := cp.AdminClient(t)
+	if _, err := admin.CoreV1().Services(harness.ControllerNamespace).Create(t.Context(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: hung},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9876}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Services(harness.ControllerNamespace).Delete(context.Background(), hung, metav1.DeleteOptions{})
+	})
+	serveBehindService(t, harness.ControllerNamespace, hung, hang.Addr().String())
+	began := time.Now()
+	out, errOut, code = newKubectlJoulie(t, "kj-admin", "system:masters").run(t, "explain", "pending-std", "-n", kjNamespace, "-o", "json",
+		"--extender-service", harness.ControllerNamespace+"/"+hung)
+	if took := time.Since(began); code != 0 || !strings.Contains(errOut, "Warning: the scores use explain's settings") || !strings.Contains(out, `"settingsFrom": "explain's defaults"`) || took > 25*time.Second {
+		t.Errorf("explain with an extender that never answers: exit %d after %s, stderr %q, stdout %.200s; want the defaults within about 10 s", code, took.Round(time.Second), errOut, out)
+	}
+
 	out, errOut, code = viewer.run(t, "explain", "pending-std", "-n", kjNamespace, "-o", "json", "--extender-service", service, "--scoring-mode", "headroom")
 	if code != 0 || errOut != "" || !strings.Contains(out, `"scoringMode": "headroom"`) || !strings.Contains(out, `"stalenessThreshold": "20m0s"`) ||
 		!strings.Contains(out, `"settingsFrom": "the extender's, from `+service+`, with explain's flags"`) {
@@ -547,17 +582,13 @@ func machineAddress(t *testing.T) string {
 	return ""
 }
 
-// serveBehindService makes ext the endpoint of the Service namespace/name
-// as the EndpointSlice controller and a kubelet would: a Pod whose status
-// holds the extender's address, and an EndpointSlice that points to it
-// (the API server proxies only to addresses that are a pod's).
-func serveBehindService(t *testing.T, namespace, name string, ext *extenderProcess) {
+// serveBehindService makes hostPort the endpoint of the Service
+// namespace/name as the EndpointSlice controller and a kubelet would: a
+// Pod whose status holds the address, and an EndpointSlice that points to
+// it (the API server proxies only to addresses that are a pod's).
+func serveBehindService(t *testing.T, namespace, name, hostPort string) {
 	t.Helper()
-	u, err := url.Parse(ext.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, portText, _ := net.SplitHostPort(u.Host)
+	host, portText, _ := net.SplitHostPort(hostPort)
 	port, err := strconv.Atoi(portText)
 	if err != nil {
 		t.Fatal(err)
@@ -566,7 +597,7 @@ func serveBehindService(t *testing.T, namespace, name string, ext *extenderProce
 	ctx := t.Context()
 	svc, err := admin.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil || len(svc.Spec.Ports) != 1 {
-		t.Fatalf("the chart's Service %s/%s: %v (ports %v)", namespace, name, err, svc.Spec.Ports)
+		t.Fatalf("the Service %s/%s: %v (ports %v)", namespace, name, err, svc.Spec.Ports)
 	}
 	podName := name + "-test"
 	pod, err := admin.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{
