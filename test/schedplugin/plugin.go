@@ -315,8 +315,10 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	// Unresolvable, as the extender's FailedAndUnresolvableNodes: evicting
+	// pods does not turn an eco node into a performance one.
 	if v := c.verdict(nodeInfo.Node()); v != scoring.Admit {
-		return fwk.NewStatus(fwk.Unschedulable, v.Reason())
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Reason())
 	}
 	return nil
 }

@@ -84,8 +84,8 @@ func TestFilterAsTheExtender(t *testing.T) {
 			if got := !st.IsSuccess(); got != tc.rejected[name] {
 				t.Errorf("%s pod on %s: rejected %v (%v), want %v", tc.class, name, got, st, tc.rejected[name])
 			}
-			if !st.IsSuccess() && st.Code() != fwk.Unschedulable {
-				t.Errorf("%s pod on %s: code %v, want Unschedulable", tc.class, name, st.Code())
+			if !st.IsSuccess() && st.Code() != fwk.UnschedulableAndUnresolvable {
+				t.Errorf("%s pod on %s: code %v, want UnschedulableAndUnresolvable", tc.class, name, st.Code())
 			}
 		}
 	}
@@ -310,8 +310,8 @@ func TestAChangedNodeIsNotReadFromTheView(t *testing.T) {
 	if st := p.Filter(context.Background(), state, po, old); !st.IsSuccess() {
 		t.Fatalf("the old object, labelled performance: %v", st)
 	}
-	if st := p.Filter(context.Background(), state, po, now); st.Code() != fwk.Unschedulable {
-		t.Fatalf("the new object, labelled eco, not yet in the view: %v, want Unschedulable", st)
+	if st := p.Filter(context.Background(), state, po, now); st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("the new object, labelled eco, not yet in the view: %v, want UnschedulableAndUnresolvable", st)
 	}
 }
 
