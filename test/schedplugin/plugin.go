@@ -129,9 +129,9 @@ type view struct {
 type nodeEntry struct {
 	node   *scoring.Node // twin and hardware; nil when Joulie has neither
 	labels scoring.Labels
-	// allocCPU and allocGPUs are its allocatable cores and GPUs (NVIDIA
-	// and AMD together), as the scheduler's NodeInfo counts them.
-	allocCPU, allocGPUs float64
+	// alloc is the node's fill with nothing requested: its allocatable
+	// cores and GPUs, as the extender reads them (scoring.FillOf).
+	alloc scoring.Fill
 }
 
 // entry is n's entry, from the view when it holds this very object.
@@ -143,14 +143,7 @@ func (v *view) entry(n *corev1.Node) nodeEntry {
 }
 
 func (v *view) entryOf(n *corev1.Node) nodeEntry {
-	a := n.Status.Allocatable
-	cpu, nvidia, amd := a[corev1.ResourceCPU], a[joulie.ResourceNVIDIAGPU], a[joulie.ResourceAMDGPU]
-	return nodeEntry{
-		node:      v.nodes[n.Name],
-		labels:    scoring.LabelsOf(n),
-		allocCPU:  float64(cpu.MilliValue()) / 1000,
-		allocGPUs: float64(nvidia.Value() + amd.Value()),
-	}
+	return nodeEntry{node: v.nodes[n.Name], labels: scoring.LabelsOf(n), alloc: scoring.FillOf(n, scoring.Requests{})}
 }
 
 // New is the plugin's factory, for app.WithPlugin. It watches NodeTwins
@@ -359,8 +352,9 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // not read them elsewhere (scoring.Batch), and most nodes have none.
 func (e *nodeEntry) fill(n fwk.NodeInfo) scoring.Fill {
 	req := n.GetRequested()
-	f := scoring.Fill{AllocatableCPU: e.allocCPU, RequestedCPU: float64(req.GetMilliCPU()) / 1000, AllocatableGPUs: e.allocGPUs}
-	if e.allocGPUs > 0 {
+	f := e.alloc
+	f.RequestedCPU = float64(req.GetMilliCPU()) / 1000
+	if f.AllocatableGPUs > 0 {
 		s := req.GetScalarResources()
 		f.RequestedGPUs = float64(s[joulie.ResourceNVIDIAGPU] + s[joulie.ResourceAMDGPU])
 	}
