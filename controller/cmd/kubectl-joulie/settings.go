@@ -43,12 +43,15 @@ func (c *cluster) extenderSettings(ctx context.Context, ref string, base scoring
 	if err != nil {
 		return base, fmt.Errorf("joulie-extender's Service %s: %w", ref, apiError(err, "get", "services", ns))
 	}
-	scheme, port := servicePort(svc)
+	scheme, err := servicePort(svc)
+	if err != nil {
+		return base, err
+	}
 	// An extender that does not answer must not hold explain up for the
 	// API server's whole dial timeout: the defaults serve meanwhile.
 	ctx, cancel := context.WithTimeout(ctx, settingsTimeout)
 	defer cancel()
-	raw, err := c.kc.CoreV1().Services(ns).ProxyGet(scheme, name, port, "debug/scoring", map[string]string{"nodes": "false"}).DoRaw(ctx)
+	raw, err := c.kc.CoreV1().Services(ns).ProxyGet(scheme, name, scheme, "debug/scoring", map[string]string{"nodes": "false"}).DoRaw(ctx)
 	if err != nil {
 		return base, fmt.Errorf("GET /debug/scoring of %s through the API server's service proxy: %w", ref, apiError(err, "get", "services/proxy", ns))
 	}
@@ -59,22 +62,15 @@ func (c *cluster) extenderSettings(ctx context.Context, ref string, base scoring
 	return p, nil
 }
 
-// servicePort is the scheme and the port (by name, else number) of the
-// extender's Service: the chart names its one port after the scheme.
-func servicePort(svc *corev1.Service) (scheme, port string) {
+// servicePort is the scheme of the extender's Service, which is also the
+// name of its port: the chart names its one port http or https.
+func servicePort(svc *corev1.Service) (string, error) {
 	for _, p := range svc.Spec.Ports {
 		if p.Name == "https" || p.Name == "http" {
-			return p.Name, p.Name
+			return p.Name, nil
 		}
 	}
-	if len(svc.Spec.Ports) > 0 {
-		p := svc.Spec.Ports[0]
-		if p.Name != "" {
-			return "http", p.Name
-		}
-		return "http", fmt.Sprint(p.Port)
-	}
-	return "http", ""
+	return "", fmt.Errorf("the Service %s/%s has no port named http or https, as joulie-extender's has: check --extender-service", svc.Namespace, svc.Name)
 }
 
 // extenderReport is the part of the extender's /debug/scoring that

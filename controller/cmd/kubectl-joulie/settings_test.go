@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"joulie.io/joulie/pkg/powerest"
 	"joulie.io/joulie/pkg/scoring"
 )
@@ -120,4 +123,27 @@ func TestFlagsGoOverTheExtendersSettings(t *testing.T) {
 func isUsage(err error) bool {
 	_, ok := errors.AsType[usageError](err)
 	return ok
+}
+
+// The proxy is asked on the port named after the scheme, as the chart
+// names the extender's; a Service without one is not the extender's.
+func TestServicePort(t *testing.T) {
+	svc := func(names ...string) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"}}
+		for _, n := range names {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: n})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		svc  *corev1.Service
+		want string
+	}{{svc("http"), "http"}, {svc("metrics", "https"), "https"}} {
+		if got, err := servicePort(tc.svc); err != nil || got != tc.want {
+			t.Errorf("ports %v: %q, %v; want %q", tc.svc.Spec.Ports, got, err, tc.want)
+		}
+	}
+	if _, err := servicePort(svc("grpc")); err == nil || !strings.Contains(err.Error(), "no port named http or https") {
+		t.Errorf("a Service without an http port: %v", err)
+	}
 }
