@@ -108,6 +108,9 @@ type Agent struct {
 	snap          Snapshot
 	parkState     ParkState
 	wol           map[string]*WakeTarget // by MAC, every one ever listed
+	// powerOffRefusals counts the parks whose last check forbade the
+	// power-off, since the agent started.
+	powerOffRefusals int64
 
 	// parkMu serializes the steps of a park (restore, record, power-off),
 	// which run outside mu.
@@ -137,6 +140,9 @@ type Snapshot struct {
 	Park ParkState
 	// WakeOnLAN counts the magic packets sent, per MAC ever listed.
 	WakeOnLAN []WakeTarget
+	// PowerOffRefusals counts the parks whose last check found work on
+	// the node, or could not confirm it empty, so the host stayed on.
+	PowerOffRefusals int64
 	// Guard is what the eco guard did on the tick; when it refused, Spec
 	// is the performance target enforced instead of the eco one.
 	Guard EcoGuard
@@ -467,7 +473,7 @@ func (a *Agent) Reconcile() {
 	a.snap = Snapshot{
 		Node: a.opts.Node, Version: a.opts.Version, Standalone: a.opts.Standalone != nil,
 		Spec: spec, Source: source, Generation: generation, Result: res,
-		LastReconcile: now, Failsafe: fs, Park: park, WakeOnLAN: wol, Guard: guard,
+		LastReconcile: now, Failsafe: fs, Park: park, WakeOnLAN: wol, Guard: guard, PowerOffRefusals: a.powerOffRefusals,
 	}
 	a.mu.Unlock()
 	if a.opts.Ticked != nil {

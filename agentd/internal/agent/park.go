@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"joulie.io/joulie/agentd/internal/lastcheck"
 	"joulie.io/joulie/agentd/internal/state"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
@@ -18,6 +19,12 @@ type Parking struct {
 	// AllowPowerOff is the host's consent (parking.allowPowerOff): false
 	// refuses every park, whatever the cluster asks.
 	AllowPowerOff bool
+	// CheckEmpty is the last check before the power-off (package
+	// lastcheck): it reads what runs on the node afresh and returns an
+	// empty verdict only when nothing forbids switching the host off.
+	// Nil refuses every power-off, since nothing could confirm the node
+	// empty.
+	CheckEmpty func(ctx context.Context) lastcheck.Verdict
 	// StateDir holds the park record (state.ParkRecord); BootID is this
 	// boot's ID, which tells the next boot from a restart.
 	StateDir string
@@ -57,6 +64,12 @@ const (
 	// (parking.allowPowerOff false, a simulated node, a stale target or a
 	// park without powerStateSince).
 	ReasonPowerOffNotAllowed = "PowerOffNotAllowed"
+	// ReasonPowerOffRefused: right before the power-off, the agent's
+	// last check found a pod on the node that no DaemonSet controls (or
+	// could not confirm the node empty); logind was not asked, and the
+	// host stays on with its caps restored until the controller records
+	// it awake again.
+	ReasonPowerOffRefused = "PowerOffRefused"
 	// ReasonBootedAfterPark: this park already powered the host off and
 	// the host has booted since (woken while the spec still says parked);
 	// it is not powered off again for the same park.
@@ -164,6 +177,9 @@ func (a *Agent) decidePark(since time.Time, source string, now time.Time) ParkSt
 		case rec.Outcome == state.ParkRequested:
 			return ParkState{Parked: true, Reason: ReasonPowerOffRequested, Message: fmt.Sprintf(
 				"logind was asked to power off at %s (a restart during the shutdown does not ask again)", rec.At.UTC().Format(time.RFC3339))}
+		case rec.Outcome == state.ParkRefused:
+			return ParkState{Reason: ReasonPowerOffRefused, Message: "the host was not powered off: " + rec.Error +
+				"; the controller records the node awake and may park it anew once it is empty"}
 		case rec.Outcome == state.ParkFailed:
 			return ParkState{Reason: ReasonPowerOffFailed, Message: "powering off failed and is not retried for this park: " + rec.Error +
 				"; once fixed, the controller's next park (a new powerStateSince) powers off"}
@@ -195,13 +211,25 @@ func (a *Agent) ParkReported(ctx context.Context) {
 		return
 	}
 	p := a.opts.Parking
+	// The last word: what runs on the node now, from the kubelet and a
+	// live read of the API server. The park record still says pending,
+	// so a restart during the check checks again rather than take the
+	// power-off as asked.
+	verdict := lastcheck.Verdict{Blockers: []string{"nothing is configured to confirm the node is empty"}}
+	if p.CheckEmpty != nil {
+		verdict = p.CheckEmpty(ctx)
+	}
 	now := a.opts.Now()
+	if !verdict.OK() {
+		a.refusePowerOff(cur, now, verdict)
+		return
+	}
 	rec := state.ParkRecord{Since: cur.Since, BootID: p.BootID, At: now.UTC(), Outcome: state.ParkRequested}
 	// Recorded before the call: a restart during the shutdown that
 	// follows must not ask again.
 	err := state.SavePark(p.StateDir, rec)
 	if err == nil {
-		a.log.Info("powering the host off through logind for the park", "since", cur.Since)
+		a.log.Info("powering the host off through logind for the park", "since", cur.Since, "checked", verdict.Checked)
 		err = p.PowerOff(ctx)
 		if err != nil {
 			rec.Outcome, rec.Error = state.ParkFailed, err.Error()
@@ -217,6 +245,31 @@ func (a *Agent) ParkReported(ctx context.Context) {
 			Message: "every cap is restored to its original, but powering off failed, and is not retried for this park: " + err.Error()}
 		a.log.Error("the park's power-off failed; the host stays on with its caps restored", "err", err)
 	}
+	a.setPark(next)
+}
+
+// refusePowerOff records that the last check forbade this park's
+// power-off: the host stays on, reported awake, and the refusal is not
+// retried for this park (the controller parks anew once it is empty).
+// a.parkMu is held.
+func (a *Agent) refusePowerOff(cur ParkState, now time.Time, v lastcheck.Verdict) {
+	p := a.opts.Parking
+	why := v.Message()
+	rec := state.ParkRecord{Since: cur.Since, BootID: p.BootID, At: now.UTC(), Outcome: state.ParkRefused, Error: why}
+	if err := state.SavePark(p.StateDir, rec); err != nil {
+		// Without the record a restart checks again, which is safe.
+		a.log.Error("recording the refused power-off failed", "err", err)
+	}
+	a.mu.Lock()
+	a.powerOffRefusals++
+	a.mu.Unlock()
+	a.log.Warn("not powering the host off for the park: the last check found work on the node", "since", cur.Since, "why", why)
+	a.setPark(ParkState{Since: cur.Since, At: now, Reason: ReasonPowerOffRefused,
+		Message: "every cap is restored to its original, but the host was not powered off: " + why})
+}
+
+// setPark makes next the park's state and reports it at once.
+func (a *Agent) setPark(next ParkState) {
 	a.mu.Lock()
 	a.parkState = next
 	if a.snap.Park.Reason != "" {

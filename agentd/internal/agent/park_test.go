@@ -9,16 +9,25 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"joulie.io/joulie/agentd/internal/lastcheck"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
-// powerOffs records the agent's calls to logind.
+// powerOffs records the agent's calls to logind, and answers the last
+// check before them with blockers (none: the node is empty).
 type powerOffs struct {
-	calls int
-	err   error
+	calls    int
+	err      error
+	checks   int
+	blockers []string
 }
 
 func (p *powerOffs) powerOff(context.Context) error { p.calls++; return p.err }
+
+func (p *powerOffs) checkEmpty(context.Context) lastcheck.Verdict {
+	p.checks++
+	return lastcheck.Verdict{Blockers: p.blockers, Checked: "test"}
+}
 
 func parkedAt(t time.Time) joulie.NodePowerProfileSpec {
 	s := eco(60)
@@ -30,7 +39,7 @@ func parkedAt(t time.Time) joulie.NodePowerProfileSpec {
 // the park record in dir, in boot bootID.
 func parkingAgent(hw *fakeHW, c *clock, off *powerOffs, dir, bootID string) *Agent {
 	return newAgent(hw, c, func(o *Options) {
-		o.Parking = Parking{PowerOff: off.powerOff, AllowPowerOff: true, StateDir: dir, BootID: bootID}
+		o.Parking = Parking{PowerOff: off.powerOff, CheckEmpty: off.checkEmpty, AllowPowerOff: true, StateDir: dir, BootID: bootID}
 	})
 }
 
@@ -174,6 +183,84 @@ func TestRefusedPowerOffIsReportedAndNotRetried(t *testing.T) {
 	wantPark(t, restarted, ReasonPowerOffFailed, false)
 }
 
+// The last check right before the power-off: a pod on the node (or a
+// node that cannot be confirmed empty) keeps the host on, reported awake
+// with the reason, counted, and not retried for the same park, neither
+// by this process nor after a restart in the same boot.
+func TestLastCheckRefusesThePowerOffWhileWorkIsOnTheNode(t *testing.T) {
+	hw, c, dir := &fakeHW{}, &clock{t0}, t.TempDir()
+	off := &powerOffs{blockers: []string{"pod ns/pinned is bound to the node (phase Pending) and no DaemonSet controls it"}}
+	a := parkingAgent(hw, c, off, dir, "boot-1")
+	a.SetDesired(parkedAt(t0), 2)
+	a.Reconcile()
+	wantPark(t, a, ReasonPoweringOff, true)
+	a.ParkReported(context.Background())
+	if off.calls != 0 || off.checks != 1 {
+		t.Fatalf("%d power-offs after %d checks; want none after one", off.calls, off.checks)
+	}
+	a.Reconcile()
+	p := wantPark(t, a, ReasonPowerOffRefused, false)
+	if !strings.Contains(p.Message, "pod ns/pinned is bound") || !strings.Contains(p.Message, "every cap is restored") {
+		t.Fatalf("message %q", p.Message)
+	}
+	if got := a.Snapshot().PowerOffRefusals; got != 1 {
+		t.Fatalf("%d refusals counted, want 1", got)
+	}
+	// The pod leaves: the same park still does not power off.
+	off.blockers = nil
+	a.ParkReported(context.Background())
+	restarted := parkingAgent(hw, c, off, dir, "boot-1")
+	restarted.SetDesired(parkedAt(t0), 2)
+	restarted.Reconcile()
+	restarted.ParkReported(context.Background())
+	if off.calls != 0 {
+		t.Fatalf("the refused park powered off later: %d power-offs", off.calls)
+	}
+	wantPark(t, restarted, ReasonPowerOffRefused, false)
+	// A new park, once the node is empty, powers off.
+	restarted.SetDesired(parkedAt(t0.Add(time.Hour)), 3)
+	restarted.Reconcile()
+	restarted.ParkReported(context.Background())
+	if off.calls != 1 {
+		t.Fatalf("a new park of the empty node: %d power-offs, want 1", off.calls)
+	}
+}
+
+// Without a way to check the node, nothing is powered off.
+func TestNoLastCheckNoPowerOff(t *testing.T) {
+	hw, c, off := &fakeHW{}, &clock{t0}, &powerOffs{}
+	a := newAgent(hw, c, func(o *Options) {
+		o.Parking = Parking{PowerOff: off.powerOff, AllowPowerOff: true, StateDir: t.TempDir(), BootID: "b"}
+	})
+	a.SetDesired(parkedAt(t0), 2)
+	a.Reconcile()
+	a.ParkReported(context.Background())
+	a.Reconcile()
+	p := wantPark(t, a, ReasonPowerOffRefused, false)
+	if off.calls != 0 || !strings.Contains(p.Message, "nothing is configured to confirm the node is empty") {
+		t.Fatalf("%d power-offs, message %q", off.calls, p.Message)
+	}
+}
+
+// A restart between the park record and the last check checks again.
+func TestARestartBeforeTheLastCheckChecksAgain(t *testing.T) {
+	hw, c, dir := &fakeHW{}, &clock{t0}, t.TempDir()
+	off := &powerOffs{}
+	first := parkingAgent(hw, c, off, dir, "boot-1")
+	first.SetDesired(parkedAt(t0), 2)
+	first.Reconcile() // the record says pending; the process dies here
+	off.blockers = []string{"pod ns/late is bound to the node"}
+	restarted := parkingAgent(hw, c, off, dir, "boot-1")
+	restarted.SetDesired(parkedAt(t0), 2)
+	restarted.Reconcile()
+	restarted.ParkReported(context.Background())
+	if off.calls != 0 || off.checks != 1 {
+		t.Fatalf("%d power-offs after %d checks", off.calls, off.checks)
+	}
+	restarted.Reconcile()
+	wantPark(t, restarted, ReasonPowerOffRefused, false)
+}
+
 func TestParksThatDoNotPowerOff(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -187,7 +274,7 @@ func TestParksThatDoNotPowerOff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hw, off := &fakeHW{}, &powerOffs{}
 			spec := parkedAt(t0)
-			p := Parking{PowerOff: off.powerOff, AllowPowerOff: true, StateDir: t.TempDir(), BootID: "b"}
+			p := Parking{PowerOff: off.powerOff, CheckEmpty: off.checkEmpty, AllowPowerOff: true, StateDir: t.TempDir(), BootID: "b"}
 			tc.mod(&p, &spec)
 			a := newAgent(hw, &clock{t0}, func(o *Options) { o.Parking = p })
 			a.SetDesired(spec, 2)

@@ -64,6 +64,14 @@ type Config struct {
 	// means standalone mode: no API server, StandaloneMode.Profile is the
 	// target.
 	Kubeconfig string `json:"kubeconfig"`
+	// PodsKubeconfig is the kubeconfig the agent reads its node's pods
+	// with (DefaultPodsKubeconfig, the kubelet's own): an identity the
+	// API server's Node authorizer confines to the pods bound to this
+	// node, so that the agent's own identity reads no pod at all. The eco
+	// guard, the per-pod energy's names and the last check before a park
+	// powers the host off read through it. NoPods ("none") reads none:
+	// eco then applies unchecked, and no park powers the host off.
+	PodsKubeconfig string `json:"podsKubeconfig"`
 	// HostRoot is the directory under which sys/ and proc/ are read and
 	// written ("/"); tests point it at a fixture tree.
 	HostRoot string `json:"hostRoot"`
@@ -152,8 +160,10 @@ type StandaloneMode struct {
 // nothing here turns it on, and standalone mode never parks.
 type Parking struct {
 	// AllowPowerOff lets the agent power the host off through logind when
-	// the node is parked (true). False is the host's veto: the agent
-	// restores the caps and reports the park as refused.
+	// the node is parked. False, the default, is the host's veto: the
+	// agent restores the caps and reports the park as refused. A host is
+	// parked only when both its owner (this key) and the cluster's admin
+	// (the node's joulie.io/parkable label) have opted in.
 	AllowPowerOff bool `json:"allowPowerOff"`
 	// WakeAddress lists, comma-separated, the host:port destinations
 	// of the magic packets the agent sends for the controller
@@ -215,7 +225,8 @@ func Default() Config {
 		LogLevel:          "info",
 		LogFormat:         "text",
 		DVFS:              dvfs.DefaultConfig(),
-		Parking:           Parking{AllowPowerOff: true, WakeAddress: wol.DefaultAddress},
+		PodsKubeconfig:    DefaultPodsKubeconfig,
+		Parking:           Parking{WakeAddress: wol.DefaultAddress},
 		PodResources:      PodResources{Socket: podresources.DefaultSocket},
 		Backend:           joulie.EndpointHost,
 		HTTP:              HTTP{Timeout: metav1.Duration{Duration: joulie.DefaultEndpointTimeout}},
@@ -235,6 +246,13 @@ func hostNodeName() string {
 	}
 	return strings.ToLower(strings.TrimSpace(h))
 }
+
+// DefaultPodsKubeconfig is where kubeadm writes the kubelet's kubeconfig
+// (its client certificate, user system:node:<node>, rotated in place).
+const DefaultPodsKubeconfig = "/etc/kubernetes/kubelet.conf"
+
+// NoPods is the podsKubeconfig that reads no pods.
+const NoPods = "none"
 
 // Standalone reports whether the agent runs without an API server.
 func (c Config) Standalone() bool { return c.Kubeconfig == "" }

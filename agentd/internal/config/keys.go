@@ -23,6 +23,8 @@ var keys = []key{
 		Ref: func(c *Config) any { return &c.NodeName }},
 	{Path: "kubeconfig", Usage: "kubeconfig of the agent's node-scoped identity; empty runs standalone",
 		Ref: func(c *Config) any { return &c.Kubeconfig }},
+	{Path: "podsKubeconfig", Usage: `kubeconfig the agent reads its node's pods with: the kubelet's own, which the Node authorizer confines to this node's pods; "none" reads none (eco unchecked, no park powers the host off)`,
+		Ref: func(c *Config) any { return &c.PodsKubeconfig }},
 	{Path: "hostRoot", Usage: "directory under which sys/ and proc/ are read and written",
 		Ref: func(c *Config) any { return &c.HostRoot }},
 	{Path: "stateDir", Usage: "directory of the journal of original values",

@@ -120,6 +120,10 @@ func (c Config) problems() []problem {
 		add("parking.wakeAddress", "%s", err)
 	}
 
+	if v := c.PodsKubeconfig; v != NoPods && !filepath.IsAbs(v) {
+		add("podsKubeconfig", "%q is not an absolute path or %q (kubeadm writes the kubelet's at %s)", v, NoPods, DefaultPodsKubeconfig)
+	}
+
 	if v := c.PodResources.Socket; v != podresources.Off {
 		if !filepath.IsAbs(v) {
 			add("podResources.socket", "%q is not an absolute path or %q (the kubelet's is %s)", v, podresources.Off, podresources.DefaultSocket)

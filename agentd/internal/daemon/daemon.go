@@ -31,6 +31,7 @@ import (
 	"joulie.io/joulie/agentd/internal/logind"
 	"joulie.io/joulie/agentd/internal/metrics"
 	"joulie.io/joulie/agentd/internal/podmeter"
+	"joulie.io/joulie/agentd/internal/podresources"
 	"joulie.io/joulie/agentd/internal/state"
 	"joulie.io/joulie/agentd/internal/systemd"
 	"joulie.io/joulie/agentd/internal/wol"
@@ -52,6 +53,13 @@ type Daemon struct {
 	meter   *podmeter.Meter
 	pods    *kubesync.NodePods
 	reports *kubesync.EnergyReporter
+	// podReader reads the node's pods under podsKubeconfig's identity
+	// (nil, noPods says why, when the agent reads none); admitted asks
+	// the kubelet what it admitted. Both serve the last check before a
+	// park powers the host off.
+	podReader dynamic.Interface
+	noPods    string
+	admitted  *podresources.Client
 	// onHost is true when the agent drives this machine, not a simulator:
 	// only then may a park power it off or Wake-on-LAN packets go out.
 	onHost bool
@@ -90,7 +98,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 			hw.Close()
 			return nil, err
 		}
-		d.pods = kubesync.NewNodePods(dc, cfg.NodeName)
+		// The pods are read under the kubelet's identity, never the
+		// agent's own, which may read no pod at all.
+		if d.podReader, d.noPods, err = podsClient(cfg); err != nil {
+			hw.Close()
+			return nil, err
+		}
+		if d.podReader != nil {
+			d.pods = kubesync.NewNodePods(d.podReader, cfg.NodeName)
+		} else {
+			log.Warn("the agent reads none of its node's pods: eco caps apply without the guard's check, per-pod energy has no names, and no park powers this host off",
+				"why", d.noPods)
+		}
+		d.admitted = podresources.New(cfg.PodResources.Socket, podresources.DefaultTimeout)
 	}
 	d.agent = agent.New(hw, d.agentOptions(cfg))
 	if d.pods != nil {
@@ -171,6 +191,7 @@ func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 	// packets onto the network.
 	if d.onHost && !cfg.Standalone() {
 		o.Parking.PowerOff = logind.Client{}.PowerOff
+		o.Parking.CheckEmpty = d.checkEmpty
 		o.Parking.BootID = host.BootID(cfg.HostRoot)
 		addrs, _ := wol.ParseAddresses(cfg.Parking.WakeAddress) // validated with the config
 		o.Parking.WakeOnLAN = wol.Sender{Addresses: addrs}.Send
@@ -328,6 +349,7 @@ func (d *Daemon) reload() {
 		{"backend", d.cfg.Backend, next.Backend}, {"reconcileInterval", d.cfg.ReconcileInterval, next.ReconcileInterval},
 		{"parking.wakeAddress", d.cfg.Parking.WakeAddress, next.Parking.WakeAddress},
 		{"podResources.socket", d.cfg.PodResources.Socket, next.PodResources.Socket},
+		{"podsKubeconfig", d.cfg.PodsKubeconfig, next.PodsKubeconfig},
 	} {
 		if c.old != c.next {
 			d.log.Warn("changing this key needs a restart; the running value stays", "key", c.key, "running", c.old, "configured", c.next)

@@ -26,10 +26,12 @@ func TestOnlyAClusterAgentOnItsHostMayPowerOff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &Daemon{log: slog.New(slog.DiscardHandler), onHost: tc.onHost}
 			p := d.agentOptions(tc.cfg).Parking
-			if (p.PowerOff != nil) != tc.want || (p.WakeOnLAN != nil) != tc.want {
-				t.Fatalf("power-off wired %v, Wake-on-LAN wired %v; want %v", p.PowerOff != nil, p.WakeOnLAN != nil, tc.want)
+			if (p.PowerOff != nil) != tc.want || (p.WakeOnLAN != nil) != tc.want || (p.CheckEmpty != nil) != tc.want {
+				t.Fatalf("power-off wired %v, its last check wired %v, Wake-on-LAN wired %v; want %v",
+					p.PowerOff != nil, p.CheckEmpty != nil, p.WakeOnLAN != nil, tc.want)
 			}
-			if !p.AllowPowerOff || p.StateDir != tc.cfg.StateDir {
+			// The host's consent is its owner's: off unless configured.
+			if p.AllowPowerOff || p.StateDir != tc.cfg.StateDir {
 				t.Fatalf("parking options %+v", p)
 			}
 		})

@@ -255,3 +255,27 @@ func (p *NodePods) PerformancePodsOn(node string) ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+// BoundPods reads the pods bound to node from the API server itself, not
+// from an informer: a list with no resourceVersion is a consistent read,
+// which shows every write the API server acknowledged before it, so a
+// binding made just before it is seen. It is
+// the API side of the last check before a park powers the host off.
+func BoundPods(ctx context.Context, client dynamic.Interface, node string) ([]*corev1.Pod, error) {
+	list, err := client.Resource(Pods).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return nil, fmt.Errorf("list the pods bound to node %s: %w", node, err)
+	}
+	out := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		o, err := slimPod(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		if p := o.(*corev1.Pod); p.Spec.NodeName == node {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

@@ -77,6 +77,9 @@ var (
 	wolPackets = prometheus.NewDesc("joulie_wake_on_lan_packets_total",
 		"Wake-on-LAN magic packets sent to a MAC for the controller, since the agent started.",
 		[]string{"node", "mac"}, nil)
+	powerOffRefusals = prometheus.NewDesc("joulie_agent_park_power_off_refusals_total",
+		"Parks whose last check right before the power-off found a pod on the node that no DaemonSet controls, or could not confirm the node empty, so the host stayed on; since the agent started.",
+		[]string{"node"}, nil)
 	wolErrors = prometheus.NewDesc("joulie_wake_on_lan_errors_total",
 		"Wake-on-LAN magic packets to a MAC that could not be sent, since the agent started.",
 		[]string{"node", "mac"}, nil)
@@ -96,7 +99,7 @@ func NewCollector(source Source) *Collector { return &Collector{source: source} 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{info, backendMode, throttlePct, aboveTrip, belowTrip, dvfsActions,
 		controlResult, gpuResult, capWatts, powerWatts, lastReconcile, lastSync, syncUp, failsafe, ecoRefused,
-		powerState, wolPackets, wolErrors} {
+		powerState, wolPackets, wolErrors, powerOffRefusals} {
 		ch <- d
 	}
 }
@@ -171,6 +174,7 @@ func collect(ch chan<- prometheus.Metric, s agent.Snapshot) {
 		for _, st := range agentPowerStates {
 			gauge(powerState, b2f(s.PowerState() == st), node, string(st))
 		}
+		ch <- prometheus.MustNewConstMetric(powerOffRefusals, prometheus.CounterValue, float64(s.PowerOffRefusals), node)
 	}
 	for _, w := range s.WakeOnLAN {
 		ch <- prometheus.MustNewConstMetric(wolPackets, prometheus.CounterValue, float64(w.Packets), node, w.MAC)

@@ -21,6 +21,9 @@ const (
 	ParkRequested = "requested"
 	// ParkFailed: logind (or the bus) refused; Error says why.
 	ParkFailed = "failed"
+	// ParkRefused: the agent's last check found work on the node (or
+	// could not confirm it empty) and did not ask logind; Error says why.
+	ParkRefused = "refused"
 )
 
 // ParkRecord is the agent's durable note of the last park it carried
@@ -36,7 +39,7 @@ type ParkRecord struct {
 	BootID string `json:"bootID"`
 	// At is when the agent decided to power off.
 	At time.Time `json:"at"`
-	// Outcome is ParkPending, ParkRequested or ParkFailed.
+	// Outcome is ParkPending, ParkRequested, ParkFailed or ParkRefused.
 	Outcome string `json:"outcome"`
 	// Error is why the power-off failed.
 	Error string `json:"error,omitempty"`

@@ -34,6 +34,7 @@ import (
 	"joulie.io/joulie/agentd/internal/agent"
 	"joulie.io/joulie/agentd/internal/config"
 	"joulie.io/joulie/agentd/internal/kubesync"
+	"joulie.io/joulie/agentd/internal/lastcheck"
 	"joulie.io/joulie/agentd/internal/simulated"
 	"joulie.io/joulie/agentd/internal/wol"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
@@ -52,6 +53,9 @@ type Pool struct {
 	cs   client.JoulieV1alpha1Interface
 	meta metadata.Interface
 	pods *kubesync.NodePods // the pods bound to any node, for the eco guard
+	// podReader reads a node's pods live for the last check before a
+	// park switches the simulated node off.
+	podReader dynamic.Interface
 
 	mu    sync.Mutex
 	nodes map[string]*member
@@ -83,7 +87,7 @@ func New(cfg config.Config, log *slog.Logger) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{cfg: cfg, log: log, cs: cs, meta: meta, pods: kubesync.NewBoundPods(dc), nodes: map[string]*member{}}
+	p := &Pool{cfg: cfg, log: log, cs: cs, meta: meta, pods: kubesync.NewBoundPods(dc), podReader: dc, nodes: map[string]*member{}}
 	p.pods.OnNodeChange(p.kick)
 	return p, nil
 }
@@ -176,6 +180,12 @@ func (p *Pool) start(ctx context.Context, node string, meta metav1.PartialObject
 		KeepCapsOnStop: p.cfg.KeepCapsOnStop, Version: version.Version, Logger: p.log.With("node", node),
 		Parking: agent.Parking{
 			PowerOff: hw.PowerOff, AllowPowerOff: p.cfg.Parking.AllowPowerOff,
+			// The last check as on a real node, from the API server
+			// alone: a simulated node has no kubelet to ask.
+			CheckEmpty: func(ctx context.Context) lastcheck.Verdict {
+				pods, err := kubesync.BoundPods(ctx, p.podReader, node)
+				return lastcheck.Check(lastcheck.Kubelet{Off: true}, lastcheck.API{Pods: pods, Err: err})
+			},
 			StateDir:  filepath.Join(p.cfg.StateDir, "pool", node),
 			WakeOnLAN: wol.Sender{Addresses: addrs}.Send,
 		},
