@@ -303,6 +303,12 @@ func (c *cluster) agentConfig(node string) (*rest.Config, error) {
 	return c.cp.NewUserConfig(harness.AgentUser(node), harness.AgentGroup)
 }
 
+// kubeletConfig is node's kubelet identity, which its agent reads the
+// node's pods with (podsKubeconfig), as on a host.
+func (c *cluster) kubeletConfig(node string) (*rest.Config, error) {
+	return c.cp.NewUserConfig(harness.KubeletUser(node), harness.KubeletGroup)
+}
+
 func (c *cluster) stop() error {
 	err := c.stopJoulie()
 	if c.cp != nil {

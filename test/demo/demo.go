@@ -73,6 +73,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 
 	clusterName := "embedded"
 	agentConfig := func(string) (*rest.Config, error) { return rest.CopyConfig(d.admin), nil }
+	kubeletConfig := agentConfig
 	if o.Kubeconfig == "" {
 		chart, helm, err := chartAndHelm(o)
 		if err != nil {
@@ -92,7 +93,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 			}
 		}()
 		d.admin = d.cluster.adminConfig()
-		agentConfig = d.cluster.agentConfig
+		agentConfig, kubeletConfig = d.cluster.agentConfig, d.cluster.kubeletConfig
 	} else {
 		if d.admin, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
 			return fmt.Errorf("%w: --kubeconfig=%s: %v", ErrUsage, o.Kubeconfig, err)
@@ -114,7 +115,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	d.say("starting %d simulated nodes (%d with their own joulie-agentd on sysfs and a fake NVML, the rest through one pool-mode agent)", o.Nodes, o.DaemonNodes)
 	d.fleet, err = fleet.Start(bg, fleet.Config{
 		Nodes: o.Nodes, DaemonNodes: o.DaemonNodes,
-		Kube: d.admin, AgentConfig: agentConfig,
+		Kube: d.admin, AgentConfig: agentConfig, KubeletConfig: kubeletConfig,
 		AgentBinary: filepath.Join(bins, "joulie-agentd"),
 		Dir:         filepath.Join(d.work, "fleet"),
 		Tick:        o.Step,

@@ -71,6 +71,22 @@ func (cp *ControlPlane) AgentConfig(t testing.TB, node string) *rest.Config {
 	return cp.UserConfig(t, AgentUser(node), AgentGroup)
 }
 
+// KubeletUser is the user name of node's kubelet, as its client
+// certificate names it; KubeletGroup is the group of every kubelet. The
+// API server's Node authorizer holds these identities to their node.
+func KubeletUser(node string) string { return "system:node:" + node }
+
+// KubeletGroup is the group of every kubelet's identity.
+const KubeletGroup = "system:nodes"
+
+// KubeletConfig is the client configuration of node's kubelet: the
+// identity an agent reads its node's pods with (agentd.yaml
+// podsKubeconfig).
+func (cp *ControlPlane) KubeletConfig(t testing.TB, node string) *rest.Config {
+	t.Helper()
+	return cp.UserConfig(t, KubeletUser(node), KubeletGroup)
+}
+
 // NewUserConfig is UserConfig for programs outside a test: the error is
 // returned instead of failing a test.
 func (cp *ControlPlane) NewUserConfig(user string, groups ...string) (*rest.Config, error) {

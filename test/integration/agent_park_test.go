@@ -66,7 +66,10 @@ func TestAgentParksThroughTheAPIServerAndLogind(t *testing.T) {
 	host, stateDir := minimalHost(t), t.TempDir()
 	writeBootID(t, host, "boot-1")
 	kubeconfig := cp.WriteKubeconfig(t, cp.AgentConfig(t, node))
-	first := runAgent(t, node, kubeconfig, "--host-root", host, "--state-dir", stateDir)
+	// The host's owner consents, and its kubelet runs nothing.
+	socket, _ := startFakeKubelet(t, nil)
+	hostArgs := []string{"--host-root", host, "--state-dir", stateDir, "--parking-allow-power-off", "--pod-resources-socket", socket}
+	first := runAgent(t, node, kubeconfig, hostArgs...)
 
 	status := func() joulie.NodePowerProfileStatus {
 		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
@@ -113,7 +116,7 @@ func TestAgentParksThroughTheAPIServerAndLogind(t *testing.T) {
 	// before the controller has moved the spec on from parked.
 	stopAgent(t, first.pid)
 	writeBootID(t, host, "boot-2")
-	runAgent(t, node, kubeconfig, "--host-root", host, "--state-dir", stateDir)
+	runAgent(t, node, kubeconfig, hostArgs...)
 	poll("the new boot's status", func() bool { return parked(status()).Reason == "BootedAfterPark" })
 	time.Sleep(3 * time.Second) // three ticks
 	if n := len(calls()); n != 1 {

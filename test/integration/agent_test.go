@@ -195,7 +195,10 @@ func runAgent(t *testing.T, node, kubeconfig string, args ...string) agentProces
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The node's pods are read as its kubelet, as on a host; a later
+	// --pods-kubeconfig in args goes over it.
 	cmd := exec.Command(buildAgent(t), append([]string{"--config", "", "--node-name", node, "--kubeconfig", kubeconfig,
+		"--pods-kubeconfig", cp.WriteKubeconfig(t, cp.KubeletConfig(t, node)),
 		"--host-root", minimalHost(t), "--state-dir", t.TempDir(), "--socket", socket,
 		"--metrics-address", "", "--reconcile-interval", "1s", "--nvml-library-path", "none", "--amdsmi-library-path", "none"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf

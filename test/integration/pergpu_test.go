@@ -184,21 +184,30 @@ func newGPUHost(ctx context.Context, t *testing.T, layout func(dir string), pods
 	h := gpuHost{lib: lib, gpus: t.TempDir()}
 	layout(h.gpus)
 	t.Setenv("FAKE_NVML_DIR", h.gpus)
+	h.socket, h.podsFile = startFakeKubelet(t, pods)
+	return h
+}
+
+// startFakeKubelet serves the kubelet's pod-resources API on a socket,
+// listing pods (namespace/name → GPU IDs) from a file that kubeletPods
+// rewrites while the test runs; it returns the socket and the file.
+func startFakeKubelet(t *testing.T, pods map[string][]string) (socket, podsFile string) {
+	t.Helper()
 	sockDir, err := os.MkdirTemp("", "kubelet")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	h.socket, h.podsFile = filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
-	kubeletPods(t, h.podsFile, pods)
+	socket, podsFile = filepath.Join(sockDir, "kubelet.sock"), filepath.Join(sockDir, "pods.json")
+	kubeletPods(t, podsFile, pods)
 	kubelet := exec.Command(cp.BuildProgram(t, "joulie.io/joulie/agentd/internal/podresources/fakekubelet/cmd/fake-kubelet"),
-		"--socket", h.socket, "--pods", h.podsFile)
+		"--socket", socket, "--pods", podsFile)
 	kubelet.Stderr = os.Stderr
 	if err := kubelet.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kubelet.Process.Signal(syscall.SIGTERM); _ = kubelet.Wait() })
-	return h
+	return socket, podsFile
 }
 
 // agent runs the real joulie-agentd for node on h, as the node's own

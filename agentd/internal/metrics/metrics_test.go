@@ -151,6 +151,7 @@ func TestStandaloneHasNoSyncMetrics(t *testing.T) {
 func TestPowerStateAndWakeOnLANMetrics(t *testing.T) {
 	s := snapshot()
 	s.Park = agent.ParkState{Parked: true, Reason: agent.ReasonPowerOffRequested}
+	s.PowerOffRefusals = 2
 	s.WakeOnLAN = []agent.WakeTarget{{MAC: "0c:c4:7a:12:34:56", Listed: true, Packets: 7}, {MAC: "0c:c4:7a:ab:cd:ef", Packets: 2, Errors: 1}}
 	c := NewCollector(func() []agent.Snapshot { return []agent.Snapshot{s} })
 	want := `
@@ -158,6 +159,9 @@ func TestPowerStateAndWakeOnLANMetrics(t *testing.T) {
 # TYPE joulie_agent_power_state gauge
 joulie_agent_power_state{node="node-a",state="awake"} 0
 joulie_agent_power_state{node="node-a",state="parked"} 1
+# HELP joulie_agent_park_power_off_refusals_total Parks whose last check right before the power-off found a pod on the node that no DaemonSet controls, or could not confirm the node empty, so the host stayed on; since the agent started.
+# TYPE joulie_agent_park_power_off_refusals_total counter
+joulie_agent_park_power_off_refusals_total{node="node-a"} 2
 # HELP joulie_wake_on_lan_errors_total Wake-on-LAN magic packets to a MAC that could not be sent, since the agent started.
 # TYPE joulie_wake_on_lan_errors_total counter
 joulie_wake_on_lan_errors_total{mac="0c:c4:7a:12:34:56",node="node-a"} 0
@@ -167,7 +171,8 @@ joulie_wake_on_lan_errors_total{mac="0c:c4:7a:ab:cd:ef",node="node-a"} 1
 joulie_wake_on_lan_packets_total{mac="0c:c4:7a:12:34:56",node="node-a"} 7
 joulie_wake_on_lan_packets_total{mac="0c:c4:7a:ab:cd:ef",node="node-a"} 2
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "joulie_agent_power_state", "joulie_wake_on_lan_packets_total", "joulie_wake_on_lan_errors_total"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "joulie_agent_power_state", "joulie_agent_park_power_off_refusals_total",
+		"joulie_wake_on_lan_packets_total", "joulie_wake_on_lan_errors_total"); err != nil {
 		t.Fatal(err)
 	}
 	s.Standalone = true

@@ -41,6 +41,18 @@ func (f *Fleet) startDaemon(ctx context.Context, node, nvmlLib string) (*agent, 
 		return nil, err
 	}
 	args := f.commonArgs(node, kubeconfig)
+	pods := "none"
+	if f.cfg.KubeletConfig != nil {
+		krc, err := f.cfg.KubeletConfig(node)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: kubelet identity of %s: %w", node, err)
+		}
+		pods = filepath.Join(base, "kubelet.kubeconfig")
+		if err := writeKubeconfig(pods, krc); err != nil {
+			return nil, err
+		}
+	}
+	args = append(args, "--pods-kubeconfig", pods)
 	// This agent runs on this machine's host path, where a park would
 	// ask logind to power the machine off: it may never.
 	args = append(args, "--host-root", filepath.Join(base, "root"), "--nvml-library-path", nvmlLib,

@@ -72,6 +72,11 @@ type Config struct {
 	// and admission policy recognise. The pool agent runs as a
 	// ServiceAccount the fleet creates (PoolServiceAccount).
 	AgentConfig func(node string) (*rest.Config, error)
+	// KubeletConfig gives the identity a daemon node's agent reads the
+	// node's pods with (podsKubeconfig): its kubelet's, user
+	// system:node:<node> in group system:nodes, which the Node authorizer
+	// confines to the node's pods. Nil reads none.
+	KubeletConfig func(node string) (*rest.Config, error)
 	// AgentBinary is a built joulie-agentd.
 	AgentBinary string
 	// FakeNVMLSource is agentd/internal/nvml/fakenvml/testdata/fake_nvml.c;

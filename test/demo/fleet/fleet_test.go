@@ -58,12 +58,13 @@ func startFleet(t *testing.T, prefix string, nodes, daemons int, kube *rest.Conf
 func fleetConfig(t *testing.T, prefix string, nodes, daemons int) fleet.Config {
 	return fleet.Config{
 		Nodes: nodes, DaemonNodes: daemons, NodePrefix: prefix,
-		Kube:        cp.AdminConfig(),
-		AgentConfig: func(node string) (*rest.Config, error) { return cp.AgentConfig(t, node), nil },
-		AgentBinary: cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentd"),
-		Dir:         t.TempDir(),
-		Tick:        100 * time.Millisecond,
-		Log:         &testLog{t},
+		Kube:          cp.AdminConfig(),
+		AgentConfig:   func(node string) (*rest.Config, error) { return cp.AgentConfig(t, node), nil },
+		KubeletConfig: func(node string) (*rest.Config, error) { return cp.KubeletConfig(t, node), nil },
+		AgentBinary:   cp.BuildProgram(t, "joulie.io/joulie/agentd/cmd/joulie-agentd"),
+		Dir:           t.TempDir(),
+		Tick:          100 * time.Millisecond,
+		Log:           &testLog{t},
 	}
 }
 
