@@ -12,12 +12,15 @@
 // performance ones off labelled nodes.
 //
 // A park taints the node first, then records parking; after the grace it
-// reads the node's pods from the API server itself (not the cache) and
-// records parked only if none landed, which the node's agent acts on by
-// restoring its caps and switching the host off. A wake records waking,
-// then asks a Waker (the node's BMC, or an awake neighbour's agent by
-// Wake-on-LAN) to start the host; once the node is Ready with its agent
-// up, the state is awake and the taint goes.
+// cordons the node (marked joulie.io/cordoned-for-park), reads the node's
+// pods from the API server itself (not the cache) and records parked only
+// if none landed, which the node's agent acts on by restoring its caps and
+// switching the host off. A wake records waking, then asks a Waker (the
+// node's BMC, or an awake neighbour's agent by Wake-on-LAN) to start the
+// host; once the node is Ready with a heartbeat and node Lease renewed
+// since, and its agent up, the state is awake and the taint and Joulie's
+// cordon go. A parked node whose agent answered the park awake (its host
+// stayed on) is recorded awake the same way, without a wake.
 package parking
 
 import (
