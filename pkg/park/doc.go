@@ -31,11 +31,26 @@
 // The life of a parkable node:
 //
 //	awake ──(empty for SettleTime, above its family's reserve)──▶ parking
-//	parking ──(still empty after ParkGrace)──▶ parked
-//	parking ──(a pod landed, a pending pod fits, no longer parkable)──▶ awake
+//	parking ──(still empty after ParkGrace; the caller cordons it)──▶ parked
+//	parking ──(a pod landed, a pending pod fits, cordoned by an admin, no longer parkable)──▶ awake
+//	parked ──(its agent answered the park awake, Ready and renewed since)──▶ awake
+//	parked ──(a pod is bound to it)──▶ waking
 //	parked ──(a pending pod fits only here, or the family's reserve is short)──▶ waking
-//	waking ──(Ready, agent up)──▶ awake
-//	waking ──(not Ready within ResumeTimeout, attempts left)──▶ waking (attempt+1)
-//	waking ──(not Ready within ResumeTimeout, no attempts left)──▶ wake-failed
-//	wake-failed ──(Ready, agent up: an operator brought it back)──▶ awake
+//	waking ──(Ready, heartbeat and Lease renewed since the wake, agent up)──▶ awake
+//	waking ──(not back within ResumeTimeout, attempts left)──▶ waking (attempt+1)
+//	waking ──(not back within ResumeTimeout, no attempts left)──▶ wake-failed
+//	wake-failed ──(back: an operator powered it on)──▶ awake
+//
+// Only a Ready heartbeat and a node Lease renewal newer than the state's
+// powerStateSince tell a host that is on from one whose last Ready
+// condition lingers after it went off; and only a status whose
+// observedGeneration has caught up with the parked spec tells an agent's
+// answer to the park from what it said before. A pod bound to a node that
+// stays off (wake-failed, or its wake held back by WakesPerMinute) is
+// named in Result.Stranded, so the caller can tell its owner why it does
+// not run. The caller's own cordon of a parked node
+// (joulie.io/cordoned-for-park) counts as no cordon: it says no more than
+// the taint. Input.Volumes narrows the nodes a pending pod fits to those
+// its volumes can be used on, so a pod with a local volume wakes the node
+// the volume lives on.
 package park

@@ -84,6 +84,8 @@ type pendingPod struct {
 	requests corev1.ResourceList
 	req      vector
 	affinity nodeaffinity.RequiredNodeAffinity
+	// volumes must all match a node for the pod's volumes to be there.
+	volumes  []*nodeaffinity.LazyErrorNodeSelector
 	gpus     int64
 	cpu, mem int64
 }
@@ -134,16 +136,22 @@ func (f *nodeFree) take(req vector) {
 
 // schedulable reports whether the scheduler may place p on n apart from
 // resources: n is not cordoned (or p tolerates it), p's node selector and
-// required node affinity match n, and p tolerates n's NoSchedule and
-// NoExecute taints. With off true, n is judged as it will be once awake:
-// the taints of a switched-off node (offTaints) do not count. Otherwise
-// only Joulie's own taint is left out, which an awake node carries only
-// until the controller removes it.
+// required node affinity match n, so do its volumes' node constraints,
+// and p tolerates n's NoSchedule and NoExecute taints. With off true, n is
+// judged as it will be once awake: the taints of a switched-off node
+// (offTaints) do not count. Otherwise only Joulie's own taint is left out,
+// which an awake node carries only until the controller removes it; so is
+// Joulie's own cordon of a parked node, always.
 func schedulable(p *pendingPod, n *corev1.Node, off bool) bool {
 	if ok, err := p.affinity.Match(n); err != nil || !ok {
 		return false
 	}
-	if n.Spec.Unschedulable && !schedcorev1.TolerationsTolerateTaint(logr.Discard(), p.pod.Spec.Tolerations,
+	for _, v := range p.volumes {
+		if ok, err := v.Match(n); err != nil || !ok {
+			return false
+		}
+	}
+	if cordoned(n) && !schedcorev1.TolerationsTolerateTaint(logr.Discard(), p.pod.Spec.Tolerations,
 		&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
 		return false
 	}

@@ -41,8 +41,21 @@ type Node struct {
 	// node's agent reports: awake while it runs, parked once it has
 	// restored the caps to switch the host off.
 	AgentState joulie.PowerState
+	// AgentAnswered is true when that status answers the spec as it is
+	// now (status.observedGeneration >= metadata.generation): right after
+	// the controller records a park, the status still answers the spec
+	// before it. AgentReason is the reason of the agent's Parked
+	// condition (PowerOffNotAllowed, PowerOffFailed, BootedAfterPark,
+	// PowerOffRefused...), "" without one.
+	AgentAnswered bool
+	AgentReason   string
 	// Ready is the node's Ready condition (NodeReady).
 	Ready bool
+	// Heartbeat is the Ready condition's lastHeartbeatTime, and Renewed
+	// the renewTime of the node's Lease in kube-node-lease; zero when
+	// unknown. A host that is really on renews both; a Ready condition
+	// left from before a park renews neither.
+	Heartbeat, Renewed time.Time
 	// Workloads counts the active pods on the node that no DaemonSet
 	// controls; Pods counts all its active pods, for its pod capacity.
 	Workloads int
@@ -52,6 +65,11 @@ type Node struct {
 	// EmptySince is when the node last became empty of non-DaemonSet pods;
 	// zero when it is not empty or the caller does not know since when.
 	EmptySince time.Time
+	// Bound names ("namespace/name") the pods that no DaemonSet controls
+	// bound to the node, sorted; the controller fills it only for nodes
+	// that are not awake, where such a pod must wake the node or be told
+	// why it cannot. Workloads counts them all the same.
+	Bound []string
 }
 
 // Arrival is one performance pod's arrival: when it was created and what
@@ -68,6 +86,12 @@ type Input struct {
 	// Pending are pods the scheduler could not place. Bound, finished and
 	// DaemonSet pods among them are ignored.
 	Pending []*corev1.Pod
+	// Volumes are, per pending pod ("namespace/name"), node selectors a
+	// node must all match for the pod's volumes to be usable there: a
+	// local PersistentVolume's node affinity, or the allowed topologies of
+	// the StorageClass of a claim still to be provisioned. A selector with
+	// no terms matches no node (a claim that cannot be resolved yet).
+	Volumes map[string][]corev1.NodeSelector
 	// Arrivals are the recent performance arrivals per hardware family
 	// (the family of the node each landed on), at least Lookback of them.
 	Arrivals map[string][]Arrival
@@ -112,11 +136,24 @@ type Family struct {
 	WarmReserve []string
 }
 
+// Stranded is a pod bound to a node that is not awake and that this pass
+// does not wake: the pod cannot run until an operator acts or a limit
+// lets the wake go.
+type Stranded struct {
+	Pod, Node string
+	// State is the node's state after the pass; Reason says why the pod
+	// waits, for a Warning Event on it.
+	State  joulie.PowerState
+	Reason string
+}
+
 // Result is Decide's outcome.
 type Result struct {
 	// Transitions are sorted by node name; nodes that stay are absent.
 	Transitions []Transition
 	Families    []Family
+	// Stranded are the pods bound to nodes that stay off, sorted by pod.
+	Stranded []Stranded
 	// WaitingForRate counts pending pods a parked node would take but that
 	// wait for the wake rate limit; Unplaceable counts pending pods no
 	// node fits, awake or not; WaitingForReserve counts pending standard
@@ -177,8 +214,9 @@ func Decide(in Input, s Params) Result {
 		d.holdReserves(fams)
 		d.park(fams)
 	}
-	res := Result{Transitions: d.out, WaitingForRate: d.waiting, Unplaceable: d.unplaceable, WaitingForReserve: d.forReserve}
+	res := Result{Transitions: d.out, Stranded: d.stranded, WaitingForRate: d.waiting, Unplaceable: d.unplaceable, WaitingForReserve: d.forReserve}
 	slices.SortFunc(res.Transitions, func(a, b Transition) int { return strings.Compare(a.Node, b.Node) })
+	slices.SortFunc(res.Stranded, func(a, b Stranded) int { return strings.Compare(a.Pod, b.Pod) })
 	for _, name := range sortedKeys(fams) {
 		f := fams[name]
 		f.count()
@@ -192,6 +230,7 @@ type decider struct {
 	s                                Params
 	nodes                            []*state
 	out                              []Transition
+	stranded                         []Stranded
 	parkBudget, wakeBudget           int
 	waiting, unplaceable, forReserve int
 }
@@ -215,11 +254,41 @@ func (d *decider) move(n *state, to joulie.PowerState, attempts int, reason stri
 	n.cur, n.moved = to, true
 }
 
-// agentUp reports whether the node is back: Ready, and its agent no longer
-// reports parked (a node that has just been switched off may still show
-// Ready until the node lifecycle controller notices).
-func agentUp(n *state) bool {
-	return n.Ready && n.AgentState != joulie.PowerParked
+// backSince reports whether the node is back since t: Ready with a
+// heartbeat and a Lease renewal after t, and its agent no longer reports
+// parked. A node just switched off may still show Ready until the node
+// lifecycle controller notices, and its last heartbeat and renewal are
+// from before it went off, so only renewals after t tell a host that is
+// on from one that was.
+func backSince(n *state, t time.Time) bool {
+	return n.Ready && n.AgentState != joulie.PowerParked && n.Heartbeat.After(t) && n.Renewed.After(t)
+}
+
+// stayedOn reports whether a parked node's host is on: its agent has
+// answered the parked spec awake (it refused or failed to power off, or
+// the host was booted by hand) and the node is back since the park.
+func stayedOn(n *state) bool {
+	return n.AgentAnswered && n.AgentState == joulie.PowerAwake && backSince(n, n.Since)
+}
+
+// strand records that the pods bound to n wait for it while it stays off.
+func (d *decider) strand(n *state, reason string, args ...any) {
+	why := fmt.Sprintf(reason, args...)
+	for _, p := range n.Bound {
+		d.stranded = append(d.stranded, Stranded{Pod: p, Node: n.Node.Node.Name, State: n.cur, Reason: why})
+	}
+}
+
+// boundText names the pods bound to n for a reason: the first of them and
+// how many more.
+func boundText(n *state) string {
+	switch {
+	case len(n.Bound) == 0:
+		return fmt.Sprintf("%d pods that no DaemonSet controls are", n.Workloads)
+	case len(n.Bound) == 1:
+		return "pod " + n.Bound[0] + " is"
+	}
+	return fmt.Sprintf("pod %s and %d more are", n.Bound[0], len(n.Bound)-1)
 }
 
 // progress carries wakes in flight one step on and aborts the parks that
@@ -231,8 +300,8 @@ func (d *decider) progress() {
 		switch n.cur {
 		case joulie.PowerWaking:
 			switch {
-			case agentUp(n):
-				d.move(n, joulie.PowerAwake, n.WakeAttempts, "Ready with the agent up %s after wake attempt %d",
+			case backSince(n, n.Since):
+				d.move(n, joulie.PowerAwake, n.WakeAttempts, "Ready, with a heartbeat and Lease renewed since the wake and the agent up, %s after wake attempt %d",
 					now.Sub(n.Since).Round(time.Second), n.WakeAttempts)
 			case now.Sub(n.Since) < d.s.ResumeTimeout:
 			case n.WakeAttempts < d.s.MaxWakeAttempts:
@@ -244,10 +313,16 @@ func (d *decider) progress() {
 			default:
 				d.move(n, joulie.PowerWakeFailed, n.WakeAttempts, "not Ready %s after the last of %d wake attempts; check the host and its BMC, then power it on by hand",
 					d.s.ResumeTimeout, n.WakeAttempts)
+				if n.Workloads > 0 {
+					d.strand(n, "the node failed to wake after %d attempts; an operator must power it on (check the host and its BMC)", n.WakeAttempts)
+				}
 			}
 		case joulie.PowerWakeFailed:
-			if agentUp(n) {
-				d.move(n, joulie.PowerAwake, n.WakeAttempts, "Ready with the agent up after it had failed to wake")
+			switch {
+			case backSince(n, n.Since):
+				d.move(n, joulie.PowerAwake, n.WakeAttempts, "Ready, with a heartbeat and Lease renewed and the agent up, after it had failed to wake")
+			case n.Workloads > 0:
+				d.strand(n, "the node failed to wake after %d attempts; an operator must power it on (check the host and its BMC)", n.WakeAttempts)
 			}
 		case joulie.PowerParking:
 			switch {
@@ -257,7 +332,23 @@ func (d *decider) progress() {
 				d.move(n, joulie.PowerAwake, 0, "park aborted: %s", labelBlocker(d.s, n.Node.Node))
 			}
 		case joulie.PowerParked:
-			if !d.s.parkable(n.Node.Node.Labels) {
+			switch {
+			case stayedOn(n):
+				// Nothing to wake: the host is on, and a node recorded
+				// parked would stay tainted and out of every count.
+				reason := n.AgentReason
+				if reason == "" {
+					reason = "no reason given"
+				}
+				d.move(n, joulie.PowerAwake, 0, "the host is on: its agent answered the park awake (%s), and the node is Ready with a heartbeat and Lease renewed since the park", reason)
+			case n.Workloads > 0:
+				if d.wakeBudget <= 0 {
+					d.strand(n, "%s; the wake waits for parking.wakesPerMinute (%d)", "the node is parked", d.s.WakesPerMinute)
+					break
+				}
+				d.wakeBudget--
+				d.move(n, joulie.PowerWaking, 1, "%s bound to the node", boundText(n))
+			case !d.s.parkable(n.Node.Node.Labels):
 				if d.wakeBudget > 0 {
 					d.wakeBudget--
 					d.move(n, joulie.PowerWaking, 1, "no longer %s", d.s.parkableText())
@@ -292,10 +383,23 @@ func labelBlocker(s Params, n *corev1.Node) string {
 		return fmt.Sprintf("reserved (%s=true)", joulie.LabelReserved)
 	case hasKey(l, LabelControlPlane) || hasKey(l, labelLegacyControlPlane):
 		return "a control-plane node"
-	case n.Spec.Unschedulable:
+	case cordoned(n):
 		return "cordoned"
 	}
 	return ""
+}
+
+// CordonedForPark reports whether n's cordon is the controller's own,
+// set when it recorded n parked (joulie.io/cordoned-for-park).
+func CordonedForPark(n *corev1.Node) bool {
+	return n.Spec.Unschedulable && n.Annotations[joulie.AnnotationCordonedForPark] == "true"
+}
+
+// cordoned reports whether someone other than parking cordoned n: the
+// controller's own cordon of a parked node says no more than its taint,
+// and is lifted when the node is awake.
+func cordoned(n *corev1.Node) bool {
+	return n.Spec.Unschedulable && !CordonedForPark(n)
 }
 
 func hasKey(m map[string]string, k string) bool {
@@ -330,7 +434,7 @@ func ParkBlocker(s Params, n *Node) string {
 // room for performance pods only, since the extender turns every other pod
 // away from it.
 func (d *decider) placePending() {
-	pods, dims := prepare(d.in.Pending)
+	pods, dims := prepare(d.in.Pending, d.in.Volumes)
 	if len(pods) == 0 {
 		return // most passes: nothing waits, so no node's room is needed
 	}
@@ -468,7 +572,7 @@ func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // largest (GPUs, then CPU, then memory), then by name, so that the pods
 // that matter most are placed first and first-fit decreasing packs them
 // onto few nodes.
-func prepare(pending []*corev1.Pod) ([]*pendingPod, dims) {
+func prepare(pending []*corev1.Pod, volumes map[string][]corev1.NodeSelector) ([]*pendingPod, dims) {
 	out := make([]*pendingPod, 0, len(pending))
 	var d dims
 	d.index(corev1.ResourceCPU) // the tie-break between nodes to wake
@@ -485,9 +589,13 @@ func prepare(pending []*corev1.Pod) ([]*pendingPod, dims) {
 		gpus := req[joulie.ResourceNVIDIAGPU]
 		gpus.Add(req[joulie.ResourceAMDGPU])
 		cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
-		out = append(out, &pendingPod{pod: p, perf: workload.Classify(p) == workload.Performance, requests: req,
+		pp := &pendingPod{pod: p, perf: workload.Classify(p) == workload.Performance, requests: req,
 			affinity: nodeaffinity.GetRequiredNodeAffinity(p),
-			gpus:     gpus.MilliValue(), cpu: cpu.MilliValue(), mem: mem.MilliValue()})
+			gpus:     gpus.MilliValue(), cpu: cpu.MilliValue(), mem: mem.MilliValue()}
+		for i := range volumes[podName(p)] {
+			pp.volumes = append(pp.volumes, nodeaffinity.NewLazyErrorNodeSelector(&volumes[podName(p)][i]))
+		}
+		out = append(out, pp)
 	}
 	for _, p := range out {
 		p.req = d.vector(p.requests)
@@ -542,7 +650,7 @@ func (f *family) count() {
 // idle reports whether an awake node is free for the next arrival: Ready,
 // schedulable, without workloads and not taken by a pending pod.
 func idle(n *state) bool {
-	return n.cur == joulie.PowerAwake && n.Ready && !n.Node.Node.Spec.Unschedulable && n.Workloads == 0 && !n.claimed
+	return n.cur == joulie.PowerAwake && n.Ready && !cordoned(n.Node.Node) && n.Workloads == 0 && !n.claimed
 }
 
 // families groups the nodes by family and sizes each family's reserve.

@@ -65,7 +65,53 @@ func in(state joulie.PowerState, ago time.Duration) func(*Node) {
 
 func attempts(k int) func(*Node) { return func(n *Node) { n.WakeAttempts = k } }
 
-func back(n *Node) { n.Ready, n.AgentState = true, joulie.PowerAwake }
+// back is a host on again: Ready, its agent reporting awake, its kubelet
+// renewing its heartbeat and Lease.
+func back(n *Node) {
+	n.Ready, n.AgentState, n.Heartbeat, n.Renewed = true, joulie.PowerAwake, t0.Add(-time.Second), t0.Add(-time.Second)
+}
+
+// answered is a parked host whose agent answered the parked spec awake
+// for reason, and that stayed on.
+func answered(reason string) func(*Node) {
+	return func(n *Node) {
+		back(n)
+		n.AgentAnswered, n.AgentReason = true, reason
+	}
+}
+
+// bound puts pods that no DaemonSet controls on the node.
+func bound(pods ...string) func(*Node) {
+	return func(n *Node) { n.Bound, n.Workloads, n.Pods = pods, len(pods), len(pods) }
+}
+
+// joulieCordon is the controller's own cordon of a node it parked.
+func joulieCordon(n *Node) {
+	n.Node.Spec.Unschedulable = true
+	n.Node.Annotations = map[string]string{joulie.AnnotationCordonedForPark: "true"}
+}
+
+// strands checks the pods the result reports stranded, as "pod@node:state".
+func strands(want ...string) func(*testing.T, Result) {
+	return func(t *testing.T, r Result) {
+		t.Helper()
+		var got []string
+		for _, s := range r.Stranded {
+			got = append(got, fmt.Sprintf("%s@%s:%s", s.Pod, s.Node, s.State))
+			if s.Reason == "" {
+				t.Errorf("stranded pod %s has no reason", s.Pod)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("stranded %q, want %q", got, want)
+		}
+	}
+}
+
+func hostSelector(h string) []corev1.NodeSelector {
+	return []corev1.NodeSelector{{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{h}}}}}}}
+}
 
 func busy(pods int) func(*Node) {
 	return func(n *Node) {
@@ -164,6 +210,7 @@ func TestDecide(t *testing.T) {
 		pending     []*corev1.Pod
 		arrivals    map[string][]Arrival
 		podsUnknown bool
+		volumes     map[string][]corev1.NodeSelector
 		settings    func(*Params)
 		want        []string
 		// reason, when set, must be in the first transition's reason.
@@ -291,6 +338,124 @@ func TestDecide(t *testing.T) {
 		{name: "a parked node no longer labelled parkable is woken",
 			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour), unlabel(joulie.LabelParkable))},
 			want:  []string{"b parked>waking#1"}},
+
+		// Wake confirmation: only a heartbeat and a Lease renewed since the
+		// wake tell a host that is on from a Ready condition left over.
+		{name: "a waking node Ready with its last heartbeat from before the wake is not back",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 3*time.Minute), attempts(1), back,
+				func(n *Node) { n.Heartbeat = t0.Add(-time.Hour) })}},
+		{name: "a waking node Ready without a Lease renewed since the wake is not back",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 3*time.Minute), attempts(1), back,
+				func(n *Node) { n.Renewed = time.Time{} })}},
+		{name: "a node that failed to wake, Ready with a heartbeat from before, is not back",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWakeFailed, time.Hour), attempts(3), back,
+				func(n *Node) { n.Heartbeat, n.Renewed = t0.Add(-2*time.Hour), t0.Add(-2*time.Hour) })}},
+
+		// A host that is on again while recorded parked.
+		{name: "a parked node whose agent answered awake and that renews is awake, without a wake",
+			settings: noFloor,
+			nodes:    []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffNotAllowed"))},
+			want:     []string{"b parked>awake"},
+			reason:   "PowerOffNotAllowed"},
+		{name: "… booted by hand after the park: the same",
+			settings: noFloor,
+			nodes:    []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("BootedAfterPark"))},
+			want:     []string{"b parked>awake"},
+			reason:   "BootedAfterPark"},
+		{name: "… but not on the status the agent reported before the park",
+			settings: noFloor,
+			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffNotAllowed"),
+				func(n *Node) { n.AgentAnswered = false })}},
+		{name: "… nor with a heartbeat older than the park",
+			settings: noFloor,
+			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffFailed"),
+				func(n *Node) { n.Heartbeat = t0.Add(-2 * time.Minute) })}},
+		{name: "… nor with a Lease not renewed since the park",
+			settings: noFloor,
+			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffFailed"),
+				func(n *Node) { n.Renewed = t0.Add(-2 * time.Minute) })}},
+		{name: "… nor while its agent reports parked",
+			settings: noFloor,
+			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PoweringOff"),
+				func(n *Node) { n.AgentState = joulie.PowerParked })}},
+		{name: "a host back on is not parked again before it settles anew",
+			settings: noFloor,
+			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffRefused"),
+				emptyFor(time.Second))},
+			want: []string{"b parked>awake"}},
+
+		// Pods bound to nodes that are not awake.
+		{name: "a pod bound to a parked node wakes it",
+			nodes:  []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour), bound("default/p"))},
+			want:   []string{"b parked>waking#1"},
+			reason: "pod default/p is bound to the node",
+			check:  strands()},
+		{name: "a pod bound to a parked node waits for the wake rate, and is told so",
+			nodes:    []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour), bound("default/p", "default/q"))},
+			settings: func(s *Params) { s.WakesPerMinute = 0 },
+			check:    strands("default/p@b:parked", "default/q@b:parked")},
+		{name: "a pod bound to a node that failed to wake is told so",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerWakeFailed, time.Hour), attempts(3), bound("default/p"))},
+			check: strands("default/p@b:wake-failed")},
+		{name: "a pod bound to a node whose last wake timed out is told so",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerWaking, 10*time.Minute), attempts(3), bound("default/p"))},
+			want:  []string{"b waking>wake-failed"},
+			check: strands("default/p@b:wake-failed")},
+		{name: "a pod bound to a waking node waits for it quietly",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerWaking, time.Minute), attempts(1), bound("default/p"))},
+			check: strands()},
+
+		// The controller's own cordon.
+		{name: "Joulie's own cordon does not stop the park it belongs to",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute), joulieCordon)},
+			want:  []string{"b parking>parked"}},
+		{name: "an admin's cordon aborts a park",
+			nodes:  []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, in(joulie.PowerParking, time.Minute), func(n *Node) { n.Node.Spec.Unschedulable = true })},
+			want:   []string{"b parking>awake"},
+			reason: "cordoned"},
+		{name: "a parked node under Joulie's cordon takes a pending pod",
+			nodes:    []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour), joulieCordon)},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)},
+			want:     []string{"b parked>waking#1"}},
+		{name: "a parked node an admin cordoned takes no pending pod",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour),
+				func(n *Node) { n.Node.Spec.Unschedulable = true })},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)}},
+
+		// Volumes that live on one node.
+		{name: "a pending pod with a local volume wakes the parked node the volume is on, not the roomiest",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 128, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)},
+			volumes:  map[string][]corev1.NodeSelector{"default/p": hostSelector("c")},
+			want:     []string{"c parked>waking#1"}},
+		{name: "… and without the volume the roomiest",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 128, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)},
+			want:     []string{"b parked>waking#1"}},
+		{name: "a pending pod whose volume lives on an awake node with room wakes nothing",
+			nodes:    []Node{node("a", cpuFam, 64, busy(32)), node("b", cpuFam, 128, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)},
+			volumes:  map[string][]corev1.NodeSelector{"default/p": hostSelector("a")}},
+		{name: "every volume's constraint must match",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 128, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)},
+			volumes:  map[string][]corev1.NodeSelector{"default/p": append(hostSelector("c"), hostSelector("b")...)},
+			check:    func(t *testing.T, r Result) { unplaceable(t, r, 1) }},
+		{name: "a volume that cannot be resolved yet wakes nothing",
+			nodes:    []Node{node("a", cpuFam, 64, busy(64)), node("b", cpuFam, 128, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 8, 0)},
+			volumes:  map[string][]corev1.NodeSelector{"default/p": {{}}},
+			check:    func(t *testing.T, r Result) { unplaceable(t, r, 1) }},
 
 		// Waking for pending pods.
 		{name: "a pending pod that fits an awake node wakes nothing",
@@ -588,7 +753,7 @@ func TestDecide(t *testing.T) {
 			if c.settings != nil {
 				c.settings(&s)
 			}
-			r := Decide(Input{Now: t0, Nodes: c.nodes, Pending: c.pending, Arrivals: c.arrivals, PodsKnown: !c.podsUnknown}, s)
+			r := Decide(Input{Now: t0, Nodes: c.nodes, Pending: c.pending, Arrivals: c.arrivals, PodsKnown: !c.podsUnknown, Volumes: c.volumes}, s)
 			if got := show(r.Transitions); !slices.Equal(got, c.want) {
 				t.Errorf("transitions %q, want %q", got, c.want)
 				for _, tr := range r.Transitions {
@@ -602,6 +767,13 @@ func TestDecide(t *testing.T) {
 				c.check(t, r)
 			}
 		})
+	}
+}
+
+func unplaceable(t *testing.T, r Result, want int) {
+	t.Helper()
+	if r.Unplaceable != want {
+		t.Errorf("unplaceable %d, want %d", r.Unplaceable, want)
 	}
 }
 

@@ -43,6 +43,7 @@ const (
 
 	chartControllerRole     = "joulie-controller"                 // ClusterRole
 	chartLeaderElectionRole = "joulie-controller-leader-election" // Role in the release namespace
+	chartNodeLeaseRole      = "joulie-controller-node-leases"     // Role in kube-node-lease
 	chartExtenderAccount    = "joulie-extender"                   // ServiceAccount
 	chartExtenderService    = "joulie-extender"                   // Service
 	chartSchedulerConfig    = "joulie-extender-scheduler-config"  // ConfigMap
@@ -123,7 +124,8 @@ func chartSchedulerConfiguration(t testing.TB) *schedulerconfigv1.KubeSchedulerC
 }
 
 // bindChartControllerRoles grants ServiceAccount joulie-system/<sa> the
-// chart's controller ClusterRole and leader-election Role, as the chart's
+// chart's controller ClusterRole, leader-election Role and node-Lease
+// Role, as the chart's
 // own bindings do for its ServiceAccount. The chart binds only that one;
 // the failover test runs its replicas under distinct accounts so the audit
 // log tells them apart, and those get exactly the chart's permissions.
@@ -147,7 +149,16 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[3]s}
 subjects:
 - {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
-`, name, chartControllerRole, chartLeaderElectionRole, harness.ControllerNamespace, sa)
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: %[1]s
+  namespace: kube-node-lease
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[6]s}
+subjects:
+- {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
+`, name, chartControllerRole, chartLeaderElectionRole, harness.ControllerNamespace, sa, chartNodeLeaseRole)
 	if err := cp.Apply(t.Context(), []byte(manifest)); err != nil {
 		t.Fatalf("bind the chart's controller roles to %s: %v", sa, err)
 	}
@@ -157,6 +168,7 @@ subjects:
 		for _, err := range []error{
 			rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}),
 			rbac.RoleBindings(harness.ControllerNamespace).Delete(ctx, name, metav1.DeleteOptions{}),
+			rbac.RoleBindings("kube-node-lease").Delete(ctx, name, metav1.DeleteOptions{}),
 		} {
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("remove the bindings of %s: %v", sa, err)

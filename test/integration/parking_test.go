@@ -14,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
@@ -29,8 +32,11 @@ import (
 // fakeHosts, which plays their agents' part of the contract: on
 // spec.powerState=parked it reports parked and takes the node NotReady
 // (switched off); a node whose MAC an awake agent is asked to send
-// Wake-on-LAN to comes back Ready with its agent reporting awake, unless
-// the test keeps it down.
+// Wake-on-LAN to comes back Ready with its agent reporting awake, its
+// Ready heartbeat and its node Lease renewed as a booting kubelet does,
+// unless the test keeps it down. A host the test makes refuse its parks
+// stays on instead: its agent answers the park awake, and its kubelet
+// keeps renewing.
 
 // parkingEnv is the controller's environment for the parking tests: the
 // times shrunk from minutes to seconds, no reserve unless a test asks.
@@ -49,10 +55,14 @@ type fakeHosts struct {
 	macs   map[string]string // node → its MAC
 
 	mu      sync.Mutex
-	down    map[string]bool     // nodes that do not come back when woken
-	parked  map[string]bool     // nodes switched off
-	woken   map[string][]string // node → the senders that were asked to wake it
-	history map[string][]string // node → the spec power states seen, in order
+	down    map[string]bool          // nodes that do not come back when woken
+	stale   map[string]bool          // nodes that come back Ready without a fresh heartbeat or Lease
+	refuse  map[string]time.Duration // nodes that stay on when parked, answering after the delay
+	refused map[string]time.Time     // refusing node → when its park was first seen
+	renewed map[string]time.Time     // refusing node → its kubelet's last renewal
+	parked  map[string]bool          // nodes switched off
+	woken   map[string][]string      // node → the senders that were asked to wake it
+	history map[string][]string      // node → the spec power states seen, in order
 }
 
 // parkingNodes creates the nodes under selector, each parkable unless
@@ -67,7 +77,8 @@ func parkingNodes(t *testing.T, selector string, cpus map[string]int, fixed ...s
 		t.Fatal(err)
 	}
 	h := &fakeHosts{t: t, kube: cp.AdminClient(t), joulie: jc, macs: map[string]string{}, down: map[string]bool{},
-		parked: map[string]bool{}, woken: map[string][]string{}, history: map[string][]string{}}
+		parked: map[string]bool{}, woken: map[string][]string{}, history: map[string][]string{},
+		stale: map[string]bool{}, refuse: map[string]time.Duration{}, refused: map[string]time.Time{}, renewed: map[string]time.Time{}}
 	i := 0
 	for _, name := range sortedNames(cpus) {
 		i++
@@ -101,6 +112,9 @@ func parkingNodes(t *testing.T, selector string, cpus map[string]int, fixed ...s
 			t.Fatal(err)
 		}
 		h.nodes = append(h.nodes, name)
+		t.Cleanup(func() {
+			_ = h.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(context.Background(), node, metav1.DeleteOptions{})
+		})
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -181,6 +195,25 @@ func (h *fakeHosts) keepDown(node string, down bool) {
 	h.down[node] = down
 }
 
+// comeBackStale makes node, when woken, report Ready and its agent awake
+// without renewing its heartbeat or Lease: what the API shows of a host
+// that is still off while its last status lingers.
+func (h *fakeHosts) comeBackStale(node string, stale bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stale[node] = stale
+}
+
+// refuseParks makes node's host stay on when parked: its kubelet keeps
+// renewing, and after delay its agent answers the parked spec awake with
+// the Parked condition's reason PowerOffNotAllowed, as an agent with
+// parking.allowPowerOff false does.
+func (h *fakeHosts) refuseParks(node string, delay time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refuse[node] = delay
+}
+
 // step is one look at the profiles: what a parked node's agent and a
 // waking node's BMC or neighbour would do.
 func (h *fakeHosts) step(ctx context.Context) {
@@ -203,6 +236,10 @@ func (h *fakeHosts) step(ctx context.Context) {
 		if hist := h.history[name]; s != "" && (len(hist) == 0 || hist[len(hist)-1] != string(s)) {
 			h.history[name] = append(hist, string(s))
 		}
+		if delay, ok := h.refuse[name]; ok {
+			h.stayOn(ctx, name, s, delay)
+			continue
+		}
 		switch {
 		case s == joulie.PowerParked && !h.parked[name]:
 			h.parked[name] = true
@@ -219,16 +256,89 @@ func (h *fakeHosts) step(ctx context.Context) {
 	}
 }
 
-func (h *fakeHosts) setHost(ctx context.Context, node string, ready corev1.ConditionStatus, agent joulie.PowerState) {
+// stayOn is a refusing host's step: its kubelet renews every second, and
+// once its spec has said parked for delay its agent answers awake for the
+// generation it saw. h.mu is held.
+func (h *fakeHosts) stayOn(ctx context.Context, node string, s joulie.PowerState, delay time.Duration) {
+	if time.Since(h.renewed[node]) >= time.Second {
+		h.renewed[node] = time.Now()
+		h.renew(ctx, node, true)
+	}
+	if s != joulie.PowerParked {
+		delete(h.refused, node)
+		return
+	}
+	first, seen := h.refused[node]
+	if !seen {
+		h.refused[node] = time.Now()
+		return
+	}
+	if time.Since(first) < delay || first.IsZero() {
+		return
+	}
+	h.refused[node] = time.Time{} // answered
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		npp, err := h.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		npp.Status.PowerState, npp.Status.ObservedGeneration = joulie.PowerAwake, npp.Generation
+		npp.Status.Conditions = []metav1.Condition{{Type: "Parked", Status: metav1.ConditionFalse, ObservedGeneration: npp.Generation,
+			Reason: "PowerOffNotAllowed", Message: "parking.allowPowerOff is false on this host", LastTransitionTime: metav1.Now()}}
+		_, err = h.joulie.JoulieV1alpha1().NodePowerProfiles().UpdateStatus(ctx, npp, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		h.t.Errorf("answer %s's park awake: %v", node, err)
+	}
+}
+
+// renew is node's kubelet renewing its Lease in kube-node-lease and, with
+// heartbeat, posting a Ready heartbeat (a kubelet posts one on every change
+// of its status, so on boot; otherwise every few minutes only).
+func (h *fakeHosts) renew(ctx context.Context, node string, heartbeat bool) {
+	leases := h.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	now := metav1.NewMicroTime(time.Now())
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now}}, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		l.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		h.t.Errorf("renew the Lease of %s: %v", node, err)
+	}
+	if heartbeat {
+		h.setReady(ctx, node, corev1.ConditionTrue, true)
+	}
+}
+
+// setReady sets node's Ready condition, with a fresh heartbeat or keeping
+// the last one.
+func (h *fakeHosts) setReady(ctx context.Context, node string, ready corev1.ConditionStatus, heartbeat bool) {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := h.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		for i := range n.Status.Conditions {
-			if n.Status.Conditions[i].Type == corev1.NodeReady {
-				n.Status.Conditions[i].Status = ready
-				n.Status.Conditions[i].LastTransitionTime = metav1.Now()
+			c := &n.Status.Conditions[i]
+			if c.Type != corev1.NodeReady {
+				continue
+			}
+			if c.Status != ready {
+				c.Status, c.LastTransitionTime = ready, metav1.Now()
+			}
+			if heartbeat {
+				c.LastHeartbeatTime = metav1.Now()
 			}
 		}
 		_, err = h.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
@@ -237,7 +347,16 @@ func (h *fakeHosts) setHost(ctx context.Context, node string, ready corev1.Condi
 	if err != nil && ctx.Err() == nil {
 		h.t.Errorf("set node %s Ready=%s: %v", node, ready, err)
 	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+}
+
+// setHost is a host switching off or on as its node's objects show it.
+// fresh is whether its kubelet renewed: a booted host's does.
+func (h *fakeHosts) setHost(ctx context.Context, node string, ready corev1.ConditionStatus, agent joulie.PowerState, fresh bool) {
+	if fresh {
+		h.renew(ctx, node, false)
+	}
+	h.setReady(ctx, node, ready, fresh)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		npp, err := h.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -252,11 +371,11 @@ func (h *fakeHosts) setHost(ctx context.Context, node string, ready corev1.Condi
 }
 
 func (h *fakeHosts) switchOff(ctx context.Context, node string) {
-	h.setHost(ctx, node, corev1.ConditionUnknown, joulie.PowerParked)
+	h.setHost(ctx, node, corev1.ConditionUnknown, joulie.PowerParked, false)
 }
 
 func (h *fakeHosts) switchOn(ctx context.Context, node string) {
-	h.setHost(ctx, node, corev1.ConditionTrue, joulie.PowerAwake)
+	h.setHost(ctx, node, corev1.ConditionTrue, joulie.PowerAwake, !h.stale[node])
 }
 
 // states is the spec power states node went through, as seen.

@@ -42,8 +42,19 @@ func (c *Controller) apply(ctx context.Context, v *view, t park.Transition) (jou
 		return t.To, nil
 
 	case t.From == joulie.PowerParking && t.To == joulie.PowerParked:
-		// The cache may lag a binding the scheduler made just before it
-		// saw the taint: ask the API server itself.
+		// The cordon as well as the taint: a scheduler or a tool that
+		// ignores the taint (a pod that tolerates it, a nodeName set by
+		// hand) still honours a cordon, and kubectl shows it.
+		foreign, err := c.setCordon(ctx, t.Node, true)
+		if err != nil {
+			return t.From, err
+		}
+		if foreign {
+			return c.abort(ctx, v, t, "park aborted: the node was cordoned by someone else")
+		}
+		// Only after the cordon: the cache may lag a binding the
+		// scheduler made just before it saw the taint, so ask the API
+		// server itself, at a moment nothing new may land.
 		landed, err := c.stillEmpty(ctx, t.Node)
 		if err != nil {
 			return t.From, err
@@ -90,11 +101,17 @@ func (c *Controller) apply(ctx context.Context, v *view, t park.Transition) (jou
 		return t.To, nil
 
 	case t.To.Awake():
-		// From waking or wake-failed: the node is Ready with its agent up.
+		// From waking or wake-failed: the node is back with its agent up;
+		// from parked: the host stayed on or was booted, and its agent
+		// says so. The state first, then the taint and the cordon go, as
+		// for an abort.
 		if err := c.writeState(ctx, prof, t.Node, joulie.PowerAwake, t.WakeAttempts); err != nil {
 			return t.From, err
 		}
 		if err := c.setTaint(ctx, t.Node, false); err != nil {
+			return t.To, err
+		}
+		if _, err := c.setCordon(ctx, t.Node, false); err != nil {
 			return t.To, err
 		}
 		if t.From == joulie.PowerWaking && prof != nil && prof.Spec.PowerStateSince != nil {
@@ -107,7 +124,8 @@ func (c *Controller) apply(ctx context.Context, v *view, t park.Transition) (jou
 	return t.From, fmt.Errorf("node %s: no way to carry out %s → %s", t.Node, t.From, t.To)
 }
 
-// abort ends a park: the state goes back to awake, then the taint goes.
+// abort ends a park: the state goes back to awake, then the taint and
+// parking's own cordon go.
 func (c *Controller) abort(ctx context.Context, v *view, t park.Transition, reason string) (joulie.PowerState, error) {
 	if err := c.writeState(ctx, v.profiles[t.Node], t.Node, joulie.PowerAwake, 0); err != nil {
 		return t.From, err
@@ -118,7 +136,55 @@ func (c *Controller) abort(ctx context.Context, v *view, t park.Transition, reas
 	if err := c.setTaint(ctx, t.Node, false); err != nil {
 		return joulie.PowerAwake, err
 	}
+	if _, err := c.setCordon(ctx, t.Node, false); err != nil {
+		return joulie.PowerAwake, err
+	}
 	return joulie.PowerAwake, nil
+}
+
+// setCordon cordons the node for a park (spec.unschedulable, with the
+// annotation joulie.io/cordoned-for-park saying it is parking's), or
+// lifts parking's own cordon. A cordon without the annotation is someone
+// else's: it is never lifted, and when cordoning, foreign reports it so
+// that the park is aborted like any park of a cordoned node. The write
+// is from a fresh read, conditional on its resourceVersion.
+func (c *Controller) setCordon(ctx context.Context, name string, want bool) (foreign bool, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		marked := n.Annotations[joulie.AnnotationCordonedForPark] == "true"
+		var patch map[string]any
+		switch {
+		case want && n.Spec.Unschedulable:
+			foreign = !marked
+			return nil
+		case want:
+			patch = map[string]any{"metadata": map[string]any{"resourceVersion": n.ResourceVersion,
+				"annotations": map[string]any{joulie.AnnotationCordonedForPark: "true"}}, "spec": map[string]any{"unschedulable": true}}
+		case !marked:
+			return nil
+		default:
+			// An annotation without the cordon (someone uncordoned the
+			// node by hand) only loses the annotation.
+			patch = map[string]any{"metadata": map[string]any{"resourceVersion": n.ResourceVersion,
+				"annotations": map[string]any{joulie.AnnotationCordonedForPark: nil}}, "spec": map[string]any{"unschedulable": false}}
+		}
+		body, err := json.Marshal(patch)
+		if err != nil {
+			return err
+		}
+		_, err = c.kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: StateFieldManager})
+		return err
+	})
+	if err != nil {
+		if want {
+			return false, fmt.Errorf("cordon Node %s to park it: %w", name, err)
+		}
+		return false, fmt.Errorf("lift the cordon parking put on Node %s (spec.unschedulable, annotation %s): %w", name, joulie.AnnotationCordonedForPark, err)
+	}
+	return foreign, nil
 }
 
 // labelWarmReserve puts joulie.io/warm-reserve=true on the nodes Decide
@@ -298,6 +364,37 @@ func (c *Controller) repairTaints(ctx context.Context, v *view) []error {
 		}
 		c.log.Info("repairing the parked taint left by an interrupted transition", "node", n.Name, "state", awakeIfEmpty(state))
 		if err := c.setTaint(ctx, n.Name, !awake); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return append(errs, c.repairCordons(ctx, v)...)
+}
+
+// repairCordons lifts parking's own cordon from a node recorded awake,
+// which a crash between the state write and the uncordon of a wake or
+// an abort leaves behind. The cordon goes on only as a park finishes,
+// while the state says parking, and a park interrupted there goes on or
+// is aborted on the next pass; so only awake nodes need repair. The
+// profile is read again first, since the cache may show the cordon and
+// not the state after it.
+func (c *Controller) repairCordons(ctx context.Context, v *view) []error {
+	var errs []error
+	for _, pn := range v.in.Nodes {
+		n := pn.Node
+		if !pn.State.Awake() || n.Annotations[joulie.AnnotationCordonedForPark] != "true" {
+			continue
+		}
+		fresh, err := c.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, n.Name, metav1.GetOptions{})
+		switch {
+		case isNotFound(err):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read NodePowerProfile %s to repair its cordon: %w", n.Name, err))
+			continue
+		case !fresh.Spec.PowerState.Awake():
+			continue // the cache was behind
+		}
+		c.log.Info("lifting the cordon an interrupted wake or abort left", "node", n.Name)
+		if _, err := c.setCordon(ctx, n.Name, false); err != nil {
 			errs = append(errs, err)
 		}
 	}

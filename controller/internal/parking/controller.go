@@ -12,26 +12,33 @@
 // performance ones off labelled nodes.
 //
 // A park taints the node first, then records parking; after the grace it
-// reads the node's pods from the API server itself (not the cache) and
-// records parked only if none landed, which the node's agent acts on by
-// restoring its caps and switching the host off. A wake records waking,
-// then asks a Waker (the node's BMC, or an awake neighbour's agent by
-// Wake-on-LAN) to start the host; once the node is Ready with its agent
-// up, the state is awake and the taint goes.
+// cordons the node (marked joulie.io/cordoned-for-park), reads the node's
+// pods from the API server itself (not the cache) and records parked only
+// if none landed, which the node's agent acts on by restoring its caps and
+// switching the host off. A wake records waking, then asks a Waker (the
+// node's BMC, or an awake neighbour's agent by Wake-on-LAN) to start the
+// host; once the node is Ready with a heartbeat and node Lease renewed
+// since, and its agent up, the state is awake and the taint and Joulie's
+// cordon go. A parked node whose agent answered the park awake (its host
+// stayed on) is recorded awake the same way, without a wake.
 package parking
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -93,7 +100,20 @@ type Controller struct {
 	podsOK   cache.InformerSynced
 	hardware listers.NodeHardwareLister
 	profiles listers.NodePowerProfileLister
+	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	classes  storagelisters.StorageClassLister
+	leases   coordinationlisters.LeaseNamespaceLister
 	synced   []cache.InformerSynced
+	// leaseFactory watches kube-node-lease only: the node Leases are the
+	// one thing parking reads there, and the controller may read no
+	// other namespace's Leases.
+	leaseFactory informers.SharedInformerFactory
+
+	// warned is, per pod bound to a node that stays off, the node and
+	// state its Warning Event named, so that it is told once per node
+	// state and not on every pass.
+	warned map[string]string
 
 	// emptySince is when each node was first seen empty of non-DaemonSet
 	// pods. It is an observation, not parking state: after a restart the
@@ -133,7 +153,7 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	c := &Controller{kube: kube, joulie: jc, opts: o, log: o.Logger.With("loop", "parking"), emptySince: map[string]time.Time{},
+	c := &Controller{kube: kube, joulie: jc, opts: o, log: o.Logger.With("loop", "parking"), emptySince: map[string]time.Time{}, warned: map[string]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "joulie-parking"}),
@@ -147,7 +167,25 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 		return nil, fmt.Errorf("index the pod cache by node for parking: %w", err)
 	}
 	c.pods, c.podsOK = podInf.Informer().GetIndexer(), podInf.Informer().HasSynced
+	pvcInf := kf.Core().V1().PersistentVolumeClaims()
+	pvInf := kf.Core().V1().PersistentVolumes()
+	scInf := kf.Storage().V1().StorageClasses()
+	c.claims, c.volumes, c.classes = pvcInf.Lister(), pvInf.Lister(), scInf.Lister()
+	c.leaseFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
+	leaseInf := c.leaseFactory.Coordination().V1().Leases()
+	c.leases = leaseInf.Lister().Leases(corev1.NamespaceNodeLease)
 	enqueue := func() { c.queue.AddAfter(queueKey, o.Debounce) }
+	// Every kubelet renews its Lease every few seconds: only the renewals
+	// of nodes that are not awake can change a decision.
+	if _, err := leaseInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueIfNotAwake(obj, enqueue) },
+		UpdateFunc: func(_, cur any) { c.enqueueIfNotAwake(cur, enqueue) },
+	}); err != nil {
+		return nil, err
+	}
+	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), scInf.Informer(), leaseInf.Informer()} {
+		c.synced = append(c.synced, inf.HasSynced)
+	}
 	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), podInf.Informer(), hwInf.Informer(), nppInf.Informer()} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { enqueue() },
@@ -159,6 +197,18 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 		c.synced = append(c.synced, inf.HasSynced)
 	}
 	return c, nil
+}
+
+// enqueueIfNotAwake enqueues a pass for a node Lease renewal when its
+// node is not recorded awake.
+func (c *Controller) enqueueIfNotAwake(obj any, enqueue func()) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	if p, err := c.profiles.Get(m.GetName()); err == nil && !p.Spec.PowerState.Awake() {
+		enqueue()
+	}
 }
 
 // enqueueIfChanged ignores the updates parking does not read: node
@@ -173,7 +223,7 @@ func enqueueIfChanged(old, cur any, enqueue func()) {
 		}
 	case *joulie.NodePowerProfile:
 		n, ok := cur.(*joulie.NodePowerProfile)
-		if ok && o.Generation == n.Generation && o.Status.PowerState == n.Status.PowerState {
+		if ok && o.Generation == n.Generation && o.Status.PowerState == n.Status.PowerState && o.Status.ObservedGeneration == n.Status.ObservedGeneration {
 			return
 		}
 	}
@@ -194,6 +244,8 @@ func nodeIndexFunc(obj any) ([]string, error) {
 // SyncInterval.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
+	c.leaseFactory.Start(ctx.Done())
+	defer c.leaseFactory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("parking: informer caches did not sync: %w", ctx.Err())
 	}
@@ -270,9 +322,17 @@ func (c *Controller) Snapshot() (*view, error) {
 	for _, n := range nodes {
 		v.nodes[n.Name] = n
 		seen[n.Name] = true
-		pn := park.Node{Node: n, Family: hwview.Build(n, v.hardware[n.Name], c.opts.Catalog).Family, Ready: park.NodeReady(n)}
+		pn := park.Node{Node: n, Family: hwview.Build(n, v.hardware[n.Name], c.opts.Catalog).Family, Ready: park.NodeReady(n),
+			Heartbeat: readyHeartbeat(n)}
+		if l, err := c.leases.Get(n.Name); err == nil && l.Spec.RenewTime != nil {
+			pn.Renewed = l.Spec.RenewTime.Time
+		}
 		if p := v.profiles[n.Name]; p != nil {
 			pn.State, pn.WakeAttempts, pn.AgentState = p.Spec.PowerState, int(p.Spec.WakeAttempts), p.Status.PowerState
+			pn.AgentAnswered = p.Status.ObservedGeneration >= p.Generation
+			if cond := meta.FindStatusCondition(p.Status.Conditions, agentParkedCondition); cond != nil {
+				pn.AgentReason = cond.Reason
+			}
 			if p.Spec.PowerStateSince != nil {
 				pn.Since = p.Spec.PowerStateSince.Time
 			}
@@ -289,6 +349,9 @@ func (c *Controller) Snapshot() (*view, error) {
 			pn.Pods++
 			if !workload.IsDaemonSet(p) {
 				pn.Workloads++
+				if !pn.State.Awake() {
+					pn.Bound = append(pn.Bound, p.Namespace+"/"+p.Name)
+				}
 			}
 			for name, q := range park.PodRequests(p) {
 				sum := requested[name]
@@ -300,6 +363,7 @@ func (c *Controller) Snapshot() (*view, error) {
 			}
 		}
 		pn.Requested = requested
+		slices.Sort(pn.Bound)
 		if pn.Workloads == 0 {
 			if _, ok := c.emptySince[n.Name]; !ok {
 				c.emptySince[n.Name] = now
@@ -322,9 +386,30 @@ func (c *Controller) Snapshot() (*view, error) {
 	for _, o := range pending {
 		if p := o.(*corev1.Pod); unschedulable(p) {
 			v.in.Pending = append(v.in.Pending, p)
+			if vols := c.volumeNodes(p); len(vols) > 0 {
+				if v.in.Volumes == nil {
+					v.in.Volumes = map[string][]corev1.NodeSelector{}
+				}
+				v.in.Volumes[p.Namespace+"/"+p.Name] = vols
+			}
 		}
 	}
 	return v, nil
+}
+
+// agentParkedCondition is the type of the NodePowerProfile status
+// condition the agent reports a park on (agentd's ConditionParked).
+const agentParkedCondition = "Parked"
+
+// readyHeartbeat is the last heartbeat of n's Ready condition while it is
+// True; zero otherwise.
+func readyHeartbeat(n *corev1.Node) time.Time {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return c.LastHeartbeatTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 // unschedulable reports whether the scheduler tried the pod and found no
@@ -368,7 +453,13 @@ func (c *Controller) Sync(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		states[t.Node] = to
+		if to.Awake() && !t.From.Awake() && t.From != joulie.PowerParking {
+			// The host has just come (back) on: its settle time counts
+			// from now, not from before it was parked.
+			c.emptySince[t.Node] = v.in.Now
+		}
 	}
+	c.warnStranded(res.Stranded)
 	if err := c.pruneWakeOnLAN(ctx, v, states); err != nil {
 		errs = append(errs, err)
 	}
@@ -390,6 +481,35 @@ func awakeIfEmpty(s joulie.PowerState) joulie.PowerState {
 		return joulie.PowerAwake
 	}
 	return s
+}
+
+// warnStranded puts a Warning Event on each pod bound to a node that
+// stays off, once per node and state: the pod cannot run until the node
+// is on, and its owner should hear why from the pod.
+func (c *Controller) warnStranded(stranded []park.Stranded) {
+	seen := make(map[string]bool, len(stranded))
+	for _, s := range stranded {
+		seen[s.Pod] = true
+		key := s.Node + "/" + string(s.State)
+		if c.warned[s.Pod] == key {
+			continue
+		}
+		obj, ok, err := c.pods.GetByKey(s.Pod)
+		if err != nil || !ok {
+			continue
+		}
+		c.warned[s.Pod] = key
+		c.log.Warn("a pod is bound to a node that stays off", "pod", s.Pod, "node", s.Node, "state", s.State, "reason", s.Reason)
+		if c.opts.Recorder != nil {
+			c.opts.Recorder.Eventf(obj.(*corev1.Pod), corev1.EventTypeWarning, "WaitingForParkedNode",
+				"bound to node %s, which is %s and not being woken: %s", s.Node, s.State, s.Reason)
+		}
+	}
+	for pod := range c.warned {
+		if !seen[pod] {
+			delete(c.warned, pod)
+		}
+	}
 }
 
 func nodeRef(n *corev1.Node) *corev1.ObjectReference {

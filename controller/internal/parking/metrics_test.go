@@ -36,7 +36,7 @@ func TestMetricsCountParksWakesAndStates(t *testing.T) {
 	fp := profile("failing", joulie.PowerWaking, t0.Add(-time.Hour))
 	fp.Spec.WakeAttempts = 3
 	fp.Status.PowerState = joulie.PowerParked
-	f.cache(t, parking, woken, failing, profile("parking", joulie.PowerParking, t0.Add(-time.Minute)), wp, fp)
+	f.cache(t, parking, woken, failing, profile("parking", joulie.PowerParking, t0.Add(-time.Minute)), wp, fp, renewed(woken, t0))
 	if err := f.ctrl.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}

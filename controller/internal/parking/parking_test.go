@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +21,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	jfake "joulie.io/joulie/pkg/generated/clientset/versioned/fake"
@@ -85,6 +88,14 @@ func (f *fixture) cache(t *testing.T, objs ...any) {
 			err = f.kf.Core().V1().Pods().Informer().GetIndexer().Add(o)
 		case *joulie.NodePowerProfile:
 			err = f.jf.Joulie().V1alpha1().NodePowerProfiles().Informer().GetIndexer().Add(o)
+		case *coordinationv1.Lease:
+			err = f.ctrl.leaseFactory.Coordination().V1().Leases().Informer().GetIndexer().Add(o)
+		case *corev1.PersistentVolumeClaim:
+			err = f.kf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(o)
+		case *corev1.PersistentVolume:
+			err = f.kf.Core().V1().PersistentVolumes().Informer().GetIndexer().Add(o)
+		case *storagev1.StorageClass:
+			err = f.kf.Storage().V1().StorageClasses().Informer().GetIndexer().Add(o)
 		default:
 			t.Fatalf("unexpected %T", o)
 		}
@@ -103,6 +114,15 @@ func parkableNode(name string, tainted bool) *corev1.Node {
 		n.Spec.Taints = []corev1.Taint{{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added}}
 	}
 	return n
+}
+
+// renewed makes node n a host that is on at t: its Ready heartbeat is at
+// t, and the returned Lease, for the cache, was renewed at t.
+func renewed(n *corev1.Node, at time.Time) *coordinationv1.Lease {
+	n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(at)
+	renew := metav1.NewMicroTime(at)
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Namespace: corev1.NamespaceNodeLease},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &renew}}
 }
 
 func profile(name string, s joulie.PowerState, since time.Time) *joulie.NodePowerProfile {
@@ -551,7 +571,7 @@ func TestWarmReserveLabelBeforeTheTaintGoes(t *testing.T) {
 	}
 	woken := profile("back", joulie.PowerWaking, t0.Add(-2*time.Minute))
 	woken.Spec.WakeAttempts = 1
-	f.cache(t, back, woken)
+	f.cache(t, back, woken, renewed(back, t0))
 	if err := f.ctrl.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -561,4 +581,207 @@ func TestWarmReserveLabelBeforeTheTaintGoes(t *testing.T) {
 	if got := warmLabels(t, f, "back"); !slices.Equal(got, []string{"back=true"}) {
 		t.Errorf("labels %v, want back held", got)
 	}
+}
+
+// A park cordons the node, marked as parking's own, before it reads the
+// node's pods from the API server for the last time, and records parked
+// only after that read.
+func TestParkCordonsBeforeTheLastPodCheck(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var order []string
+	f.kube.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if body := string(a.(k8stesting.PatchAction).GetPatch()); strings.Contains(body, `"unschedulable":true`) &&
+			strings.Contains(body, joulie.AnnotationCordonedForPark) {
+			order = append(order, "cordon")
+		}
+		return false, nil, nil
+	})
+	f.kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		order = append(order, "pods")
+		return false, nil, nil
+	})
+	f.jc.PrependReactor("patch", "nodepowerprofiles", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		order = append(order, "state")
+		return true, nil, nil
+	})
+	node := parkableNode("n1", true)
+	if _, err := f.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.cache(t, node, profile("n1", joulie.PowerParking, t0.Add(-time.Minute)))
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, []string{"cordon", "pods", "state"}) {
+		t.Fatalf("writes and reads in order %v, want the cordon, then the pods read, then the state", order)
+	}
+	n, _ := f.kube.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if !park.CordonedForPark(n) {
+		t.Errorf("the parked node is not cordoned as parking's own: unschedulable %v, annotations %v", n.Spec.Unschedulable, n.Annotations)
+	}
+}
+
+// A park of a node someone else cordoned in the meantime is aborted, and
+// their cordon stays.
+func TestParkOfANodeCordonedByAnAdminIsAbortedAndTheCordonStays(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	cached := parkableNode("n1", true)
+	server := cached.DeepCopy()
+	server.Spec.Unschedulable = true // the cache has not seen it yet
+	if _, err := f.kube.CoreV1().Nodes().Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.cache(t, cached, profile("n1", joulie.PowerParking, t0.Add(-time.Minute)))
+	f.jc.ClearActions()
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := appliedStates(t, f.jc.Actions()); !slices.Equal(got, []string{"n1=awake"}) {
+		t.Fatalf("applied states %v, want the park aborted (n1=awake)", got)
+	}
+	n, _ := f.kube.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if !n.Spec.Unschedulable || taintIndex(n) >= 0 {
+		t.Errorf("after the abort unschedulable %v, taints %v; want the admin's cordon kept and the taint gone", n.Spec.Unschedulable, n.Spec.Taints)
+	}
+}
+
+// A node recorded awake that still carries parking's cordon (a crash
+// between the state write and the uncordon) is uncordoned; a cordon
+// without parking's annotation is an admin's and stays.
+func TestCordonRepairAfterAnInterruptedWake(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	left := parkableNode("left", false)
+	left.Spec.Unschedulable = true
+	left.Annotations = map[string]string{joulie.AnnotationCordonedForPark: "true"}
+	left.Labels[joulie.LabelParkable] = "false" // keep Decide out of it
+	admin := parkableNode("admin", false)
+	admin.Spec.Unschedulable = true
+	admin.Labels[joulie.LabelParkable] = "false"
+	parked := parkableNode("parked", true)
+	parked.Spec.Unschedulable = true
+	parked.Annotations = map[string]string{joulie.AnnotationCordonedForPark: "true"}
+	parked.Status.Conditions[0].Status = corev1.ConditionUnknown
+	profiles := []*joulie.NodePowerProfile{profile("left", joulie.PowerAwake, t0.Add(-time.Hour)),
+		profile("admin", joulie.PowerAwake, t0.Add(-time.Hour)), profile("parked", joulie.PowerParked, t0.Add(-time.Hour))}
+	for i, n := range []*corev1.Node{left, admin, parked} {
+		if _, err := f.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.jc.JoulieV1alpha1().NodePowerProfiles().Create(ctx, profiles[i], metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.cache(t, n, profiles[i])
+	}
+	if err := f.ctrl.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"left": false, "admin": true, "parked": true} {
+		n, _ := f.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if n.Spec.Unschedulable != want {
+			t.Errorf("%s unschedulable %v after the pass, want %v", name, n.Spec.Unschedulable, want)
+		}
+	}
+	if n, _ := f.kube.CoreV1().Nodes().Get(ctx, "left", metav1.GetOptions{}); n.Annotations[joulie.AnnotationCordonedForPark] != "" {
+		t.Errorf("the repaired node keeps the annotation %s", joulie.AnnotationCordonedForPark)
+	}
+}
+
+// A pod bound to a node that stays off gets one Warning Event per node
+// state, not one per pass.
+func TestStrandedPodIsWarnedOncePerNodeState(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.ctrl.opts.Params.WakesPerMinute = 0
+	node := parkableNode("n1", true)
+	node.Status.Conditions[0].Status = corev1.ConditionUnknown
+	if _, err := f.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	f.cache(t, node, pod, profile("n1", joulie.PowerParked, t0.Add(-time.Hour)))
+	for range 3 {
+		if err := f.ctrl.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := f.events()
+	if len(ev) != 1 || !strings.Contains(ev[0], "Warning WaitingForParkedNode") || !strings.Contains(ev[0], "wakesPerMinute") {
+		t.Fatalf("events %q, want one Warning WaitingForParkedNode naming the wake rate", ev)
+	}
+}
+
+func TestVolumeNodes(t *testing.T) {
+	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
+	onB := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}}}}
+	class := func(name string) *string { return &name }
+	claim := func(name, volume, sc string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume, StorageClassName: class(sc)}}
+	}
+	objs := []any{
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: onB}}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "network"}},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "zoned"}, VolumeBindingMode: &wffc,
+			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: "zone", Values: []string{"z1", "z2"}}}}}},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "anywhere"}, VolumeBindingMode: &wffc},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "now"}, VolumeBindingMode: &immediate},
+		claim("on-local", "local", "x"), claim("on-network", "network", "x"), claim("on-gone", "gone", "x"),
+		claim("zoned", "", "zoned"), claim("anywhere", "", "anywhere"), claim("now", "", "now"), claim("job-scratch", "", "anywhere"),
+	}
+	node := func(labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	}
+	nodeA, nodeB := node(map[string]string{"kubernetes.io/hostname": "a", "zone": "z1"}), node(map[string]string{"kubernetes.io/hostname": "b", "zone": "z3"})
+	for _, c := range []struct {
+		name   string
+		volume corev1.VolumeSource
+		// the nodes of a and b the pod's volumes allow
+		want string
+	}{
+		{"a claim bound to a local volume: its node only", pvcSource("on-local"), "b"},
+		{"a claim bound to a volume without node affinity: anywhere", pvcSource("on-network"), "ab"},
+		{"a claim bound to a volume not in the cache: nowhere yet", pvcSource("on-gone"), ""},
+		{"a missing claim: nowhere yet", pvcSource("missing"), ""},
+		{"an unbound claim of a class waiting for its consumer: its allowed topologies", pvcSource("zoned"), "a"},
+		{"… with none: anywhere", pvcSource("anywhere"), "ab"},
+		{"an unbound claim of an immediate class: nowhere until it binds", pvcSource("now"), ""},
+		{"a generic ephemeral volume: its claim named after pod and volume", corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}, "ab"},
+		{"a volume that is no claim: anywhere", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, "ab"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.cache(t, objs...)
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "default"},
+				Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: c.volume}}}}
+			sels := f.ctrl.volumeNodes(p)
+			got := ""
+			for _, nn := range []struct {
+				name string
+				n    *corev1.Node
+			}{{"a", nodeA}, {"b", nodeB}} {
+				name, n := nn.name, nn.n
+				ok := true
+				for i := range sels {
+					if m, err := nodeaffinity.NewLazyErrorNodeSelector(&sels[i]).Match(n); err != nil || !m {
+						ok = false
+					}
+				}
+				if ok {
+					got += name
+				}
+			}
+			if got != c.want {
+				t.Errorf("allowed nodes %q, want %q (selectors %+v)", got, c.want, sels)
+			}
+		})
+	}
+}
+
+func pvcSource(name string) corev1.VolumeSource {
+	return corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}
 }

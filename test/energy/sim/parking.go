@@ -146,6 +146,11 @@ func (s *simulation) parkPass(ctx context.Context) error {
 	for _, n := range s.nodes {
 		pn := park.Node{Node: n.obj, Family: familyOf(n), State: n.park.state, Since: n.park.since, WakeAttempts: n.park.attempts,
 			Ready: n.state == awake, Workloads: len(n.running), Pods: len(n.running), Requested: s.requested(n)}
+		if pn.Ready {
+			// A simulated host that is on renews its heartbeat and Lease
+			// all the time; one that is off renews neither.
+			pn.Heartbeat, pn.Renewed = now, now
+		}
 		pn.AgentState = joulie.PowerAwake
 		if n.park.agentParked {
 			pn.AgentState = joulie.PowerParked

@@ -37,6 +37,12 @@ const (
 	// TaintParked (effect NoSchedule) is on a node while it is not awake:
 	// parking, parked, waking or wake-failed.
 	TaintParked = "joulie.io/parked"
+	// AnnotationCordonedForPark ("true") on a node says that its cordon
+	// (spec.unschedulable) is the controller's, set when it recorded the
+	// node parked: the controller lifts only a cordon that carries it, so
+	// an admin's own cordon is never undone, and parking does not count
+	// it as the admin's "cordoned".
+	AnnotationCordonedForPark = "joulie.io/cordoned-for-park"
 	// AnnotationBMCAddress on a node is its BMC's IPMI address, host or
 	// host:port (port 623 when absent).
 	AnnotationBMCAddress = "joulie.io/bmc-address"
