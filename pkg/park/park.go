@@ -49,6 +49,10 @@ type Node struct {
 	// PowerOffRefused...), "" without one.
 	AgentAnswered bool
 	AgentReason   string
+	// AgentMessage is that condition's message (the pod the agent's last
+	// check found, say), carried into the reason of the move to awake so
+	// that the node's Awake Event says why the host stayed on.
+	AgentMessage string
 	// Ready is the node's Ready condition (NodeReady).
 	Ready bool
 	// Heartbeat is the Ready condition's lastHeartbeatTime, and Renewed
@@ -339,6 +343,9 @@ func (d *decider) progress() {
 				reason := n.AgentReason
 				if reason == "" {
 					reason = "no reason given"
+				}
+				if n.AgentMessage != "" {
+					reason += ": " + n.AgentMessage
 				}
 				d.move(n, joulie.PowerAwake, 0, "the host is on: its agent answered the park awake (%s), and the node is Ready with a heartbeat and Lease renewed since the park", reason)
 			case n.Workloads > 0:

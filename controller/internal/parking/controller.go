@@ -331,7 +331,7 @@ func (c *Controller) Snapshot() (*view, error) {
 			pn.State, pn.WakeAttempts, pn.AgentState = p.Spec.PowerState, int(p.Spec.WakeAttempts), p.Status.PowerState
 			pn.AgentAnswered = p.Status.ObservedGeneration >= p.Generation
 			if cond := meta.FindStatusCondition(p.Status.Conditions, agentParkedCondition); cond != nil {
-				pn.AgentReason = cond.Reason
+				pn.AgentReason, pn.AgentMessage = cond.Reason, cond.Message
 			}
 			if p.Spec.PowerStateSince != nil {
 				pn.Since = p.Spec.PowerStateSince.Time
