@@ -73,6 +73,13 @@ type state struct {
 	synced   atomic.Bool
 	lastSync atomic.Int64 // unix nanos of the last finished reconcile
 	interval time.Duration
+
+	// lastPark is when the parking loop last finished a pass (or, before
+	// its first, started), in unix nanos; 0 while parking does not run.
+	// parkStall is how long it may go without one: 3 × parking.syncInterval
+	// plus a minute, as for the reconcile.
+	lastPark  atomic.Int64
+	parkStall time.Duration
 }
 
 func (s *state) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -84,8 +91,27 @@ func (s *state) healthz(w http.ResponseWriter, _ *http.Request) {
 			return
 		}
 	}
+	// So is one whose parking loop is stuck (a pass blocked on an API
+	// call that never returns): no node would be woken while it holds
+	// the Lease.
+	if s.leading.Load() {
+		if last := s.lastPark.Load(); last > 0 {
+			if since := time.Since(time.Unix(0, last)); since > s.parkStall {
+				http.Error(w, fmt.Sprintf("parking loop stalled: no pass finished for %s (limit %s: 3 × parking.syncInterval + 1m)",
+					since.Round(time.Second), s.parkStall), http.StatusServiceUnavailable)
+				return
+			}
+		}
+	}
 	fmt.Fprintln(w, "ok")
 }
+
+// parkingStarted and parkingPassed feed the parking loop's liveness to
+// /healthz; parkingStopped takes it out when the loop ends with the
+// leadership.
+func (s *state) parkingStarted() { s.lastPark.Store(time.Now().UnixNano()) }
+func (s *state) parkingPassed()  { s.lastPark.Store(time.Now().UnixNano()) }
+func (s *state) parkingStopped() { s.lastPark.Store(0) }
 
 func (s *state) readyz(w http.ResponseWriter, _ *http.Request) {
 	// A standby replica is ready: it is healthy and waiting for the Lease.
@@ -113,7 +139,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, bmc: bmc.New(cfg.IPMI, kube.CoreV1().Secrets(cfg.LeaseNamespace), cfg.LeaseNamespace, reg, log), metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."}),
-		state:  &state{interval: cfg.Plan.Interval}}
+		state:  &state{interval: cfg.Plan.Interval, parkStall: 3*cfg.Parking.SyncInterval + time.Minute}}
 	reg.MustRegister(r.leader)
 
 	if err := r.startPollers(ctx, reg); err != nil {
@@ -238,11 +264,13 @@ func (r *replica) lead(ctx context.Context) {
 	if r.cfg.Parking.Enabled {
 		// A node's BMC when it names one, else Wake-on-LAN from an awake
 		// neighbour.
-		waker := parking.ByBMCAddress{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf)}
+		waker := parking.ByBMCAddress{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf), CycleOnRetry: r.cfg.Parking.PowerCycleOnRetry}
 		parker, err = parking.New(r.kube, r.joulie, kf, jf, parking.Options{
 			Params: r.cfg.Parking.Params, Catalog: r.cfg.Plan.Catalog, Waker: waker,
 			SyncInterval: r.cfg.Parking.SyncInterval, Debounce: r.cfg.Debounce,
 			Recorder: r.recorder, Metrics: r.parkMetrics, Logger: r.log,
+			MaxConcurrentWakes: r.cfg.Parking.MaxConcurrentWakes,
+			OnSync:             func(error) { r.state.parkingPassed() },
 		})
 		if err != nil {
 			r.log.Error("building parking failed", "err", err)
@@ -254,9 +282,15 @@ func (r *replica) lead(ctx context.Context) {
 	defer kf.Shutdown()
 	defer jf.Shutdown()
 	if parker != nil {
+		// Counted from here: informer caches that never sync stall it too.
+		r.state.parkingStarted()
 		go func() {
 			if err := parker.Run(ctx); err != nil {
+				// Left stalling /healthz unless the leadership ended.
 				r.log.Error("parking loop stopped", "err", err)
+			}
+			if ctx.Err() != nil {
+				r.state.parkingStopped()
 			}
 		}()
 	}

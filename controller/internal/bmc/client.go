@@ -51,6 +51,7 @@ const (
 	opPowerOff     = "power_off"
 	opSoftShutdown = "soft_shutdown"
 	opPowerStatus  = "power_status"
+	opPowerCycle   = "power_cycle"
 )
 
 // Results of a call, the result label of the metrics.
@@ -82,6 +83,57 @@ func (c *Client) PowerOn(ctx context.Context, node *corev1.Node) error {
 		}
 		return resultOK, control(ctx, s, chassis.ChassisControlPowerUp, "power up")
 	})
+}
+
+// PowerCycle restarts a host its BMC reports on, and powers up one it
+// reports off. It is the retry of a wake that did not bring the node up:
+// a host that is "on" but never became Ready (hung in firmware, or a BMC
+// whose power state is wrong) ignores another power up. A BMC that
+// refuses the cycle command (some do, for a chassis they think is off)
+// gets a power down, then a power up once it reports the host off.
+func (c *Client) PowerCycle(ctx context.Context, node *corev1.Node) error {
+	return c.do(ctx, node, opPowerCycle, func(ctx context.Context, s *client.Client) (string, error) {
+		on, err := powerIsOn(ctx, s)
+		if err != nil {
+			return "", err
+		}
+		if !on {
+			return resultOK, control(ctx, s, chassis.ChassisControlPowerUp, "power up")
+		}
+		err = control(ctx, s, chassis.ChassisControlPowerCycle, "power cycle")
+		var re *types.ResponseError
+		if err == nil || !errors.As(err, &re) {
+			return resultOK, err
+		}
+		c.log.Info("BMC refused a power cycle; powering down, then up", "node", node.Name, "err", err)
+		if err := control(ctx, s, chassis.ChassisControlPowerDown, "power down (for a cycle)"); err != nil {
+			return "", err
+		}
+		if err := waitOff(ctx, s); err != nil {
+			return "", err
+		}
+		return resultOK, control(ctx, s, chassis.ChassisControlPowerUp, "power up (after a power down)")
+	})
+}
+
+// waitOff polls the chassis until it reports the power off: a BMC may
+// answer a power down before the host has lost power, and a power up
+// sent then is lost. The call's deadline bounds it.
+func waitOff(ctx context.Context, s *client.Client) error {
+	for {
+		on, err := powerIsOn(ctx, s)
+		if err != nil {
+			return err
+		}
+		if !on {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the host still reports power on after a power down: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // PowerOff cuts node's power at once (the host is not asked first); one

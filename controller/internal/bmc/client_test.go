@@ -124,6 +124,45 @@ func TestWakeOfAHostAlreadyOnSucceedsAndSendsNothing(t *testing.T) {
 	}
 }
 
+// A host that is on but never came up is power cycled: the hook sees
+// it switched off and on again (ipmi_sim passes a cycle to the host as
+// power 0, then power 1 a second or two later), and it ends on. One that is off is simply
+// powered up.
+func TestPowerCycleRestartsAHostThatIsOnAndPowersUpOneThatIsOff(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		on   bool
+		want []string
+	}{
+		{"on", true, []string{"set power 0", "set power 1"}},
+		{"off", false, []string{"set power 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}, PoweredOn: tc.on})
+			node := nodeAt("node-a", sim.Addr())
+			c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword}))
+			if err := c.PowerCycle(t.Context(), node); err != nil {
+				t.Fatalf("PowerCycle: %v", err)
+			}
+			// The BMC powers the host up again after its power cycle
+			// interval (ipmi_sim: about a second), not within the call.
+			deadline := time.Now().Add(10 * time.Second)
+			for !slices.Equal(sim.Commands(t), tc.want) && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if got := sim.Commands(t); !slices.Equal(got, tc.want) {
+				t.Errorf("commands the host received: %q, want %q", got, tc.want)
+			}
+			if !sim.PowerIsOn(t) {
+				t.Errorf("the host is off after PowerCycle")
+			}
+			if n := calls(c, opPowerCycle, resultOK); n != 1 {
+				t.Errorf("power_cycle ok calls counted: %v, want 1", n)
+			}
+		})
+	}
+}
+
 // SoftShutdown asks the host to shut down and PowerOff cuts it; each is a
 // no-op on a host already off.
 func TestSoftShutdownAndPowerOff(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 
 	"joulie.io/joulie/controller/internal/bmc"
 	"joulie.io/joulie/controller/internal/facility"
+	"joulie.io/joulie/controller/internal/parking"
 	"joulie.io/joulie/pkg/cliapp"
 	"joulie.io/joulie/pkg/intent"
 	"joulie.io/joulie/pkg/kubeclient"
@@ -87,6 +88,11 @@ type Parking struct {
 	NodeSelector string
 	Params       park.Params
 	SyncInterval time.Duration
+	// MaxConcurrentWakes bounds the wake calls in flight.
+	MaxConcurrentWakes int
+	// PowerCycleOnRetry power cycles a host that is on when a wake is
+	// retried (parking.ipmi.powerCycleOnRetry).
+	PowerCycleOnRetry bool
 }
 
 // Default is the configuration with nothing set. Its planning parameters,
@@ -105,7 +111,8 @@ func Default() Config {
 		KeplerQuery: facility.DefaultKeplerQuery, KeplerNodeLabel: facility.DefaultKeplerNodeLabel,
 		IPMI: bmc.DefaultConfig(),
 		// pkg/park's, which the energy simulator parks with too.
-		Parking: Parking{NodeSelector: park.DefaultParkable, Params: park.DefaultParams(), SyncInterval: 5 * time.Second},
+		Parking: Parking{NodeSelector: park.DefaultParkable, Params: park.DefaultParams(), SyncInterval: 5 * time.Second,
+			MaxConcurrentWakes: parking.DefaultMaxConcurrentWakes, PowerCycleOnRetry: true},
 	}
 }
 
@@ -347,6 +354,9 @@ func check(c Config) []settings.Problem {
 		add("parking.maxWakeAttempts", "%d must be at least 1", pk.MaxWakeAttempts)
 	}
 	positive("parking.syncInterval", c.Parking.SyncInterval)
+	if c.Parking.MaxConcurrentWakes < 1 {
+		add("parking.maxConcurrentWakes", "%d must be at least 1", c.Parking.MaxConcurrentWakes)
+	}
 	return ps
 }
 

@@ -222,6 +222,10 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 		{"reserve for performance", map[string]string{"PARKING_RESERVE_FOR": "performance"}, nil, nil},
 		{"no wake attempt", map[string]string{"PARKING_MAX_WAKE_ATTEMPTS": "0"}, nil, []string{"parking.maxWakeAttempts: 0 must be at least 1"}},
 		{"zero resume timeout", map[string]string{"PARKING_RESUME_TIMEOUT": "0s"}, nil, []string{`parking.resumeTimeout: "0s" must be positive`}},
+		{"no concurrent wake", map[string]string{"PARKING_MAX_CONCURRENT_WAKES": "0"}, nil,
+			[]string{"parking.maxConcurrentWakes: 0 must be at least 1 (from PARKING_MAX_CONCURRENT_WAKES)"}},
+		{"power cycle on retry", map[string]string{"PARKING_IPMI_POWER_CYCLE_ON_RETRY": "sometimes"}, nil,
+			[]string{`PARKING_IPMI_POWER_CYCLE_ON_RETRY="sometimes"`}},
 		{"every problem at once", map[string]string{"FACILITY_POLL_INTERVAL": "abc", "FACILITY_QUERY_TIMEOUT": "-1s", "ENABLE_FACILITY_METRICS": "on"}, nil,
 			[]string{"FACILITY_POLL_INTERVAL=", "facility.queryTimeout", "ENABLE_FACILITY_METRICS="}},
 	} {

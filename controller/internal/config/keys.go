@@ -135,6 +135,8 @@ var keys = slices.Concat([]key{
 		Ref: func(c *Config) any { return &c.IPMI.Retries }},
 	{Path: "parking.ipmi.callTimeout", Env: []string{"PARKING_IPMI_CALL_TIMEOUT"}, Usage: "limit of one call to a BMC: session, command and close",
 		Ref: func(c *Config) any { return &c.IPMI.CallTimeout }},
+	{Path: "parking.ipmi.powerCycleOnRetry", Env: []string{"PARKING_IPMI_POWER_CYCLE_ON_RETRY"}, Usage: "on a wake's retry, power cycle a host its BMC reports on (it did not become Ready after the first power up, which another would not change); false sends power up again",
+		Ref: func(c *Config) any { return &c.Parking.PowerCycleOnRetry }},
 	{Path: "parking.enabled", Env: []string{"PARKING_ENABLED"}, Usage: "switch off the nodes parking.nodeSelector selects while they are idle, and wake them for pending pods and the reserve",
 		Ref: func(c *Config) any { return &c.Parking.Enabled }},
 	{Path: "parking.nodeSelector", Env: []string{"PARKING_NODE_SELECTOR"}, EmptyIsValue: true, Usage: "label selector of the nodes that may be parked; every other node is never parked",
@@ -161,8 +163,10 @@ var keys = slices.Concat([]key{
 		Ref: func(c *Config) any { return &c.Parking.Params.ResumeTimeout }},
 	{Path: "parking.maxWakeAttempts", Env: []string{"PARKING_MAX_WAKE_ATTEMPTS"}, Usage: "wakes tried before a node is declared wake-failed",
 		Ref: func(c *Config) any { return &c.Parking.Params.MaxWakeAttempts }},
-	{Path: "parking.syncInterval", Env: []string{"PARKING_SYNC_INTERVAL"}, Usage: "longest time between two parking passes",
+	{Path: "parking.syncInterval", Env: []string{"PARKING_SYNC_INTERVAL"}, Usage: "longest time between two parking passes; a leader whose parking loop has not finished a pass in 3 intervals plus a minute fails /healthz",
 		Ref: func(c *Config) any { return &c.Parking.SyncInterval }},
+	{Path: "parking.maxConcurrentWakes", Env: []string{"PARKING_MAX_CONCURRENT_WAKES"}, Usage: "wake calls (BMC sessions, Wake-on-LAN listings) in flight at once, outside the parking pass; a node has at most one",
+		Ref: func(c *Config) any { return &c.Parking.MaxConcurrentWakes }},
 })
 
 // marginalKeys are the extender's coefficient keys (marginal.*), which

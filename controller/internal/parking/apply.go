@@ -74,21 +74,21 @@ func (c *Controller) apply(ctx context.Context, v *view, t park.Transition) (jou
 		return c.abort(ctx, v, t, t.Reason)
 
 	case t.To == joulie.PowerWaking:
-		// The state first: a crash between the two leaves a wake that
-		// the resume timeout retries, never a host started while its
-		// profile still says parked (which its agent would switch off).
+		// The state first: a crash between the two leaves a waking node
+		// that the next leader wakes at once (wakes.ensure), never a
+		// host started while its profile still says parked (which its
+		// agent would switch off).
 		if err := c.writeState(ctx, prof, t.Node, joulie.PowerWaking, t.WakeAttempts); err != nil {
 			return t.From, err
 		}
 		c.opts.Metrics.Wakes.Inc()
 		log.Info("waking", "attempt", t.WakeAttempts, "reason", t.Reason)
 		c.event(node, false, "Waking", "wake attempt %d: %s", t.WakeAttempts, t.Reason)
-		if err := c.opts.Waker.Wake(ctx, node); err != nil {
-			// The attempt stays recorded: the resume timeout tries again.
-			c.opts.Metrics.WakeErrors.Inc()
-			log.Warn("wake failed to send; retrying after the resume timeout", "err", err)
-			c.event(node, true, "WakeError", "wake attempt %d could not be sent: %v", t.WakeAttempts, err)
-		}
+		// A retry follows an attempt the node did not come back from
+		// within the resume timeout: the waker may restart a host that is
+		// on but hung. The call runs off the pass; its outcome is
+		// reported when it ends.
+		c.wakes.send(ctx, node, WakeRequest{Attempt: t.WakeAttempts, Cycle: t.WakeAttempts > 1})
 		return t.To, nil
 
 	case t.To == joulie.PowerWakeFailed:

@@ -67,8 +67,9 @@ const DefaultSyncInterval = 5 * time.Second
 
 // Waker starts a parked host. Wake must be safe to call again for a node
 // it already started (a retry, or a restart in the middle of a wake).
+// Calls run off the pass, several at a time (wakes.go).
 type Waker interface {
-	Wake(ctx context.Context, node *corev1.Node) error
+	Wake(ctx context.Context, node *corev1.Node, req WakeRequest) error
 }
 
 // Options configure a Controller.
@@ -86,6 +87,9 @@ type Options struct {
 	Now          func() time.Time
 	// OnSync, when set, is told the outcome of every pass.
 	OnSync func(error)
+	// MaxConcurrentWakes bounds the Waker calls in flight
+	// (DefaultMaxConcurrentWakes when 0).
+	MaxConcurrentWakes int
 }
 
 // Controller parks and wakes nodes.
@@ -121,6 +125,7 @@ type Controller struct {
 	emptySince map[string]time.Time
 
 	queue workqueue.TypedRateLimitingInterface[string]
+	wakes *wakes
 }
 
 const (
@@ -153,11 +158,15 @@ func New(kube kubernetes.Interface, jc versioned.Interface, kf informers.SharedI
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
+	if o.MaxConcurrentWakes <= 0 {
+		o.MaxConcurrentWakes = DefaultMaxConcurrentWakes
+	}
 	c := &Controller{kube: kube, joulie: jc, opts: o, log: o.Logger.With("loop", "parking"), emptySince: map[string]time.Time{}, warned: map[string]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](500*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "joulie-parking"}),
 	}
+	c.wakes = newWakes(c)
 	nodeInf := kf.Core().V1().Nodes()
 	podInf := kf.Core().V1().Pods()
 	hwInf := jf.Joulie().V1alpha1().NodeHardwares()
@@ -246,6 +255,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.leaseFactory.Start(ctx.Done())
 	defer c.leaseFactory.Shutdown()
+	// The wakes in flight end with ctx (each BMC call within its limit).
+	defer c.wakes.wait()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("parking: informer caches did not sync: %w", ctx.Err())
 	}
@@ -460,6 +471,7 @@ func (c *Controller) Sync(ctx context.Context) error {
 		}
 	}
 	c.warnStranded(res.Stranded)
+	c.wakes.ensure(ctx, v, res.Transitions, states)
 	if err := c.pruneWakeOnLAN(ctx, v, states); err != nil {
 		errs = append(errs, err)
 	}

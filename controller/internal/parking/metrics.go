@@ -16,6 +16,10 @@ type Metrics struct {
 	WakeFailures prometheus.Counter
 	WakeLatency  prometheus.Histogram
 	SyncErrors   prometheus.Counter
+	// WakeCallsInFlight are the Waker calls running; WakeCallsWaiting,
+	// those waiting for one of parking.maxConcurrentWakes slots.
+	WakeCallsInFlight prometheus.Gauge
+	WakeCallsWaiting  prometheus.Gauge
 }
 
 // States lists every power state, so that the gauge shows each from the
@@ -42,12 +46,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(5, 2, 9)}),
 		SyncErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "joulie_controller_parking_sync_errors_total",
 			Help: "Parking passes in which at least one write failed."}),
+		WakeCallsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_wake_calls_in_flight",
+			Help: "Wake calls (to a BMC, or listing a MAC for Wake-on-LAN) running now, at most parking.maxConcurrentWakes."}),
+		WakeCallsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_wake_calls_waiting",
+			Help: "Wake calls waiting for a free slot of parking.maxConcurrentWakes."}),
 	}
 	for _, s := range States {
 		m.Nodes.WithLabelValues(string(s))
 	}
 	if reg != nil {
-		reg.MustRegister(m.Nodes, m.Parks, m.ParkAborts, m.Wakes, m.WakeErrors, m.WakeFailures, m.WakeLatency, m.SyncErrors)
+		reg.MustRegister(m.Nodes, m.Parks, m.ParkAborts, m.Wakes, m.WakeErrors, m.WakeFailures, m.WakeLatency, m.SyncErrors,
+			m.WakeCallsInFlight, m.WakeCallsWaiting)
 	}
 	return m
 }

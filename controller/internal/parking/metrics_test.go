@@ -80,8 +80,8 @@ func TestDashboardShowsEveryParkingMetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(families) != 8 {
-		t.Errorf("%d metric families registered, want the 8 this test was written for", len(families))
+	if len(families) != 10 {
+		t.Errorf("%d metric families registered, want the 10 this test was written for", len(families))
 	}
 	for _, f := range families {
 		name := f.GetName()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,9 +47,14 @@ type fixture struct {
 	waker    *recordingWaker
 }
 
-type recordingWaker struct{ woken []string }
+type recordingWaker struct {
+	mu    sync.Mutex
+	woken []string
+}
 
-func (w *recordingWaker) Wake(_ context.Context, n *corev1.Node) error {
+func (w *recordingWaker) Wake(_ context.Context, n *corev1.Node, _ WakeRequest) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.woken = append(w.woken, n.Name)
 	return nil
 }
@@ -283,7 +289,7 @@ func TestWakeRecordsWakingBeforeCallingTheWaker(t *testing.T) {
 	ctx := context.Background()
 	f.ctrl.opts.Params.ReserveFloor = 1
 	var statesAtWake []string
-	f.ctrl.opts.Waker = wakerFunc(func(_ context.Context, n *corev1.Node) error {
+	f.ctrl.opts.Waker = wakerFunc(func(_ context.Context, n *corev1.Node, _ WakeRequest) error {
 		statesAtWake = appliedStates(t, f.jc.Actions())
 		return nil
 	})
@@ -296,14 +302,17 @@ func TestWakeRecordsWakingBeforeCallingTheWaker(t *testing.T) {
 	if err := f.ctrl.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
+	f.ctrl.wakes.wait()
 	if !slices.Equal(statesAtWake, []string{"p1=waking"}) {
 		t.Fatalf("states applied when the waker was called: %v, want p1=waking", statesAtWake)
 	}
 }
 
-type wakerFunc func(context.Context, *corev1.Node) error
+type wakerFunc func(context.Context, *corev1.Node, WakeRequest) error
 
-func (f wakerFunc) Wake(ctx context.Context, n *corev1.Node) error { return f(ctx, n) }
+func (f wakerFunc) Wake(ctx context.Context, n *corev1.Node, r WakeRequest) error {
+	return f(ctx, n, r)
+}
 
 func TestMACsPreferTheInterfacesArmedForWakeOnLAN(t *testing.T) {
 	hw := &joulie.NodeHardware{Status: joulie.NodeHardwareStatus{Network: []joulie.NetworkInterface{

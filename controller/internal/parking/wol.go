@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/util/retry"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
@@ -65,8 +66,9 @@ func MACs(hw *joulie.NodeHardware) []string {
 	return all
 }
 
-// Wake lists node's MACs in an awake neighbour's profile.
-func (w *WakeOnLAN) Wake(ctx context.Context, node *corev1.Node) error {
+// Wake lists node's MACs in an awake neighbour's profile. A retry is
+// the same: a magic packet cannot restart a host that is on.
+func (w *WakeOnLAN) Wake(ctx context.Context, node *corev1.Node, _ WakeRequest) error {
 	hw, err := w.hardware.Get(node.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("read NodeHardware %s from the cache: %w", node.Name, err)
@@ -80,21 +82,22 @@ func (w *WakeOnLAN) Wake(ctx context.Context, node *corev1.Node) error {
 	if err != nil {
 		return err
 	}
-	cur, err := w.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, sender, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("read NodePowerProfile %s to list %s's MACs for Wake-on-LAN: %w", sender, node.Name, err)
-	}
-	list := slices.Clone(cur.Spec.WakeOnLAN)
-	for _, m := range macs {
-		if !slices.Contains(list, m) {
-			list = append(list, m)
+	// Wakes run concurrently, and beside the pass's pruning: each write
+	// is conditional on the list it extends, so none drops another's MAC.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := w.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, sender, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read NodePowerProfile %s to list %s's MACs for Wake-on-LAN: %w", sender, node.Name, err)
 		}
-	}
-	slices.Sort(list)
-	if err := applyWakeOnLAN(ctx, w.joulie, sender, list); err != nil {
-		return err
-	}
-	return nil
+		list := slices.Clone(cur.Spec.WakeOnLAN)
+		for _, m := range macs {
+			if !slices.Contains(list, m) {
+				list = append(list, m)
+			}
+		}
+		slices.Sort(list)
+		return applyWakeOnLAN(ctx, w.joulie, sender, cur.ResourceVersion, list)
+	})
 }
 
 // sender chooses the awake node whose agent sends the packets: Ready, its
@@ -126,21 +129,23 @@ func (w *WakeOnLAN) sender(target *corev1.Node) (string, error) {
 	return best, nil
 }
 
-// applyWakeOnLAN sets a profile's spec.wakeOnLAN under WOLFieldManager; an
-// empty list gives up the field.
-func applyWakeOnLAN(ctx context.Context, jc versioned.Interface, name string, macs []string) error {
+// applyWakeOnLAN sets a profile's spec.wakeOnLAN under WOLFieldManager,
+// if the profile is still at resourceVersion; an empty list gives up the
+// field.
+func applyWakeOnLAN(ctx context.Context, jc versioned.Interface, name, resourceVersion string, macs []string) error {
 	spec := map[string]any{}
 	if len(macs) > 0 {
 		spec["wakeOnLAN"] = macs
 	}
 	body, err := json.Marshal(map[string]any{"apiVersion": joulie.SchemeGroupVersion.String(), "kind": "NodePowerProfile",
-		"metadata": map[string]any{"name": name}, "spec": spec})
+		"metadata": map[string]any{"name": name, "resourceVersion": resourceVersion}, "spec": spec})
 	if err != nil {
 		return fmt.Errorf("encode NodePowerProfile %s spec.wakeOnLAN: %w", name, err)
 	}
 	force := true
 	if _, err := jc.JoulieV1alpha1().NodePowerProfiles().Patch(ctx, name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: WOLFieldManager, Force: &force}); err != nil {
+		// Wrapped with %w: RetryOnConflict must see a conflict.
 		return fmt.Errorf("set NodePowerProfile %s spec.wakeOnLAN to %v: %w", name, macs, err)
 	}
 	return nil
@@ -166,16 +171,20 @@ func (c *Controller) pruneWakeOnLAN(ctx context.Context, v *view, states map[str
 			continue
 		}
 		// The list from the cache may miss a MAC a wake has just added:
-		// filter the one on the server.
-		fresh, err := c.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, name, metav1.GetOptions{})
+		// filter the one on the server, conditional on it, as a wake in
+		// flight may be adding one now.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fresh, err := c.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("read NodePowerProfile %s to prune its Wake-on-LAN list: %w", name, err)
+			}
+			keep := slices.DeleteFunc(slices.Clone(fresh.Spec.WakeOnLAN), func(m string) bool { return !waking[m] })
+			if len(keep) == len(fresh.Spec.WakeOnLAN) {
+				return nil
+			}
+			return applyWakeOnLAN(ctx, c.joulie, name, fresh.ResourceVersion, keep)
+		})
 		if err != nil {
-			return fmt.Errorf("read NodePowerProfile %s to prune its Wake-on-LAN list: %w", name, err)
-		}
-		keep := slices.DeleteFunc(slices.Clone(fresh.Spec.WakeOnLAN), func(m string) bool { return !waking[m] })
-		if len(keep) == len(fresh.Spec.WakeOnLAN) {
-			continue
-		}
-		if err := applyWakeOnLAN(ctx, c.joulie, name, keep); err != nil {
 			return err
 		}
 	}
