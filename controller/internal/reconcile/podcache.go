@@ -127,7 +127,8 @@ func (c *Controller) loads(nodes []*corev1.Node) (map[string]plan.NodeLoad, erro
 
 // slimPod keeps what the controller reads of a pod: identity, creation
 // time and controlling owner, the workload-class annotation, the node, the
-// scheduling constraints (node selector, node affinity, tolerations), the
+// scheduling constraints (node selector, node affinity, tolerations, the
+// claims of its volumes), the
 // phase and whether the scheduler found no node for it, and the pod's
 // effective requests (park.PodRequests, with the CPU of
 // powerest.PodDemand) as the requests of one container, in place of the
@@ -157,6 +158,16 @@ func slimPod(obj any) (any, error) {
 	}
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
+	}
+	// Parking reads a pending pod's claims to wake the node its local
+	// volume lives on; only which claims, never the ephemeral template.
+	for _, v := range p.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			slim.Spec.Volumes = append(slim.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		case v.Ephemeral != nil:
+			slim.Spec.Volumes = append(slim.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+		}
 	}
 	req := park.PodRequests(p)
 	// As the API server defaults them: a limit without a request is the
