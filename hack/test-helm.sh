@@ -29,6 +29,7 @@ nowant() { ! grep -Eq -- "$2" "$1" || fail "$3: unexpected line matching '$2' in
 
 want "$out/default.yaml" '^kind: ValidatingAdmissionPolicy$' "the agents' admission policy"
 want "$out/default.yaml" '^kind: ValidatingAdmissionPolicyBinding$' "the policy's binding"
+want "$out/default.yaml" '^  name: joulie-node-keys$' "the policy keeping nodes' own credentials off Joulie's node keys"
 want "$out/default.yaml" 'nodeSelector: "joulie.io/managed=true"' "the node selector's default"
 want "$out/default.yaml" '^ *- --config=/etc/joulie/controller.yaml$' "the controller reads its configuration file"
 want "$out/default.yaml" '^ *- --config=/etc/joulie/extender.yaml$' "the extender reads its configuration file"
@@ -101,16 +102,27 @@ nowant "$out/controller-legacy.yaml" "^ *($facility):" "extender.enableFacilityM
 config extender --set extender.tls.secretName=joulie-extender-tls >"$out/extender-tls.yaml"
 wantkey "$out/extender-tls.yaml" certFile /etc/joulie-extender/tls/tls.crt
 
-# BMC credentials: the controller may get Secrets of the release
-# namespace through a Role, never list or watch them, and no ClusterRole
-# names Secrets; secretNames narrows the Role to those names. The IPMI
-# keys reach the controller's file.
+# BMC Secrets: the controller may get Secrets of the BMC namespace (its
+# own, created by the chart) through a Role, never list or watch them, no
+# Role of the release namespace and no ClusterRole names Secrets;
+# secretNames narrows the Role to those names; the release namespace as
+# the BMC namespace is refused. The IPMI keys reach the controller's file.
 rbac() { render --show-only templates/controller-rbac.yaml "$@"; }
 rbac >"$out/rbac-default.yaml"
 awk '/^kind: Role$/{r=1} /^---/{r=0} r' "$out/rbac-default.yaml" >"$out/rbac-roles.yaml"
 want "$out/rbac-roles.yaml" 'name: joulie-controller-bmc-credentials$' "the Role for BMC credentials"
-want "$out/rbac-roles.yaml" '^  namespace: joulie-system$' "the Role in the release namespace"
+want "$out/rbac-roles.yaml" '^  namespace: joulie-bmc$' "the Role in the BMC namespace"
 want "$out/rbac-roles.yaml" 'resources: \["secrets"\]' "the Role names Secrets"
+want "$out/rbac-default.yaml" '^kind: Namespace$' "the BMC namespace created"
+want "$out/rbac-default.yaml" 'helm.sh/resource-policy: keep' "the BMC namespace kept on uninstall"
+awk '/^kind: Role$/{r=1} /^---/{r=0} r' "$out/rbac-default.yaml" | awk '/^kind: Role$/{n=0} /^  namespace: joulie-system$/{n=1} /secrets/{if(n)print}' | grep -q . &&
+	fail "a Role of the release namespace names Secrets"
+rbac --set controller.parking.ipmi.createSecretNamespace=false >"$out/rbac-nons.yaml"
+nowant "$out/rbac-nons.yaml" '^kind: Namespace$' "createSecretNamespace false"
+if rbac --set controller.parking.ipmi.secretNamespace=joulie-system >/dev/null 2>"$out/err"; then
+	fail "the release namespace was accepted as the BMC namespace"
+fi
+grep -q 'need a namespace of their own' "$out/err" || fail "the BMC namespace check failed for another reason: $(cat "$out/err")"
 awk '/^kind: ClusterRole$/{r=1} /^---/{r=0} r' "$out/rbac-default.yaml" >"$out/rbac-clusterrole.yaml"
 want "$out/rbac-clusterrole.yaml" 'resources: \["nodes"\]' "the controller's ClusterRole"
 nowant "$out/rbac-clusterrole.yaml" 'secrets' "no ClusterRole reaches Secrets"
@@ -122,6 +134,7 @@ want "$out/rbac-names.yaml" '^    - bmc-rack-1$' "secretNames narrows the Role"
 wantkey "$out/controller-default.yaml" cipherSuites '"17,3"'
 wantkey "$out/controller-default.yaml" privilege '"operator"'
 wantkey "$out/controller-default.yaml" callTimeout '"30s"'
+wantkey "$out/controller-default.yaml" secretNamespace '"joulie-bmc"'
 
 # Parking is off by default, and every parking.* value reaches the
 # controller's file; a node pool's selector replaces the label rule.
@@ -164,7 +177,7 @@ for bad in controller.policy.type=greedy controller.caps.cpuEcoCapPctOfMax=0 con
 	facilityMetrics.prometheusUrl=prom:9090 facilityMetrics.prometheusUrl=http://prom:9090/?x=1 \
 	facilityMetrics.pollInterval=often facilityMetrics.kepler.unknownKey=1 \
 	controller.parking.ipmi.cipherSuites=0 'controller.parking.ipmi.cipherSuites=17\,2' controller.parking.ipmi.privilege=root \
-	controller.parking.ipmi.retries=-1 controller.parking.ipmi.timeout=soon \
+	controller.parking.ipmi.retries=-1 controller.parking.ipmi.timeout=soon controller.parking.ipmi.secretNamespace=BMC_Secrets \
 	controller.parking.enabled=yes controller.parking.nodeSelector= controller.parking.settleTime=10 \
 	controller.parking.reserveFloor=-1 controller.parking.reserveSizing=p95 controller.parking.reserveFor=standard controller.parking.parksPerMinute=-1 \
 	controller.parking.maxWakeAttempts=0 controller.parking.resumeTimeout=later; do

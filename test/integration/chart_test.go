@@ -44,9 +44,13 @@ const (
 	chartControllerRole     = "joulie-controller"                 // ClusterRole
 	chartLeaderElectionRole = "joulie-controller-leader-election" // Role in the release namespace
 	chartNodeLeaseRole      = "joulie-controller-node-leases"     // Role in kube-node-lease
-	chartExtenderAccount    = "joulie-extender"                   // ServiceAccount
-	chartExtenderService    = "joulie-extender"                   // Service
-	chartSchedulerConfig    = "joulie-extender-scheduler-config"  // ConfigMap
+	chartBMCRole            = "joulie-controller-bmc-credentials" // Role in chartBMCNamespace
+	// chartBMCNamespace holds the BMC Secrets (the chart's
+	// controller.parking.ipmi.secretNamespace, created by the chart).
+	chartBMCNamespace    = "joulie-bmc"
+	chartExtenderAccount = "joulie-extender"                  // ServiceAccount
+	chartExtenderService = "joulie-extender"                  // Service
+	chartSchedulerConfig = "joulie-extender-scheduler-config" // ConfigMap
 )
 
 // installChart renders the chart with the pinned helm and applies it to
@@ -158,7 +162,16 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[6]s}
 subjects:
 - {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
-`, name, chartControllerRole, chartLeaderElectionRole, harness.ControllerNamespace, sa, chartNodeLeaseRole)
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: %[1]s
+  namespace: %[8]s
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[7]s}
+subjects:
+- {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
+`, name, chartControllerRole, chartLeaderElectionRole, harness.ControllerNamespace, sa, chartNodeLeaseRole, chartBMCRole, chartBMCNamespace)
 	if err := cp.Apply(t.Context(), []byte(manifest)); err != nil {
 		t.Fatalf("bind the chart's controller roles to %s: %v", sa, err)
 	}
@@ -169,6 +182,7 @@ subjects:
 			rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}),
 			rbac.RoleBindings(harness.ControllerNamespace).Delete(ctx, name, metav1.DeleteOptions{}),
 			rbac.RoleBindings("kube-node-lease").Delete(ctx, name, metav1.DeleteOptions{}),
+			rbac.RoleBindings(chartBMCNamespace).Delete(ctx, name, metav1.DeleteOptions{}),
 		} {
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("remove the bindings of %s: %v", sa, err)
@@ -269,6 +283,12 @@ func TestHelmInstallAndUninstall(t *testing.T) {
 	if _, err := kube.RbacV1().ClusterRoles().Get(ctx, release+"-agent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after helm uninstall the agents' ClusterRole is still there: %v", err)
 	}
+	// The BMC Secrets' namespace outlives the release, Secrets and all:
+	// an administrator wrote them and deletes them.
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, release+"-bmc", metav1.GetOptions{}); err != nil {
+		t.Errorf("after helm uninstall the BMC namespace %s-bmc is gone: %v", release, err)
+	}
+	_ = kube.CoreV1().Namespaces().Delete(ctx, release+"-bmc", metav1.DeleteOptions{})
 	// The suite's own installation is untouched, CRDs included.
 	if _, err := admission.Get(ctx, chartAgentPolicy, metav1.GetOptions{}); err != nil {
 		t.Errorf("the suite's admission policy after uninstalling another release: %v", err)

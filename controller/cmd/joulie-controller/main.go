@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -137,7 +138,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, bmc: bmc.New(cfg.IPMI, kube.CoreV1().Secrets(cfg.LeaseNamespace), cfg.LeaseNamespace, reg, log), metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
+	r := &replica{cfg: cfg, log: log, kube: kube, joulie: jc, bmc: bmc.New(cfg.IPMI, kube.CoreV1().Secrets(cfg.IPMI.SecretNamespace), reg, log), metrics: reconcile.NewMetrics(reg), parkMetrics: parking.NewMetrics(reg),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulie_controller_leader", Help: "1 while this replica holds the Lease and writes."}),
 		state:  &state{interval: cfg.Plan.Interval, parkStall: 3*cfg.Parking.SyncInterval + time.Minute}}
 	reg.MustRegister(r.leader)
@@ -262,9 +263,18 @@ func (r *replica) lead(ctx context.Context) {
 	}
 	var parker *parking.Controller
 	if r.cfg.Parking.Enabled {
-		// A node's BMC when it names one, else Wake-on-LAN from an awake
-		// neighbour.
-		waker := parking.ByBMCAddress{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf), CycleOnRetry: r.cfg.Parking.PowerCycleOnRetry}
+		// A node's BMC when an admin gave it a BMC Secret, else
+		// Wake-on-LAN from an awake neighbour. The nodes' old BMC
+		// annotations are ignored, and said to be once per node.
+		waker := parking.BMCOrLAN{BMC: r.bmc, LAN: parking.NewWakeOnLAN(r.joulie, kf, jf), CycleOnRetry: r.cfg.Parking.PowerCycleOnRetry}
+		legacy := &bmc.LegacyNotice{Namespace: r.cfg.IPMI.SecretNamespace, Recorder: r.recorder, Log: r.log}
+		if _, err := kf.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { noticeLegacy(legacy, obj) },
+			UpdateFunc: func(_, obj any) { noticeLegacy(legacy, obj) },
+		}); err != nil {
+			r.log.Error("watching nodes for their BMC annotations failed", "err", err)
+			return
+		}
 		parker, err = parking.New(r.kube, r.joulie, kf, jf, parking.Options{
 			Params: r.cfg.Parking.Params, Catalog: r.cfg.Plan.Catalog, Waker: waker,
 			SyncInterval: r.cfg.Parking.SyncInterval, Debounce: r.cfg.Debounce,
@@ -296,6 +306,12 @@ func (r *replica) lead(ctx context.Context) {
 	}
 	if err := ctrl.Run(ctx); err != nil {
 		r.log.Error("reconcile loop stopped", "err", err)
+	}
+}
+
+func noticeLegacy(l *bmc.LegacyNotice, obj any) {
+	if n, ok := obj.(*corev1.Node); ok {
+		l.Check(n)
 	}
 }
 

@@ -1,9 +1,11 @@
 // Package bmc wakes parked nodes through their baseboard management
-// controllers: IPMI 2.0 over LAN (RMCP+, "lanplus") with go-ipmi, to the
-// address in the node's joulie.io/bmc-address annotation, logging in with
-// the username and password of a Secret in the controller's namespace
-// (joulie.io/bmc-secret, or joulie-bmc-<node>). Credentials are read per
-// call where the session is built, and never logged or put in an error.
+// controllers: IPMI 2.0 over LAN (RMCP+, "lanplus") with go-ipmi. Where
+// the BMC is and how to log in come from one Secret per node,
+// joulie-bmc-<node> in a namespace of its own that only an administrator
+// writes and only the controller reads: never from the Node object, whose
+// annotations the node's kubelet may write. The Secret is read per call
+// where the session is built, and its contents never logged or put in an
+// error.
 //
 // Only IPMI 2.0 sessions are opened: IPMI 1.5 authenticates with MD5 at
 // best and encrypts nothing. Its tests run against Debian's ipmi_sim
@@ -28,21 +30,20 @@ import (
 // session between calls (wakes are rare, and a BMC has few session
 // slots) and no other state, so it is safe for concurrent use.
 type Client struct {
-	cfg       Config
-	secrets   SecretGetter
-	namespace string
-	metrics   *metrics
-	log       *slog.Logger
+	cfg     Config
+	secrets SecretGetter
+	metrics *metrics
+	log     *slog.Logger
 }
 
-// New returns a Client that reads credentials through secrets, the
-// Secrets of namespace (the controller's), and registers its metrics with
-// reg (none when nil). cfg must have no Problems.
-func New(cfg Config, secrets SecretGetter, namespace string, reg prometheus.Registerer, log *slog.Logger) *Client {
+// New returns a Client that reads the BMC Secrets through secrets, the
+// Secrets of cfg.SecretNamespace, and registers its metrics with reg
+// (none when nil). cfg must have no Problems.
+func New(cfg Config, secrets SecretGetter, reg prometheus.Registerer, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Client{cfg: cfg, secrets: secrets, namespace: namespace, metrics: newMetrics(reg), log: log}
+	return &Client{cfg: cfg, secrets: secrets, metrics: newMetrics(reg), log: log}
 }
 
 // Operations, the operation label of the metrics.
@@ -57,7 +58,8 @@ const (
 // Results of a call, the result label of the metrics.
 const (
 	resultOK            = "ok"
-	resultAlready       = "already" // already on (power on) or off (power off, shutdown)
+	resultAlready       = "already"   // already on (power on) or off (power off, shutdown)
+	resultNoSecret      = "no_secret" // the node has no BMC Secret: Waker uses Wake-on-LAN
 	resultNoAddress     = "no_address"
 	resultNoCredentials = "no_credentials"
 	resultAuth          = "auth_failed"
@@ -205,6 +207,9 @@ func (c *Client) do(ctx context.Context, node *corev1.Node, op string, fn func(c
 func (c *Client) call(ctx context.Context, node *corev1.Node, op string, fn func(context.Context, *client.Client) (string, error)) (string, error) {
 	t, err := c.resolve(ctx, node)
 	if err != nil {
+		if errors.Is(err, ErrNoSecret) {
+			return resultNoSecret, err
+		}
 		if errors.Is(err, ErrNoAddress) {
 			return resultNoAddress, err
 		}
@@ -278,8 +283,8 @@ func (c *Client) connect(ctx context.Context, t target) (*client.Client, uint8, 
 			return nil, 0, fmt.Errorf("node %s: the BMC at %s refused %s privilege to the user of Secret %s: give the user that privilege on the BMC's LAN channel, or set parking.ipmi.privilege: %w",
 				t.node, t.addr, c.cfg.Privilege, t.secret, ErrAuthentication)
 		case f == failRefused:
-			return nil, 0, fmt.Errorf("node %s: nothing answers IPMI at %s (port unreachable): check the node's %s annotation and that IPMI over LAN is enabled on the BMC: %w",
-				t.node, t.addr, "joulie.io/bmc-address", ErrUnreachable)
+			return nil, 0, fmt.Errorf("node %s: nothing answers IPMI at %s (port unreachable): check the address in Secret %s and that IPMI over LAN is enabled on the BMC: %w",
+				t.node, t.addr, t.secret, ErrUnreachable)
 		case ctx.Err() != nil || (f == failNoAnswer && beforeSession(err)):
 			return nil, 0, fmt.Errorf("node %s: the BMC at %s did not answer (%s per message, %d retries, call limit %s): check that the controller reaches it on UDP port %d and that IPMI over LAN is enabled: %w",
 				t.node, t.addr, c.cfg.Timeout, c.cfg.Retries, c.cfg.CallTimeout, t.port, ErrUnreachable)

@@ -17,11 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"joulie.io/joulie/controller/internal/bmc/ipmisim"
-	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
 const (
-	namespace = "joulie-system"
+	namespace = DefaultSecretNamespace
 	// The BMC's accounts: a wake account with operator privilege (enough
 	// for chassis control, the least a site should give), and the
 	// password a misconfigured Secret holds.
@@ -32,12 +31,8 @@ const (
 
 var wakeAccount = ipmisim.User{Name: wakeUser, Password: wakePassword, Privilege: "operator"}
 
-func nodeAt(name, addr string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
-	if addr != "" {
-		n.Annotations[joulie.AnnotationBMCAddress] = addr
-	}
-	return n
+func testNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
 }
 
 func credentials(name string, data map[string]string) *corev1.Secret {
@@ -58,7 +53,7 @@ func testClient(t *testing.T, cfg Config, secrets ...*corev1.Secret) *Client {
 	}
 	cs := fake.NewClientset(objs...)
 	reg := prometheus.NewRegistry()
-	return New(cfg, cs.CoreV1().Secrets(namespace), namespace, reg, nil)
+	return New(cfg, cs.CoreV1().Secrets(namespace), reg, nil)
 }
 
 func calls(c *Client, op, result string) float64 {
@@ -79,8 +74,8 @@ func localConfig() Config {
 // the host, which is then on, and PowerStatus says so.
 func TestWakePowersOnAParkedHost(t *testing.T) {
 	sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}})
-	node := nodeAt("node-a", sim.Addr())
-	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword}))
+	node := testNode("node-a")
+	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"address": sim.Addr(), "username": wakeUser, "password": wakePassword}))
 	ctx := t.Context()
 
 	on, err := c.PowerStatus(ctx, node)
@@ -107,8 +102,8 @@ func TestWakePowersOnAParkedHost(t *testing.T) {
 // Waking a node that is already on succeeds and sends the host nothing.
 func TestWakeOfAHostAlreadyOnSucceedsAndSendsNothing(t *testing.T) {
 	sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}, PoweredOn: true})
-	node := nodeAt("node-a", sim.Addr())
-	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword}))
+	node := testNode("node-a")
+	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"address": sim.Addr(), "username": wakeUser, "password": wakePassword}))
 
 	if err := c.Wake(t.Context(), node); err != nil {
 		t.Fatalf("Wake of a host already on: %v", err)
@@ -139,8 +134,8 @@ func TestPowerCycleRestartsAHostThatIsOnAndPowersUpOneThatIsOff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}, PoweredOn: tc.on})
-			node := nodeAt("node-a", sim.Addr())
-			c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword}))
+			node := testNode("node-a")
+			c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"address": sim.Addr(), "username": wakeUser, "password": wakePassword}))
 			if err := c.PowerCycle(t.Context(), node); err != nil {
 				t.Fatalf("PowerCycle: %v", err)
 			}
@@ -167,8 +162,8 @@ func TestPowerCycleRestartsAHostThatIsOnAndPowersUpOneThatIsOff(t *testing.T) {
 // no-op on a host already off.
 func TestSoftShutdownAndPowerOff(t *testing.T) {
 	sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}, PoweredOn: true})
-	node := nodeAt("node-a", sim.Addr())
-	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword}))
+	node := testNode("node-a")
+	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"address": sim.Addr(), "username": wakeUser, "password": wakePassword}))
 	ctx := t.Context()
 
 	for _, step := range []struct {
@@ -195,8 +190,8 @@ func TestSoftShutdownAndPowerOff(t *testing.T) {
 // only: it refuses 17 at once, so the fallback costs one round trip.
 func TestDefaultCipherSuitesFallBackTo3(t *testing.T) {
 	sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}})
-	node := nodeAt("node-a", sim.Addr())
-	c := testClient(t, DefaultConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword}))
+	node := testNode("node-a")
+	c := testClient(t, DefaultConfig(), credentials("joulie-bmc-node-a", map[string]string{"address": sim.Addr(), "username": wakeUser, "password": wakePassword}))
 	ctx := t.Context()
 	tgt, err := c.resolve(ctx, node)
 	if err != nil {
@@ -229,13 +224,13 @@ func TestDefaultCipherSuitesFallBackTo3(t *testing.T) {
 func TestWrongPasswordFailsAtOnceWithOneLogin(t *testing.T) {
 	sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}})
 	r := startRelay(t, sim.Addr(), false)
-	node := nodeAt("node-a", r.addr())
+	node := testNode("node-a")
 	cfg := localConfig()
 	// ipmi_sim offers one usable suite; listing it twice stands for a BMC
 	// that offers two, which must not be asked to check a refused
 	// password again.
 	cfg.CipherSuites = CipherSuites{3, 3}
-	c := testClient(t, cfg, credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wrongPassword}))
+	c := testClient(t, cfg, credentials("joulie-bmc-node-a", map[string]string{"address": r.addr(), "username": wakeUser, "password": wrongPassword}))
 
 	start := time.Now()
 	err := c.Wake(t.Context(), node)
@@ -270,8 +265,8 @@ func TestWrongPasswordFailsAtOnceWithOneLogin(t *testing.T) {
 // A user the BMC does not know is refused like a wrong password.
 func TestUnknownUserIsAnAuthenticationError(t *testing.T) {
 	sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{wakeAccount}})
-	node := nodeAt("node-a", sim.Addr())
-	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": "nobody-here", "password": wakePassword}))
+	node := testNode("node-a")
+	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"address": sim.Addr(), "username": "nobody-here", "password": wakePassword}))
 	err := c.Wake(t.Context(), node)
 	if !errors.Is(err, ErrAuthentication) || strings.Contains(err.Error(), "nobody-here") {
 		t.Fatalf("Wake as an unknown user: %v, want ErrAuthentication without the name", err)
@@ -282,8 +277,8 @@ func TestUnknownUserIsAnAuthenticationError(t *testing.T) {
 // timeouts, and within the caller's deadline when that comes first.
 func TestSilentBMCTimesOut(t *testing.T) {
 	r := startRelay(t, "", true)
-	node := nodeAt("node-a", r.addr())
-	creds := credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword})
+	node := testNode("node-a")
+	creds := credentials("joulie-bmc-node-a", map[string]string{"address": r.addr(), "username": wakeUser, "password": wakePassword})
 
 	t.Run("message timeouts", func(t *testing.T) {
 		cfg := localConfig()
@@ -327,8 +322,8 @@ func TestClosedPortIsUnreachable(t *testing.T) {
 	}
 	addr := pc.LocalAddr().String()
 	pc.Close()
-	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"username": wakeUser, "password": wakePassword}))
-	err = c.Wake(t.Context(), nodeAt("node-a", addr))
+	c := testClient(t, localConfig(), credentials("joulie-bmc-node-a", map[string]string{"address": addr, "username": wakeUser, "password": wakePassword}))
+	err = c.Wake(t.Context(), testNode("node-a"))
 	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "port unreachable") {
 		t.Fatalf("Wake through a closed port: %v, want ErrUnreachable saying the port is unreachable", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Privilege levels a session may ask for. Chassis control needs operator;
@@ -25,6 +27,10 @@ const (
 	DefaultRetries = 2
 	// DefaultCallTimeout bounds one whole call: session, command, close.
 	DefaultCallTimeout = 30 * time.Second
+	// DefaultSecretNamespace holds the BMC Secrets: a namespace of their
+	// own, so that granting the controller get on them grants nothing
+	// else, and no other component's Role reaches them.
+	DefaultSecretNamespace = "joulie-bmc"
 )
 
 // DefaultCipherSuites are tried in order: 17 (HMAC-SHA256 authentication
@@ -51,8 +57,11 @@ type Config struct {
 	// Retries is how many times an unanswered message is sent again.
 	// Refused credentials are never retried.
 	Retries int
-	// CallTimeout bounds one whole call, within the caller's deadline.
+	// CallTimeout bounds one whole call, within the caller's deadline,
+	// and on its own the read of the node's BMC Secret before it.
 	CallTimeout time.Duration
+	// SecretNamespace is where the BMC Secrets are, joulie-bmc-<node>.
+	SecretNamespace string
 }
 
 // DefaultConfig is the configuration with nothing set.
@@ -63,6 +72,8 @@ func DefaultConfig() Config {
 		Timeout:      DefaultTimeout,
 		Retries:      DefaultRetries,
 		CallTimeout:  DefaultCallTimeout,
+
+		SecretNamespace: DefaultSecretNamespace,
 	}
 }
 
@@ -86,6 +97,9 @@ func (c Config) Problems() map[string]string {
 		ps["CallTimeout"] = fmt.Sprintf("%q must be positive", c.CallTimeout)
 	} else if c.Timeout > 0 && c.CallTimeout < c.Timeout {
 		ps["CallTimeout"] = fmt.Sprintf("%q is shorter than one message's timeout %q", c.CallTimeout, c.Timeout)
+	}
+	if errs := validation.IsDNS1123Label(c.SecretNamespace); len(errs) > 0 {
+		ps["SecretNamespace"] = fmt.Sprintf("%q is not a namespace name: %s", c.SecretNamespace, strings.Join(errs, "; "))
 	}
 	return ps
 }

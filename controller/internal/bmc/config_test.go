@@ -43,9 +43,9 @@ func TestConfigProblems(t *testing.T) {
 		t.Errorf("the defaults have problems: %v", ps)
 	}
 	c := DefaultConfig()
-	c.CipherSuites, c.Privilege, c.Timeout, c.Retries, c.CallTimeout = nil, "root", 0, -1, 0
+	c.CipherSuites, c.Privilege, c.Timeout, c.Retries, c.CallTimeout, c.SecretNamespace = nil, "root", 0, -1, 0, "Joulie_BMC"
 	ps := c.Problems()
-	for _, f := range []string{"CipherSuites", "Privilege", "Timeout", "Retries", "CallTimeout"} {
+	for _, f := range []string{"CipherSuites", "Privilege", "Timeout", "Retries", "CallTimeout", "SecretNamespace"} {
 		if ps[f] == "" {
 			t.Errorf("no problem reported for %s: %v", f, ps)
 		}

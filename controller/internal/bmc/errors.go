@@ -12,9 +12,12 @@ import (
 // The kinds of failure an operator acts on differently; errors.Is finds
 // them in what the Client returns.
 var (
-	// ErrNoAddress: the node has no usable joulie.io/bmc-address.
+	// ErrNoSecret: the node has no BMC Secret, so no BMC to wake it
+	// through (Waker falls back to Wake-on-LAN).
+	ErrNoSecret = errors.New("no BMC Secret")
+	// ErrNoAddress: the node's BMC Secret has no usable address.
 	ErrNoAddress = errors.New("no BMC address")
-	// ErrNoCredentials: the Secret is missing, unreadable or incomplete.
+	// ErrNoCredentials: the Secret is unreadable or its credentials incomplete.
 	ErrNoCredentials = errors.New("no BMC credentials")
 	// ErrAuthentication: the BMC refused the user name or password, or
 	// the privilege asked for. Never retried: a BMC may lock the account.

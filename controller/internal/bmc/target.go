@@ -10,18 +10,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
 // DefaultPort is IPMI's RMCP port.
 const DefaultPort = 623
 
-// Keys of the credentials Secret.
+// Keys of a node's BMC Secret: where its BMC is and how to log in.
 const (
+	SecretKeyAddress  = "address"
 	SecretKeyUsername = "username"
 	SecretKeyPassword = "password"
 )
+
+// SecretPrefix starts the name of every BMC Secret: node n's is
+// SecretPrefix + n.
+const SecretPrefix = "joulie-bmc-"
 
 // IPMI 2.0 limits (user names are sent in RAKP message 1, passwords key
 // the RAKP HMACs); longer values could never authenticate.
@@ -30,10 +33,10 @@ const (
 	maxPasswordLen = 20
 )
 
-// SecretGetter reads Secrets of the controller's namespace: the typed
-// client clientset.CoreV1().Secrets(namespace) is one, real or fake. A
-// Get per call, not an informer, so the controller holds no Secret in
-// memory and its Role needs only get.
+// SecretGetter reads the Secrets of the BMC namespace: the typed client
+// clientset.CoreV1().Secrets(namespace) is one, real or fake. A Get per
+// call, not an informer, so the controller holds no Secret in memory and
+// its Role needs only get.
 type SecretGetter interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
 }
@@ -50,17 +53,14 @@ type target struct {
 	password string
 }
 
-// SecretName is the Secret holding node's BMC credentials: its
-// joulie.io/bmc-secret annotation, or joulie-bmc-<node>.
-func SecretName(node *corev1.Node) string {
-	if s := strings.TrimSpace(node.Annotations[joulie.AnnotationBMCSecret]); s != "" {
-		return s
-	}
-	return "joulie-bmc-" + node.Name
-}
+// SecretName is the Secret holding the BMC address and credentials of
+// the node named node. It follows from the name alone: a node's own
+// objects (its annotations, which its kubelet may write) never choose
+// which BMC the controller logs in to, nor with whose password.
+func SecretName(node string) string { return SecretPrefix + node }
 
-// ParseAddress reads a joulie.io/bmc-address value: host, host:port,
-// an IPv6 literal, or [IPv6]:port; the port defaults to 623.
+// ParseAddress reads a BMC address: host, host:port, an IPv6 literal, or
+// [IPv6]:port; the port defaults to 623.
 func ParseAddress(s string) (host string, port int, err error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -86,34 +86,41 @@ func ParseAddress(s string) (host string, port int, err error) {
 	return h, n, nil
 }
 
-// resolve finds node's BMC and reads its credentials.
+// resolve reads node's BMC Secret: the BMC's address and the credentials.
+// The read is bounded by the call timeout, so an API server that accepts
+// the request and never answers cannot hold a wake.
 func (c *Client) resolve(ctx context.Context, node *corev1.Node) (target, error) {
-	raw, ok := node.Annotations[joulie.AnnotationBMCAddress]
-	if !ok || strings.TrimSpace(raw) == "" {
-		return target{}, fmt.Errorf("node %s has no %s annotation: set it to its BMC's address (host or host:port, port 623 by default), or wake it with Wake-on-LAN: %w",
-			node.Name, joulie.AnnotationBMCAddress, ErrNoAddress)
+	name := SecretName(node.Name)
+	t := target{node: node.Name, secret: c.cfg.SecretNamespace + "/" + name}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	sec, err := c.secrets.Get(rctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return target{}, fmt.Errorf("node %s has no BMC Secret %s: create it with keys %s (host or host:port), %s and %s to wake the node through its BMC: %w",
+			node.Name, t.secret, SecretKeyAddress, SecretKeyUsername, SecretKeyPassword, ErrNoSecret)
+	case apierrors.IsForbidden(err):
+		return target{}, fmt.Errorf("node %s: the controller may not read Secret %s: its Role grants get on the Secrets of namespace %s (parking.ipmi.secretNamespace; the chart's controller.parking.ipmi.secretNames may limit the names): %w",
+			node.Name, t.secret, c.cfg.SecretNamespace, ErrNoCredentials)
+	case err != nil && rctx.Err() != nil && ctx.Err() == nil:
+		return target{}, fmt.Errorf("node %s: reading Secret %s took longer than parking.ipmi.callTimeout (%s): check the API server's health: %w",
+			node.Name, t.secret, c.cfg.CallTimeout, err)
+	case err != nil:
+		return target{}, fmt.Errorf("node %s: read Secret %s: %w", node.Name, t.secret, err)
+	}
+
+	raw := strings.TrimSpace(string(sec.Data[SecretKeyAddress]))
+	if raw == "" {
+		return target{}, fmt.Errorf("node %s: Secret %s has no key %q: add the BMC's address (host or host:port, port 623 by default) under it: %w",
+			node.Name, t.secret, SecretKeyAddress, ErrNoAddress)
 	}
 	host, port, err := ParseAddress(raw)
 	if err != nil {
-		return target{}, fmt.Errorf("node %s: annotation %s: %v: %w", node.Name, joulie.AnnotationBMCAddress, err, ErrNoAddress)
+		return target{}, fmt.Errorf("node %s: key %q of Secret %s: %v: %w", node.Name, SecretKeyAddress, t.secret, err, ErrNoAddress)
 	}
-	t := target{node: node.Name, host: host, port: port, addr: net.JoinHostPort(host, strconv.Itoa(port))}
+	t.host, t.port, t.addr = host, port, net.JoinHostPort(host, strconv.Itoa(port))
 	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
 		t.host = "[" + host + "]"
-	}
-
-	name := SecretName(node)
-	t.secret = c.namespace + "/" + name
-	sec, err := c.secrets.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return target{}, fmt.Errorf("node %s: no Secret %s with its BMC's credentials: create it with keys %s and %s, or name another Secret of namespace %s in the node's %s annotation: %w",
-			node.Name, t.secret, SecretKeyUsername, SecretKeyPassword, c.namespace, joulie.AnnotationBMCSecret, ErrNoCredentials)
-	case apierrors.IsForbidden(err):
-		return target{}, fmt.Errorf("node %s: the controller may not read Secret %s: its Role grants get on the Secrets of namespace %s (the chart's controller.parking.ipmi.secretNames may limit the names): %w",
-			node.Name, t.secret, c.namespace, ErrNoCredentials)
-	case err != nil:
-		return target{}, fmt.Errorf("node %s: read Secret %s: %w", node.Name, t.secret, err)
 	}
 	for _, k := range []struct {
 		key string

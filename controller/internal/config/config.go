@@ -72,8 +72,7 @@ type Config struct {
 	KeplerQuery     string
 	KeplerNodeLabel string
 	// IPMI is how parked nodes are woken through their BMCs
-	// (parking.ipmi.*); the credentials' Secrets are in LeaseNamespace,
-	// the controller's own (POD_NAMESPACE).
+	// (parking.ipmi.*), the BMC Secrets' namespace included.
 	IPMI bmc.Config
 	// Parking switches idle parkable nodes off and wakes them (parking.*).
 	Parking Parking
@@ -310,6 +309,7 @@ func check(c Config) []settings.Problem {
 		{"Timeout", "parking.ipmi.timeout"},
 		{"Retries", "parking.ipmi.retries"},
 		{"CallTimeout", "parking.ipmi.callTimeout"},
+		{"SecretNamespace", "parking.ipmi.secretNamespace"},
 	} {
 		if msg, ok := ipmi[f.field]; ok {
 			add(f.key, "%s", msg)

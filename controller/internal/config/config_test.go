@@ -209,6 +209,7 @@ func TestBadValuesNameKeyValueAndSource(t *testing.T) {
 		{"call shorter than a message", map[string]string{"PARKING_IPMI_TIMEOUT": "5s", "PARKING_IPMI_CALL_TIMEOUT": "1s"}, nil,
 			[]string{`parking.ipmi.callTimeout: "1s" is shorter than one message's timeout "5s"`}},
 		{"negative retries", map[string]string{"PARKING_IPMI_RETRIES": "-1"}, nil, []string{"parking.ipmi.retries: -1 must not be negative"}},
+		{"BMC Secret namespace", map[string]string{"PARKING_IPMI_SECRET_NAMESPACE": "BMC"}, nil, []string{`parking.ipmi.secretNamespace: "BMC" is not a namespace name`}},
 		{"parkable selector", map[string]string{"PARKING_NODE_SELECTOR": "pool in (batch"}, nil,
 			[]string{`parking.nodeSelector: "pool in (batch" is not a label selector`, "PARKING_NODE_SELECTOR"}},
 		{"empty parkable selector", nil, []string{"--parking-node-selector", ""},

@@ -2,18 +2,21 @@ package parking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
-	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/controller/internal/bmc"
 )
 
-// ByBMCAddress wakes a node through BMC when the node names its BMC
-// (the joulie.io/bmc-address annotation), and through LAN (Wake-on-LAN
-// from an awake neighbour) otherwise: a site that has set up IPMI for a
-// node means it to be used, and one that has not still has the network.
-type ByBMCAddress struct {
+// BMCOrLAN wakes a node through its BMC when an administrator has given
+// it a BMC Secret (joulie-bmc-<node> in the BMC namespace), and through
+// LAN (Wake-on-LAN from an awake neighbour) when not: a site that set up
+// IPMI for a node means it to be used, and one that has not still has the
+// network. Whether a node has a BMC is the Secret's to say, never the
+// Node's, which its kubelet may write.
+type BMCOrLAN struct {
 	BMC BMC
 	LAN Waker
 	// CycleOnRetry power cycles, on a retry (WakeRequest.Cycle), a host
@@ -22,7 +25,8 @@ type ByBMCAddress struct {
 	CycleOnRetry bool
 }
 
-// BMC is what waking asks of a node's BMC (bmc.Client).
+// BMC is what waking asks of a node's BMC (bmc.Client). Both calls fail
+// with an error wrapping bmc.ErrNoSecret when the node has no BMC Secret.
 type BMC interface {
 	// PowerOn powers the host up unless it is on.
 	PowerOn(ctx context.Context, node *corev1.Node) error
@@ -30,20 +34,29 @@ type BMC interface {
 	PowerCycle(ctx context.Context, node *corev1.Node) error
 }
 
-// Wake implements Waker.
-func (w ByBMCAddress) Wake(ctx context.Context, node *corev1.Node, req WakeRequest) error {
-	if node.Annotations[joulie.AnnotationBMCAddress] != "" && w.BMC != nil {
+// Wake implements Waker. A BMC that fails is the error: falling back to
+// Wake-on-LAN then would hide a wrong password or a dead BMC.
+func (w BMCOrLAN) Wake(ctx context.Context, node *corev1.Node, req WakeRequest) error {
+	var noSecret error
+	if w.BMC != nil {
 		call, what := w.BMC.PowerOn, "power up"
 		if req.Cycle && w.CycleOnRetry {
 			call, what = w.BMC.PowerCycle, "power cycle"
 		}
-		if err := call(ctx, node); err != nil {
+		err := call(ctx, node)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, bmc.ErrNoSecret):
 			return fmt.Errorf("wake %s through its BMC (%s, attempt %d): %w", node.Name, what, req.Attempt, err)
 		}
-		return nil
+		noSecret = err
 	}
 	if w.LAN == nil {
-		return fmt.Errorf("wake %s: it has no %s annotation and Wake-on-LAN is not available", node.Name, joulie.AnnotationBMCAddress)
+		if noSecret == nil {
+			noSecret = errors.New("no BMC client")
+		}
+		return fmt.Errorf("wake %s: %w, and Wake-on-LAN is not available", node.Name, noSecret)
 	}
 	return w.LAN.Wake(ctx, node, req)
 }

@@ -39,25 +39,41 @@ func (r *callWaker) PowerCycle(_ context.Context, n *corev1.Node) error {
 	return r.err
 }
 
-func TestByBMCAddressUsesTheBMCOnlyWhereTheNodeNamesOne(t *testing.T) {
-	bmc, lan := &callWaker{}, &callWaker{}
-	w := ByBMCAddress{BMC: bmc, LAN: lan, CycleOnRetry: true}
-	withBMC := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{joulie.AnnotationBMCAddress: "10.0.0.5"}}}
-	without := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+// A node with a BMC Secret is woken through its BMC, one without through
+// Wake-on-LAN, whatever the nodes' annotations say (a node's kubelet may
+// write them); a BMC that fails is the error, not a reason for
+// Wake-on-LAN.
+func TestBMCOrLANChoosesByTheSecret(t *testing.T) {
+	user := ipmisim.User{Name: "joulie-wake", Password: "right-horse-42", Privilege: "operator"}
+	sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{user}})
+	withBMC, client := bmcNode(t, "with-bmc", sim, user)
+	lan := &callWaker{}
+	w := BMCOrLAN{BMC: client, LAN: lan, CycleOnRetry: true}
+	// An annotation naming a BMC does not make a node without a Secret a
+	// BMC node.
+	without := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "without", Annotations: map[string]string{joulie.AnnotationBMCAddress: sim.Addr()}}}
 	for _, n := range []*corev1.Node{withBMC, without} {
-		if err := w.Wake(context.Background(), n, WakeRequest{Attempt: 1}); err != nil {
-			t.Fatal(err)
+		if err := w.Wake(t.Context(), n, WakeRequest{Attempt: 1}); err != nil {
+			t.Fatalf("Wake %s: %v", n.Name, err)
 		}
 	}
-	if strings.Join(bmc.woken, ",") != "a" || strings.Join(lan.woken, ",") != "b" {
-		t.Errorf("BMC woke %v and Wake-on-LAN %v, want a and b", bmc.woken, lan.woken)
+	if !sim.PowerIsOn(t) {
+		t.Errorf("with-bmc's BMC was not asked to power up")
 	}
-	bmc.err = errors.New("RAKP2 authentication code mismatch")
-	if err := w.Wake(context.Background(), withBMC, WakeRequest{Attempt: 1}); err == nil || !strings.Contains(err.Error(), "through its BMC") {
+	if strings.Join(lan.woken, ",") != "without" {
+		t.Errorf("Wake-on-LAN woke %v, want only the node without a Secret", lan.woken)
+	}
+	failing := &callWaker{err: errors.New("RAKP2 authentication code mismatch")}
+	w.BMC = failing
+	if err := w.Wake(t.Context(), withBMC, WakeRequest{Attempt: 1}); err == nil || !strings.Contains(err.Error(), "through its BMC") {
 		t.Errorf("a refused BMC gave %v, want an error naming the BMC", err)
 	}
 	if len(lan.woken) != 1 {
 		t.Errorf("a refused BMC fell back to Wake-on-LAN (%v): a site that set up IPMI for the node should see the BMC's error", lan.woken)
+	}
+	noLAN := BMCOrLAN{BMC: client}
+	if err := noLAN.Wake(t.Context(), without, WakeRequest{Attempt: 1}); err == nil || !strings.Contains(err.Error(), "Wake-on-LAN is not available") {
+		t.Errorf("Wake without a Secret or Wake-on-LAN: %v", err)
 	}
 }
 
@@ -66,14 +82,14 @@ func TestByBMCAddressUsesTheBMCOnlyWhereTheNodeNamesOne(t *testing.T) {
 // package sets up a node's BMC.
 func bmcNode(t *testing.T, name string, sim *ipmisim.BMC, user ipmisim.User) (*corev1.Node, *bmc.Client) {
 	t.Helper()
-	const namespace = "joulie-system"
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{joulie.AnnotationBMCAddress: sim.Addr()}}}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "joulie-bmc-" + name, Namespace: namespace},
-		Data: map[string][]byte{bmc.SecretKeyUsername: []byte(user.Name), bmc.SecretKeyPassword: []byte(user.Password)}}
+	const namespace = "joulie-bmc"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bmc.SecretName(name), Namespace: namespace},
+		Data: map[string][]byte{bmc.SecretKeyAddress: []byte(sim.Addr()), bmc.SecretKeyUsername: []byte(user.Name), bmc.SecretKeyPassword: []byte(user.Password)}}
 	cfg := bmc.DefaultConfig()
 	cfg.CipherSuites = bmc.CipherSuites{3} // ipmi_sim has no SHA-256
 	cfg.CallTimeout = 10 * time.Second
-	return node, bmc.New(cfg, fake.NewClientset(secret).CoreV1().Secrets(namespace), namespace, prometheus.NewRegistry(), nil)
+	return node, bmc.New(cfg, fake.NewClientset(secret).CoreV1().Secrets(namespace), prometheus.NewRegistry(), nil)
 }
 
 // A host its BMC reports on but that did not become Ready: the first
@@ -93,7 +109,7 @@ func TestRetryPowerCyclesAHostTheBMCReportsOn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sim := ipmisim.Start(t, ipmisim.Options{Users: []ipmisim.User{user}, PoweredOn: true})
 			node, client := bmcNode(t, "hung", sim, user)
-			w := ByBMCAddress{BMC: client, CycleOnRetry: tc.cycle}
+			w := BMCOrLAN{BMC: client, CycleOnRetry: tc.cycle}
 			if err := w.Wake(t.Context(), node, WakeRequest{Attempt: 1}); err != nil {
 				t.Fatalf("attempt 1: %v", err)
 			}

@@ -15,6 +15,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/util/retry"
 
+	"joulie.io/joulie/controller/internal/bmc"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 	"joulie.io/joulie/pkg/generated/clientset/versioned"
 	"joulie.io/joulie/pkg/generated/informers/externalversions"
@@ -75,8 +76,8 @@ func (w *WakeOnLAN) Wake(ctx context.Context, node *corev1.Node, _ WakeRequest) 
 	}
 	macs := MACs(hw)
 	if len(macs) == 0 {
-		return fmt.Errorf("NodeHardware %s lists no network interface, so Wake-on-LAN cannot reach the node: check that its agent publishes status.network, or give the node a BMC (%s)",
-			node.Name, joulie.AnnotationBMCAddress)
+		return fmt.Errorf("NodeHardware %s lists no network interface, so Wake-on-LAN cannot reach the node: check that its agent publishes status.network, or give the node a BMC (the Secret %s in the BMC namespace, with its address, username and password)",
+			node.Name, bmc.SecretName(node.Name))
 	}
 	sender, err := w.sender(node)
 	if err != nil {
@@ -124,7 +125,7 @@ func (w *WakeOnLAN) sender(target *corev1.Node) (string, error) {
 		}
 	}
 	if best == "" {
-		return "", fmt.Errorf("no awake node with a running agent to send Wake-on-LAN to %s: give the node a BMC (%s)", target.Name, joulie.AnnotationBMCAddress)
+		return "", fmt.Errorf("no awake node with a running agent to send Wake-on-LAN to %s: give the node a BMC (the Secret %s in the BMC namespace)", target.Name, bmc.SecretName(target.Name))
 	}
 	return best, nil
 }

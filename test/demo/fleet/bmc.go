@@ -27,8 +27,8 @@ import (
 // implementation, on a loopback UDP port. Its chassis power control runs
 // a hook that asks the fleet's HTTP server for the node's power and
 // switches it: "power on" boots the node as a magic packet does. The
-// controller reaches it as it reaches a real BMC, from the node's
-// joulie.io/bmc-address and the Secret joulie-bmc-<node>.
+// controller reaches it as it reaches a real BMC, from the Secret
+// joulie-bmc-<node> of the BMC namespace: address, username, password.
 
 // bmcUser is the BMC account the controller logs in with: operator
 // privilege is what chassis power control needs.
@@ -182,14 +182,22 @@ func (b *bmc) stop() {
 	<-b.done
 }
 
-// bmcSecret is the Secret the controller reads the BMC's credentials
-// from: joulie-bmc-<node> in its namespace.
+// DefaultBMCNamespace holds the BMC Secrets: the chart's
+// controller.parking.ipmi.secretNamespace for release joulie.
+const DefaultBMCNamespace = "joulie-bmc"
+
+// bmcSecret is the Secret the controller reads the BMC's address and
+// credentials from: joulie-bmc-<node> in the BMC namespace.
 func bmcSecret(node string) string { return "joulie-bmc-" + node }
 
 func (f *Fleet) createBMCSecret(ctx context.Context, b *bmc) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cfg.BMCNamespace}}
+	if _, err := f.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("fleet: create the BMC namespace %s: %w", f.cfg.BMCNamespace, err)
+	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bmcSecret(b.node), Namespace: f.cfg.BMCNamespace, Labels: map[string]string{LabelFleet: f.cfg.NodePrefix}},
-		StringData: map[string]string{"username": bmcUser, "password": b.password},
+		StringData: map[string]string{"address": b.addr, "username": bmcUser, "password": b.password},
 	}
 	if _, err := f.kube.CoreV1().Secrets(f.cfg.BMCNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("fleet: create the BMC Secret %s/%s of node %s: %w", f.cfg.BMCNamespace, s.Name, b.node, err)

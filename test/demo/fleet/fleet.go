@@ -106,10 +106,10 @@ type Config struct {
 	// which a short demo compresses).
 	BootTime time.Duration
 	// BMCNodes of the parkable pool nodes (the first ones) get a BMC:
-	// an ipmi_sim on loopback, named in the node's joulie.io/bmc-address,
-	// with its credentials in the Secret joulie-bmc-<node> of
-	// BMCNamespace (default joulie-system, the chart's namespace), so the
-	// controller wakes them over IPMI instead of Wake-on-LAN.
+	// an ipmi_sim on loopback, its address and credentials in the Secret
+	// joulie-bmc-<node> of BMCNamespace (default DefaultBMCNamespace, the
+	// chart's for release joulie; created if missing), so the controller
+	// wakes them over IPMI instead of Wake-on-LAN.
 	BMCNodes     int
 	BMCNamespace string
 }
@@ -369,7 +369,7 @@ func (c *Config) defaults() error {
 		c.BootTime = c.Model.Power.BootTime(false)
 	}
 	if c.BMCNamespace == "" {
-		c.BMCNamespace = PoolNamespace
+		c.BMCNamespace = DefaultBMCNamespace
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

@@ -568,9 +568,10 @@ func TestParkedPoolNodeSwitchesOffAndWakesByMagicPacket(t *testing.T) {
 	}
 }
 
-// A BMC node's BMC is a real ipmi_sim, reached with the credentials in
-// the node's Secret at the node's joulie.io/bmc-address: its chassis
-// power follows the simulated host, and "power on" boots a parked node.
+// A BMC node's BMC is a real ipmi_sim, reached at the address and with
+// the credentials of the node's Secret in the BMC namespace (the Node
+// carries no BMC annotation): its chassis power follows the simulated
+// host, and "power on" boots a parked node.
 // ipmitool is the client, an implementation independent of the
 // controller's.
 func TestBMCNodeIsWokenThroughIPMI(t *testing.T) {
@@ -593,14 +594,19 @@ func TestBMCNodeIsWokenThroughIPMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := n.Annotations[joulie.AnnotationBMCAddress]
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatalf("node %s's %s is %q: %v", name, joulie.AnnotationBMCAddress, addr, err)
+	for _, k := range []string{joulie.AnnotationBMCAddress, joulie.AnnotationBMCSecret} {
+		if v, ok := n.Annotations[k]; ok {
+			t.Errorf("node %s carries %s=%q, which the controller ignores", name, k, v)
+		}
 	}
-	secret, err := kube.CoreV1().Secrets(fleet.PoolNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{})
+	secret, err := kube.CoreV1().Secrets(fleet.DefaultBMCNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	addr := string(secret.Data["address"])
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("the address in Secret joulie-bmc-%s is %q: %v", name, addr, err)
 	}
 	chassis := func(args ...string) string {
 		t.Helper()
@@ -637,7 +643,7 @@ func TestBMCNodeIsWokenThroughIPMI(t *testing.T) {
 	if err := f.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().Secrets(fleet.PoolNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := kube.CoreV1().Secrets(fleet.DefaultBMCNamespace).Get(ctx, "joulie-bmc-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the BMC Secret after Stop: %v, want not found", err)
 	}
 	if c, err := net.ListenPacket("udp", addr); err != nil {

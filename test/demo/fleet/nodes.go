@@ -43,9 +43,6 @@ func (f *Fleet) createNode(ctx context.Context, p planned) error {
 		if f.cfg.ParkablePool {
 			node.Labels[joulie.LabelParkable] = "true"
 		}
-		if p.bmcAddr != "" {
-			node.Annotations[joulie.AnnotationBMCAddress] = p.bmcAddr
-		}
 	}
 	node, err := f.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

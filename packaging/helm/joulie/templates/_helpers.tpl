@@ -33,6 +33,12 @@ installed as "joulie" gives joulie-controller, joulie-extender, ...).
 {{- printf "%s-agent" (include "joulie.fullname" . | trunc 57 | trimSuffix "-") }}
 {{- end }}
 
+{{/* The BMC Secrets' namespace: <fullname>-bmc unless set, so that two
+releases do not share one. */}}
+{{- define "joulie.bmcNamespace" -}}
+{{- default (printf "%s-bmc" (include "joulie.fullname" .)) .Values.controller.parking.ipmi.secretNamespace }}
+{{- end }}
+
 {{- define "joulie.leaseName" -}}
 {{- default (include "joulie.controller.fullname" .) .Values.controller.leaderElection.leaseName }}
 {{- end }}

@@ -43,13 +43,15 @@ const (
 	// an admin's own cordon is never undone, and parking does not count
 	// it as the admin's "cordoned".
 	AnnotationCordonedForPark = "joulie.io/cordoned-for-park"
-	// AnnotationBMCAddress on a node is its BMC's IPMI address, host or
-	// host:port (port 623 when absent).
+	// AnnotationBMCAddress and AnnotationBMCSecret on a node once named
+	// its BMC's address and the Secret of its credentials. They are no
+	// longer read (a node's kubelet may write its annotations): a node's
+	// BMC is the Secret joulie-bmc-<node> of the controller's BMC
+	// namespace. The controller warns about nodes still carrying them,
+	// and the chart keeps kubelets and agents from writing them.
+	// Credentials never go in a label, annotation or CR.
 	AnnotationBMCAddress = "joulie.io/bmc-address"
-	// AnnotationBMCSecret on a node names the Secret, in the controller's
-	// namespace, holding the BMC's username and password; the default is
-	// joulie-bmc-<node>. Credentials never go in a label, annotation or CR.
-	AnnotationBMCSecret = "joulie.io/bmc-secret"
+	AnnotationBMCSecret  = "joulie.io/bmc-secret"
 	// AnnotationHWMACs on a simulated node lists its NICs' MAC addresses,
 	// comma-separated: pool mode publishes them in NodeHardware
 	// status.network, as a host's agent does from sysfs, since the HTTP
