@@ -84,7 +84,8 @@ const (
 //	    bound within pfWindow before it;
 //	(b) every pod is bound and Running within pfBindBase of its
 //	    creation, plus pfRestartGap per controller kill and a BMC
-//	    fault's length plus one resume timeout per fault in its wait;
+//	    fault's length plus one resume timeout per fault in its wait of
+//	    its node's BMC (through the scheduler: of a node of its family);
 //	(c) no node stays recorded awake while its host is off (pfAwakeOff),
 //	    nor parked once its host is on and its agent reports awake
 //	    (pfParkedOn).
@@ -117,6 +118,7 @@ func TestParkingUnderFaults(t *testing.T) {
 type pfPod struct {
 	name         string
 	viaScheduler bool
+	family       string    // the node family it fits, for those through the scheduler
 	target       string    // the node named in spec.nodeName, for the others
 	created      time.Time // the create call returned
 	bound        time.Time // first seen bound: the bind was at or before it
@@ -331,13 +333,13 @@ func (r *parkFaultRun) createPod(i int) {
 	p := &pfPod{name: name}
 	switch k := r.rng.IntN(4); {
 	case k == 0:
-		req[corev1.ResourceCPU] = resource.MustParse("200")
-		p.viaScheduler = true
+		req[corev1.ResourceCPU] = resource.MustParse("300") // more than the anchor has (224)
+		p.viaScheduler, p.family = true, "epyc"
 	case k == 1:
 		req[corev1.ResourceCPU] = resource.MustParse("16")
 		req[fleet.ResourceNVIDIAGPU] = resource.MustParse("6")
 		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{fleet.ResourceNVIDIAGPU: resource.MustParse("6")}
-		p.viaScheduler = true
+		p.viaScheduler, p.family = true, "h100"
 	default:
 		p.target = r.nodes[r.rng.IntN(len(r.nodes))]
 		pod.Spec.NodeName = p.target
@@ -547,7 +549,7 @@ func (r *parkFaultRun) deadline(p *pfPod) (time.Time, string) {
 			case s.kind == "kill":
 				d = d.Add(pfRestartGap)
 				why = append(why, fmt.Sprintf("+ %s for the kill at %s", pfRestartGap, s.from.Format("15:04:05.000")))
-			case p.viaScheduler || s.node == p.target:
+			case s.node == p.target || p.viaScheduler && strings.HasPrefix(s.node, "pf-"+p.family+"-"):
 				// The wake tried during the fault is tried again a
 				// resume timeout after the fault's end at the latest.
 				extra := s.to.Sub(maxTime(s.from, p.created)) + pfResume
