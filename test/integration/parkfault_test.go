@@ -341,7 +341,7 @@ func (r *parkFaultRun) createPod(i int) {
 		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{fleet.ResourceNVIDIAGPU: resource.MustParse("6")}
 		p.viaScheduler, p.family = true, "h100"
 	default:
-		p.target = r.nodes[r.rng.IntN(len(r.nodes))]
+		p.target = r.pickTarget()
 		pod.Spec.NodeName = p.target
 	}
 	if p.viaScheduler {
@@ -363,6 +363,26 @@ func (r *parkFaultRun) createPod(i int) {
 		p.bound, p.node = now, p.target
 	}
 	r.pods[name] = p
+}
+
+// pickTarget is the node a pod bound by name goes to: a random power
+// state among those the nodes are in (as last sampled), then a random
+// node in it, so the rarer states (parking, parked, waking) get their
+// share.
+func (r *parkFaultRun) pickTarget() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byState := map[string][]string{}
+	var states []string
+	for _, n := range r.nodes {
+		st, _, _ := strings.Cut(r.lastState[n], "#")
+		if byState[st] == nil {
+			states = append(states, st)
+		}
+		byState[st] = append(byState[st], n)
+	}
+	in := byState[states[r.rng.IntN(len(states))]]
+	return in[r.rng.IntN(len(in))]
 }
 
 // checkPowerOff holds invariant (a) at one switch-off: what the API
