@@ -71,7 +71,7 @@ CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
 
-.PHONY: all help deps tools print-helm build run demo plugin-release test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race
+.PHONY: all help deps tools print-helm build run demo plugin-release test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race test-park-faults
 
 all: build
 
@@ -129,6 +129,17 @@ ECO_RACE_COUNT ?= 3
 test-eco-race: deps $(HELM) ## the scheduling path under node flips for minutes, repeated: no performance pod under an eco cap
 	cd test && JOULIE_HELM=$(HELM) JOULIE_ECO_RACE_DURATION=$(ECO_RACE_DURATION) $(GO) test -count=$(ECO_RACE_COUNT) -timeout 0 -v \
 		-run 'TestNoPerformancePodRunsUnderAnEcoCap' ./integration
+
+# The parking fault test's long run: the short one in test-integration
+# injects faults for 40 s; this runs PARK_FAULT_DURATION, PARK_FAULT_COUNT
+# times (each run with its own random seed, logged for a replay through
+# JOULIE_PARK_FAULT_SEED).
+PARK_FAULT_DURATION ?= 5m
+PARK_FAULT_COUNT ?= 5
+
+test-park-faults: deps $(HELM) ## parking under controller kills, hung and refusing BMCs, for minutes, repeated: no host off under a pod, no pod stranded
+	cd test && JOULIE_HELM=$(HELM) JOULIE_PARK_FAULT_DURATION=$(PARK_FAULT_DURATION) $(GO) test -race -count=$(PARK_FAULT_COUNT) -timeout 0 -v \
+		-run 'TestParkingUnderFaults' ./integration
 
 test-helm: $(HELM) ## helm lint --strict, renders, schema and dashboard checks of the chart
 	HELM=$(HELM) hack/test-helm.sh

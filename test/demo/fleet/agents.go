@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -83,7 +84,11 @@ func (f *Fleet) startPool(ctx context.Context, url string) (*agent, error) {
 	args := f.commonArgs("pool", kubeconfig)
 	args = append(args, "--pool-enabled",
 		"--pool-node-selector", fmt.Sprintf("%s=%s,%s=%s", LabelFleet, f.cfg.NodePrefix, LabelPath, PathPool),
-		"--backend", "http", "--http-telemetry-url", url, "--http-control-url", url)
+		"--backend", "http", "--http-telemetry-url", url, "--http-control-url", url,
+		// The host's consent (false by default): a pool park switches
+		// off a simulated node through the contract, never this
+		// machine, so a parkable pool consents.
+		"--parking-allow-power-off="+strconv.FormatBool(f.cfg.ParkablePool))
 	return f.run("pool", args)
 }
 

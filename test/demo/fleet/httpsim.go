@@ -178,7 +178,7 @@ func (s *sim) control(req *wireControl) (int, *wireAnswer) {
 		if req.Watts != nil || req.Pct != nil || req.GPU != nil {
 			return refuse(http.StatusBadRequest, "host.power_off takes no field")
 		}
-		s.switchOff(n)
+		s.switchOff(n, PowerOffByAgent)
 		return http.StatusOK, &wireAnswer{APIVersion: httpAPIVersion, Result: "applied"}
 	case "rapl.set_power_cap_watts":
 		if req.Watts == nil || req.Pct != nil || req.GPU != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -130,6 +131,20 @@ func (l *lifecycle) podChanged(obj any) {
 	}
 	if tracked {
 		l.enqueue(pod.Namespace + "/" + pod.Name)
+	}
+}
+
+// admit starts the pods bound to node that the stand-in has not run
+// yet: those bound while its host was off or booting.
+func (l *lifecycle) admit(node string) {
+	pods, err := l.pods.List(labels.Everything())
+	if err != nil {
+		return // a lister does not fail
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == node {
+			l.podChanged(p)
+		}
 	}
 }
 

@@ -123,6 +123,11 @@ func (r *readiness) run(ctx context.Context) {
 			r.queue.AddRateLimited(name)
 		} else {
 			r.queue.Forget(name)
+			// A host that is up again runs the pods bound to it
+			// while it was off or booting, as its kubelet would.
+			if host, _ := r.f.sim.hostState(name); host == HostOn && r.f.pods != nil {
+				r.f.pods.admit(name)
+			}
 		}
 		r.queue.Done(name)
 	}

@@ -96,7 +96,7 @@ func TestHostSwitchChangesDrawBeforeTheNextTick(t *testing.T) {
 	s.step(t0.Add(time.Second))
 	on := s.snapshot()
 	s.mu.Lock()
-	s.switchOff(s.nodes["n"])
+	s.switchOff(s.nodes["n"], PowerOffByAgent)
 	s.mu.Unlock()
 	off := s.snapshot()
 	if n := off.Nodes[0]; n.Host != HostOff || n.Watts != m.Power.OffWatts {
@@ -122,7 +122,7 @@ func TestWakeOnLANListenerWakesTheMatchingNodeOnly(t *testing.T) {
 	}
 	s.mu.Lock()
 	for _, n := range s.nodes {
-		s.switchOff(n)
+		s.switchOff(n, PowerOffByAgent)
 	}
 	s.mu.Unlock()
 	f := &Fleet{sim: s, log: slog.New(slog.NewTextHandler(io.Discard, nil))}

@@ -25,6 +25,9 @@ type sim struct {
 	// told the nodes whose host state changed, for their Ready condition.
 	boot    time.Duration
 	changed func(node string)
+	// poweredOff is told of every switch-off of a host that was on or
+	// booting (faults.go); nil tells no one.
+	poweredOff func(PowerOff)
 
 	mu      sync.Mutex
 	nodes   map[string]*simNode
@@ -125,12 +128,18 @@ func (s *sim) hostState(name string) (string, bool) {
 	return n.host, true
 }
 
-// switchOff switches n off, for the contract's host.power_off. Its
-// limits go back to their defaults, as firmware sets them at the next
-// boot. s.mu is held.
-func (s *sim) switchOff(n *simNode) {
+// switchOff switches n off, for the contract's host.power_off (by
+// PowerOffByAgent) or its BMC (PowerOffByBMC). Its limits go back to
+// their defaults, as firmware sets them at the next boot. s.mu is held.
+func (s *sim) switchOff(n *simNode, by string) {
 	if n.host == HostOff {
 		return
+	}
+	if s.poweredOff != nil {
+		ev := s.powerOffEvent(n, by)
+		// On a goroutine of its own: the receiver may read the API
+		// server or the fleet, and s.mu is held here.
+		go s.poweredOff(ev)
 	}
 	n.host = HostOff
 	n.cpuCapW, n.throttlePct = n.fam.PackageMaxW, 0
@@ -176,7 +185,7 @@ func (s *sim) bmcPower(name string, on bool, now time.Time) (string, bool) {
 		return "", false
 	}
 	if !on {
-		s.switchOff(n)
+		s.switchOff(n, PowerOffByBMC)
 		return name, false
 	}
 	return name, s.boot1(n, WakeByBMC, now)
@@ -217,6 +226,11 @@ func (s *sim) start(pod *corev1.Pod, now time.Time) (bool, error) {
 	}
 	n, ok := s.nodes[pod.Spec.NodeName]
 	if !ok {
+		return false, nil
+	}
+	if n.host != HostOn {
+		// No kubelet runs on a host that is off or still booting: the
+		// pod waits, bound, until the host is up (lifecycle.admit).
 		return false, nil
 	}
 	cpus, gpus := requests(pod, n.fam)
