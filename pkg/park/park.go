@@ -264,8 +264,13 @@ func (d *decider) move(n *state, to joulie.PowerState, attempts int, reason stri
 // lifecycle controller notices, and its last heartbeat and renewal are
 // from before it went off, so only renewals after t tell a host that is
 // on from one that was.
+//
+// The Ready condition's heartbeat, like powerStateSince, is stored to the
+// second, so a heartbeat in the same second as t counts (the Lease's
+// renewTime, to the microsecond, must still be later): a heartbeat left
+// from before a park is older than the park by its grace at least.
 func backSince(n *state, t time.Time) bool {
-	return n.Ready && n.AgentState != joulie.PowerParked && n.Heartbeat.After(t) && n.Renewed.After(t)
+	return n.Ready && n.AgentState != joulie.PowerParked && !n.Heartbeat.Before(t.Truncate(time.Second)) && n.Renewed.After(t)
 }
 
 // stayedOn reports whether a parked node's host is on: its agent has

@@ -344,6 +344,13 @@ func TestDecide(t *testing.T) {
 		{name: "a waking node Ready with its last heartbeat from before the wake is not back",
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 3*time.Minute), attempts(1), back,
 				func(n *Node) { n.Heartbeat = t0.Add(-time.Hour) })}},
+		{name: "a heartbeat in the second of the wake counts: the API keeps both to the second",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 0), attempts(1), back,
+				func(n *Node) {
+					n.Since = t0.Add(400 * time.Millisecond)
+					n.Heartbeat, n.Renewed = t0, t0.Add(700*time.Millisecond)
+				})},
+			want: []string{"a waking>awake"}},
 		{name: "a waking node Ready without a Lease renewed since the wake is not back",
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 3*time.Minute), attempts(1), back,
 				func(n *Node) { n.Renewed = time.Time{} })}},
