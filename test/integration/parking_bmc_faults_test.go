@@ -47,6 +47,13 @@ const bmcUser, bmcPassword = "joulie-wake", "right-horse-42"
 // simHost is the host behind one ipmi_sim.
 type simHost struct{ dir string }
 
+// poweredOn is on for goroutines other than the test's: an unreadable
+// state reads as off.
+func (h simHost) poweredOn() bool {
+	b, err := os.ReadFile(filepath.Join(h.dir, "power"))
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
 func (h simHost) on(t *testing.T) bool {
 	b, err := os.ReadFile(filepath.Join(h.dir, "power"))
 	if err != nil {

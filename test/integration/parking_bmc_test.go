@@ -5,96 +5,17 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
-
-// testBMC is Debian's ipmi_sim on a loopback UDP port, one operator
-// account, its chassis power in the file power (0 or 1).
-type testBMC struct {
-	addr, dir string
-}
-
-const (
-	testBMCUser     = "joulie-wake"
-	testBMCPassword = "right-horse-42"
-)
-
-// The chassis_control program: "hook DIR get power" prints power:0|1,
-// "hook DIR set power 0|1" and "set shutdown 1" switch.
-const testBMCHook = `#!/bin/sh
-dir=$1
-shift
-case "$1 $2" in
-"get power") printf 'power:%s\n' "$(cat "$dir/power")" ;;
-"set power") echo "$3" >"$dir/power" ;;
-"set shutdown") echo 0 >"$dir/power" ;;
-esac
-`
-
-func startTestBMC(t *testing.T) *testBMC {
-	t.Helper()
-	bin, err := exec.LookPath("ipmi_sim")
-	if err != nil {
-		t.Fatalf("this test runs Debian's ipmi_sim as a node's BMC: apt-get install openipmi (or make deps): %v", err)
-	}
-	dir := t.TempDir()
-	files := map[string]string{
-		"hook":  testBMCHook,
-		"power": "0\n",
-		"cmds":  "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n",
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A port found free may be taken before ipmi_sim binds it: it then
-	// exits, and another is tried.
-	for range 3 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := pc.LocalAddr().(*net.UDPAddr).Port
-		pc.Close()
-		conf := fmt.Sprintf("name \"joulie-it\"\nset_working_mc 0x20\nstartlan 1\n  addr 127.0.0.1 %d\n  priv_limit admin\n"+
-			"  guid a0a1a2a3a4a5a6a7a8a9aaabacadaeaf\nendlan\nchassis_control \"%s/hook %s\"\n"+
-			"user 1 false \"\" \"\" user 1 none md2 md5 straight\nuser 2 true \"%s\" \"%s\" operator 10 none md2 md5 straight\n",
-			port, dir, dir, testBMCUser, testBMCPassword)
-		if err := os.WriteFile(filepath.Join(dir, "lan.conf"), []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "-c", filepath.Join(dir, "lan.conf"), "-f", filepath.Join(dir, "cmds"), "-s", filepath.Join(dir, "state"), "-n")
-		cmd.Dir = dir
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-		if udpBound(port, exited) {
-			return &testBMC{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
-		}
-	}
-	t.Fatal("ipmi_sim did not bind its port")
-	return nil
-}
 
 // udpBound waits until 127.0.0.1:port is bound, read from /proc/net/udp
 // (a probe of its own could take the port), or the process has exited.
@@ -114,11 +35,6 @@ func udpBound(port int, exited <-chan struct{}) bool {
 		}
 	}
 	return false
-}
-
-func (b *testBMC) poweredOn() bool {
-	data, _ := os.ReadFile(filepath.Join(b.dir, "power"))
-	return strings.TrimSpace(string(data)) == "1"
 }
 
 // powerOnByBMC is what a host does when its BMC powers it up.
@@ -167,23 +83,15 @@ func TestParkingNeverLogsInToABMCAddressANodeWrote(t *testing.T) {
 		}
 	}
 
-	bmc := startTestBMC(t)
-	for name, addr := range map[string]string{ipmi: bmc.addr, small: "127.0.0.1:9"} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "joulie-bmc-" + name, Namespace: chartBMCNamespace},
-			StringData: map[string]string{"address": addr, "username": testBMCUser, "password": testBMCPassword}}
-		if _, err := admin.CoreV1().Secrets(chartBMCNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = admin.CoreV1().Secrets(chartBMCNamespace).Delete(context.Background(), s.Name, metav1.DeleteOptions{})
-		})
-	}
+	addr, bmcHost := startSimBMC(t)
+	setBMC(t, ipmi, addr)
+	setBMC(t, small, "127.0.0.1:9") // another node's Secret, which the annotations name
 	hosts.startParked(wol)
 	hosts.startParked(ipmi)
 	// The host of ipmi comes up when its BMC switches it on.
 	go func() {
 		for ctx.Err() == nil {
-			if bmc.poweredOn() {
+			if bmcHost.poweredOn() {
 				hosts.powerOnByBMC(context.Background(), ipmi)
 				return
 			}
