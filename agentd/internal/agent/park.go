@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"joulie.io/joulie/agentd/internal/lastcheck"
 	"joulie.io/joulie/agentd/internal/state"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
@@ -19,12 +18,14 @@ type Parking struct {
 	// AllowPowerOff is the host's consent (parking.allowPowerOff): false
 	// refuses every park, whatever the cluster asks.
 	AllowPowerOff bool
-	// CheckEmpty is the last check before the power-off (package
-	// lastcheck): it reads what runs on the node afresh and returns an
-	// empty verdict only when nothing forbids switching the host off.
-	// Nil refuses every power-off, since nothing could confirm the node
-	// empty.
-	CheckEmpty func(ctx context.Context) lastcheck.Verdict
+	// CheckEmpty is the last check before the power-off (the daemon's
+	// is package lastcheck's): it reads what runs on the node afresh and
+	// returns why the host must stay on ("" when nothing forbids the
+	// power-off) and what it looked at. Nil refuses every power-off,
+	// since nothing could confirm the node empty. (A plain function, so
+	// that joulie-agentctl, which links this package, links no
+	// Kubernetes API types.)
+	CheckEmpty func(ctx context.Context) (why, checked string)
 	// StateDir holds the park record (state.ParkRecord); BootID is this
 	// boot's ID, which tells the next boot from a restart.
 	StateDir string
@@ -215,13 +216,13 @@ func (a *Agent) ParkReported(ctx context.Context) {
 	// live read of the API server. The park record still says pending,
 	// so a restart during the check checks again rather than take the
 	// power-off as asked.
-	verdict := lastcheck.Verdict{Blockers: []string{"nothing is configured to confirm the node is empty"}}
+	why, checked := "nothing is configured to confirm the node is empty", ""
 	if p.CheckEmpty != nil {
-		verdict = p.CheckEmpty(ctx)
+		why, checked = p.CheckEmpty(ctx)
 	}
 	now := a.opts.Now()
-	if !verdict.OK() {
-		a.refusePowerOff(cur, now, verdict)
+	if why != "" {
+		a.refusePowerOff(cur, now, why)
 		return
 	}
 	rec := state.ParkRecord{Since: cur.Since, BootID: p.BootID, At: now.UTC(), Outcome: state.ParkRequested}
@@ -229,7 +230,7 @@ func (a *Agent) ParkReported(ctx context.Context) {
 	// follows must not ask again.
 	err := state.SavePark(p.StateDir, rec)
 	if err == nil {
-		a.log.Info("powering the host off through logind for the park", "since", cur.Since, "checked", verdict.Checked)
+		a.log.Info("powering the host off through logind for the park", "since", cur.Since, "checked", checked)
 		err = p.PowerOff(ctx)
 		if err != nil {
 			rec.Outcome, rec.Error = state.ParkFailed, err.Error()
@@ -252,9 +253,8 @@ func (a *Agent) ParkReported(ctx context.Context) {
 // power-off: the host stays on, reported awake, and the refusal is not
 // retried for this park (the controller parks anew once it is empty).
 // a.parkMu is held.
-func (a *Agent) refusePowerOff(cur ParkState, now time.Time, v lastcheck.Verdict) {
+func (a *Agent) refusePowerOff(cur ParkState, now time.Time, why string) {
 	p := a.opts.Parking
-	why := v.Message()
 	rec := state.ParkRecord{Since: cur.Since, BootID: p.BootID, At: now.UTC(), Outcome: state.ParkRefused, Error: why}
 	if err := state.SavePark(p.StateDir, rec); err != nil {
 		// Without the record a restart checks again, which is safe.

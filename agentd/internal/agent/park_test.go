@@ -9,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"joulie.io/joulie/agentd/internal/lastcheck"
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
 
@@ -24,9 +23,12 @@ type powerOffs struct {
 
 func (p *powerOffs) powerOff(context.Context) error { p.calls++; return p.err }
 
-func (p *powerOffs) checkEmpty(context.Context) lastcheck.Verdict {
+func (p *powerOffs) checkEmpty(context.Context) (string, string) {
 	p.checks++
-	return lastcheck.Verdict{Blockers: p.blockers, Checked: "test"}
+	if len(p.blockers) == 0 {
+		return "", "test"
+	}
+	return strings.Join(p.blockers, "; "), "test"
 }
 
 func parkedAt(t time.Time) joulie.NodePowerProfileSpec {

@@ -191,7 +191,7 @@ func (d *Daemon) agentOptions(cfg config.Config) agent.Options {
 	// packets onto the network.
 	if d.onHost && !cfg.Standalone() {
 		o.Parking.PowerOff = logind.Client{}.PowerOff
-		o.Parking.CheckEmpty = d.checkEmpty
+		o.Parking.CheckEmpty = func(ctx context.Context) (string, string) { return d.checkEmpty(ctx).Answer() }
 		o.Parking.BootID = host.BootID(cfg.HostRoot)
 		addrs, _ := wol.ParseAddresses(cfg.Parking.WakeAddress) // validated with the config
 		o.Parking.WakeOnLAN = wol.Sender{Addresses: addrs}.Send

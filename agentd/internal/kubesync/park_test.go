@@ -20,7 +20,6 @@ import (
 	"joulie.io/joulie/agentd/internal/cpuinfo/cpuinfotest"
 	"joulie.io/joulie/agentd/internal/host"
 	"joulie.io/joulie/agentd/internal/kubesync"
-	"joulie.io/joulie/agentd/internal/lastcheck"
 	"joulie.io/joulie/agentd/internal/logind"
 	"joulie.io/joulie/agentd/internal/logind/logindtest"
 	"joulie.io/joulie/agentd/internal/rapl/rapltest"
@@ -129,7 +128,7 @@ func (r *rig) start() (stop func()) {
 	a := agent.New(h, agent.Options{Node: node, Interval: 50 * time.Millisecond, FailsafeTimeout: time.Minute, Logger: log,
 		Parking: agent.Parking{PowerOff: logind.Client{Address: r.bus}.PowerOff, AllowPowerOff: true,
 			// The node is empty: the last check's own tests are the agent's.
-			CheckEmpty: func(context.Context) lastcheck.Verdict { return lastcheck.Verdict{Checked: "test"} },
+			CheckEmpty: func(context.Context) (string, string) { return "", "test" },
 			StateDir:   r.stateDir, BootID: host.BootID(r.root)}})
 	s := kubesync.NewWithClient(fakeGroup{r.cs.JoulieV1alpha1()}, node, a, kubesync.Options{Interval: 50 * time.Millisecond, Logger: log})
 	ctx, cancel := context.WithCancel(context.Background())

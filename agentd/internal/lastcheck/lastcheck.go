@@ -57,6 +57,15 @@ type Verdict struct {
 	Checked string
 }
 
+// Answer is the verdict as the agent's Parking.CheckEmpty gives it: why
+// the host must stay on ("" when it may go off) and what was looked at.
+func (v Verdict) Answer() (why, checked string) {
+	if v.OK() {
+		return "", v.Checked
+	}
+	return v.Message(), v.Checked
+}
+
 // OK reports whether nothing forbids the power-off.
 func (v Verdict) OK() bool { return len(v.Blockers) == 0 }
 

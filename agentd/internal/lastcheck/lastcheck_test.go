@@ -73,3 +73,12 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestAnswer(t *testing.T) {
+	if why, checked := Check(Kubelet{Off: true}, API{}).Answer(); why != "" || !strings.Contains(checked, "0 pods bound") {
+		t.Errorf("empty node: why %q, checked %q", why, checked)
+	}
+	if why, _ := Check(Kubelet{Pods: []string{"ns/gone"}}, API{}).Answer(); !strings.Contains(why, "pod ns/gone is admitted") {
+		t.Errorf("a blocked node: why %q", why)
+	}
+}

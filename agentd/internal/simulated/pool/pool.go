@@ -182,9 +182,9 @@ func (p *Pool) start(ctx context.Context, node string, meta metav1.PartialObject
 			PowerOff: hw.PowerOff, AllowPowerOff: p.cfg.Parking.AllowPowerOff,
 			// The last check as on a real node, from the API server
 			// alone: a simulated node has no kubelet to ask.
-			CheckEmpty: func(ctx context.Context) lastcheck.Verdict {
+			CheckEmpty: func(ctx context.Context) (string, string) {
 				pods, err := kubesync.BoundPods(ctx, p.podReader, node)
-				return lastcheck.Check(lastcheck.Kubelet{Off: true}, lastcheck.API{Pods: pods, Err: err})
+				return lastcheck.Check(lastcheck.Kubelet{Off: true}, lastcheck.API{Pods: pods, Err: err}).Answer()
 			},
 			StateDir:  filepath.Join(p.cfg.StateDir, "pool", node),
 			WakeOnLAN: wol.Sender{Addresses: addrs}.Send,
