@@ -105,7 +105,7 @@ demo: ## Joulie on a cluster in a box: simulated nodes, live view, kubectl jouli
 	cd test && $(GO) build -o ../bin/joulie-demo ./cmd/joulie-demo
 	bin/joulie-demo --helm $(HELM) --bin-dir bin --chart packaging/helm/joulie $(DEMO_FLAGS)
 
-test: test-unit test-tooling test-helm test-package test-install test-integration ## run all tests
+test: test-unit test-tooling test-helm test-package test-install test-integration test-images ## run all tests
 
 test-unit: deps ## unit tests of the product module, with the race detector
 	$(GO) test -race -count=1 ./...
@@ -222,8 +222,12 @@ push: images ## push the images to REGISTRY=host/path (REGISTRY/<program>:<appVe
 # The images built twice give the same digests; the tool's own tests;
 # then test/images checks the built layouts against the chart and runs
 # the images in Debian's podman against the harness's API server.
-test-images: deps images $(HELM) ## images reproducible, as the chart assumes, running under podman against a real API server
-	cd hack/imagebuild && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+# hack/imagebuild is a module of its own, which lint and verify do not
+# reach: its vet, staticcheck and tidiness are checked here.
+test-images: deps images $(HELM) $(STATICCHECK) ## images reproducible, as the chart assumes, running under podman against a real API server
+	cd hack/imagebuild && $(GO) vet ./... && $(STATICCHECK) ./... && \
+		{ $(GO) mod tidy -diff || { echo "hack/imagebuild/go.mod is not tidy: run 'cd hack/imagebuild && go mod tidy'"; exit 1; }; } && \
+		$(GO) test -race -count=1 ./...
 	rm -rf dist/images-again
 	$(MAKE) --no-print-directory images IMAGES_OUT=dist/images-again
 	@for p in $(IMAGE_PROGRAMS); do \
