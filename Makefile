@@ -319,7 +319,7 @@ bench-energy: ## the energy benchmark's standard run, into test/bench/energy/
 bench-energy-full: ## the energy benchmark at 2,500 nodes, into test/bench/energy-full/
 	cd test && $(GO) run ./cmd/joulie-bench-energy --nodes-cpu 2000 --nodes-gpu 500 --levels 0.4:$(BENCH_ENERGY_FULL_SEEDS) --out bench/energy-full $(BENCH_ENERGY_FLAGS)
 
-check: deps lint verify test ## every check and test CI runs (about 8 minutes warm)
+check: deps lint verify test ## every check and test CI runs (about 10.5 minutes warm)
 	@echo "make check: all checks passed"
 
 check-full: check test-fleet ## make check and the runs too long for it: the fleet rollout

@@ -27,7 +27,6 @@ import (
 // crun refuses this machine's hybrid cgroup layout; cgroupfs and a file
 // event log: no systemd is needed.
 type podman struct {
-	t    *testing.T
 	base []string
 }
 
@@ -40,7 +39,7 @@ func newPodman(t *testing.T) *podman {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &podman{t: t, base: []string{"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
+	p := &podman{base: []string{"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
 		"--storage-driver", "vfs", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"}}
 	t.Cleanup(func() {
 		// vfs leaves copies of the layers that only podman may remove.
@@ -61,11 +60,11 @@ func (p *podman) run(ctx context.Context, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-func (p *podman) must(args ...string) string {
-	p.t.Helper()
-	out, err := p.run(p.t.Context(), args...)
+func (p *podman) must(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := p.run(t.Context(), args...)
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return out
 }
@@ -106,18 +105,18 @@ func securityFlags(t *testing.T, w workload) []string {
 func loadImage(t *testing.T, p *podman, b built, arch, ref string) {
 	t.Helper()
 	// podman pull prints the image's ID last.
-	out := strings.Fields(p.must("pull", "--quiet", "--arch", arch, "oci:"+b.dir+":"+b.tags[0]))
+	out := strings.Fields(p.must(t, "pull", "--quiet", "--arch", arch, "oci:"+b.dir+":"+b.tags[0]))
 	if len(out) == 0 {
 		t.Fatalf("%s: podman pull printed no image ID", b.program)
 	}
-	p.must("tag", out[len(out)-1], ref)
+	p.must(t, "tag", out[len(out)-1], ref)
 	want := ""
 	for _, img := range b.images {
 		if img.platform.Architecture == arch {
 			want = arch + " " + img.config.Config.User
 		}
 	}
-	if got := strings.TrimSpace(p.must("image", "inspect", "--format", "{{.Architecture}} {{.User}}", ref)); got != want {
+	if got := strings.TrimSpace(p.must(t, "image", "inspect", "--format", "{{.Architecture}} {{.User}}", ref)); got != want {
 		t.Errorf("%s: podman sees %q, the layout says %q", ref, got, want)
 	}
 }
@@ -166,7 +165,7 @@ func runProgram(t *testing.T, p *podman, b built, w workload, configMaps map[str
 
 	// --version prints the version it was built as, and that version
 	// describes the commit the image names.
-	out := p.must(append(append([]string{"run", "--rm", "--pull", "never"}, sec...), ref, "--version")...)
+	out := p.must(t, append(append([]string{"run", "--rm", "--pull", "never"}, sec...), ref, "--version")...)
 	if want := b.program + " version " + version; strings.TrimSpace(out) != want {
 		t.Errorf("--version printed %q, want %q", strings.TrimSpace(out), want)
 	}
@@ -238,7 +237,7 @@ func runProgram(t *testing.T, p *podman, b built, w workload, configMaps map[str
 	}
 	args = append(args, ref)
 	args = append(args, w.container.Args...)
-	p.must(args...)
+	p.must(t, args...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := p.run(context.Background(), "logs", podName)
