@@ -71,7 +71,7 @@ CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
 
-.PHONY: all help deps tools print-helm build run demo plugin-release test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race test-park-faults
+.PHONY: all help deps tools print-helm build run demo plugin-release images push test-images test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race test-park-faults
 
 all: build
 
@@ -105,7 +105,7 @@ demo: ## Joulie on a cluster in a box: simulated nodes, live view, kubectl jouli
 	cd test && $(GO) build -o ../bin/joulie-demo ./cmd/joulie-demo
 	bin/joulie-demo --helm $(HELM) --bin-dir bin --chart packaging/helm/joulie $(DEMO_FLAGS)
 
-test: test-unit test-tooling test-helm test-package test-install test-integration ## run all tests
+test: test-unit test-tooling test-helm test-package test-install test-integration test-images ## run all tests
 
 test-unit: deps ## unit tests of the product module, with the race detector
 	$(GO) test -race -count=1 ./...
@@ -182,6 +182,72 @@ package: $(NFPM) ## build the agent's .deb and .rpm into dist/
 # are published. bin/kubectl-joulie, for this machine, comes from make build.
 plugin-release: ## kubectl joulie's tarballs per platform and its krew manifest, into dist/plugin/
 	GO=$(GO) hack/package-plugin.sh dist/plugin
+
+# The in-cluster programs' OCI images (controller/README.md, "Container
+# images"): one multi-platform index per program, an OCI layout each in
+# IMAGES_OUT/<program>, built by hack/imagebuild (go-containerregistry, in
+# a module of its own so the product's go.mod stays lean) without a
+# container engine. Static binaries (CGO_ENABLED=0), the CA certificates
+# of Debian's ca-certificates, user 65532, no shell. Tagged with the
+# chart's appVersion, which the chart pulls by default, and with VERSION.
+# Every timestamp is SOURCE_DATE_EPOCH, so a commit gives the same
+# digests. A new program is one more name in IMAGE_PROGRAMS (its main
+# package is */cmd/<name>).
+IMAGE_PROGRAMS  := joulie-controller joulie-extender
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+IMAGES_OUT      ?= dist/images
+IMAGE_SOURCE    ?= https://joulie.io
+IMAGE_REVISION  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+CHART_APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' packaging/helm/joulie/Chart.yaml)
+IMAGE_TAGS      := $(CHART_APP_VERSION) $(filter-out $(CHART_APP_VERSION),$(VERSION))
+IMAGEBUILD      := bin/imagebuild
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+$(IMAGEBUILD): hack/imagebuild/*.go hack/imagebuild/go.mod hack/imagebuild/go.sum
+	@mkdir -p bin
+	cd hack/imagebuild && $(GO) build -trimpath -o ../../$(IMAGEBUILD) .
+
+images: deps $(IMAGEBUILD) ## OCI images of the in-cluster programs for linux/amd64 and arm64, into dist/images/
+	@rm -rf $(IMAGES_OUT)/bin
+	@set -e; for platform in $(IMAGE_PLATFORMS); do \
+		os=$${platform%/*}; arch=$${platform#*/}; \
+		echo "go build $(IMAGE_PROGRAMS) for $$platform"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build $(GOFLAGS_BUILD) -o $(IMAGES_OUT)/bin/$${os}_$${arch}/ \
+			$(foreach p,$(IMAGE_PROGRAMS),./$(or $(firstword $(wildcard */cmd/$(p))),$(error no main package */cmd/$(p) for the image $(p)))); \
+	done
+	$(IMAGEBUILD) build --out $(IMAGES_OUT) --bin-dir $(IMAGES_OUT)/bin \
+		--programs $(subst $(space),$(comma),$(IMAGE_PROGRAMS)) --platforms $(subst $(space),$(comma),$(IMAGE_PLATFORMS)) \
+		--tags $(subst $(space),$(comma),$(strip $(IMAGE_TAGS))) --source $(IMAGE_SOURCE) \
+		--revision $(IMAGE_REVISION) --version $(VERSION) --licenses Apache-2.0 \
+		--ca-version "$$(dpkg-query -W -f='$${Version}' ca-certificates)"
+	@rm -rf $(IMAGES_OUT)/bin
+
+# Credentials come from the Docker config file (~/.docker/config.json, or
+# $$DOCKER_CONFIG), as docker login or podman login --authfile write it.
+push: images ## push the images to REGISTRY=host/path (REGISTRY/<program>:<appVersion> and :<version>)
+	@[ -n "$(REGISTRY)" ] || { echo "make push needs REGISTRY=host/path, e.g. make push REGISTRY=registry.example.com/joulie"; exit 2; }
+	$(IMAGEBUILD) push --layouts $(IMAGES_OUT) --registry $(REGISTRY) --programs $(subst $(space),$(comma),$(IMAGE_PROGRAMS))
+
+# The images built twice give the same digests; the tool's own tests;
+# then test/images checks the built layouts against the chart and runs
+# the images in Debian's podman against the harness's API server.
+# hack/imagebuild is a module of its own, which lint and verify do not
+# reach: its vet, staticcheck and tidiness are checked here.
+test-images: deps images $(HELM) $(STATICCHECK) ## images reproducible, as the chart assumes, running under podman against a real API server
+	cd hack/imagebuild && $(GO) vet ./... && $(STATICCHECK) ./... && \
+		{ $(GO) mod tidy -diff || { echo "hack/imagebuild/go.mod is not tidy: run 'cd hack/imagebuild && go mod tidy'"; exit 1; }; } && \
+		$(GO) test -race -count=1 ./...
+	rm -rf dist/images-again
+	$(MAKE) --no-print-directory images IMAGES_OUT=dist/images-again
+	@for p in $(IMAGE_PROGRAMS); do \
+		cmp -s $(IMAGES_OUT)/$$p/index.json dist/images-again/$$p/index.json || \
+			{ echo "$$p: a second build gave another image index (not reproducible):"; diff $(IMAGES_OUT)/$$p/index.json dist/images-again/$$p/index.json; exit 1; }; \
+	done; echo "images: a second build gave the same digests"
+	rm -rf dist/images-again
+	cd test && JOULIE_IMAGES=$(abspath $(IMAGES_OUT)) JOULIE_IMAGE_PROGRAMS="$(IMAGE_PROGRAMS)" JOULIE_HELM=$(HELM) \
+		$(GO) test -race -count=1 -timeout 10m ./images
 
 # lintian and rpmlint clean, systemd-analyze verify silent, exposure at
 # most 3.0, and a second packaging run giving the same bytes.
@@ -264,7 +330,7 @@ bench-energy: ## the energy benchmark's standard run, into test/bench/energy/
 bench-energy-full: ## the energy benchmark at 2,500 nodes, into test/bench/energy-full/
 	cd test && $(GO) run ./cmd/joulie-bench-energy --nodes-cpu 2000 --nodes-gpu 500 --levels 0.4:$(BENCH_ENERGY_FULL_SEEDS) --out bench/energy-full $(BENCH_ENERGY_FLAGS)
 
-check: deps lint verify test ## every check and test CI runs (about 8 minutes warm)
+check: deps lint verify test ## every check and test CI runs (about 10.5 minutes warm)
 	@echo "make check: all checks passed"
 
 check-full: check test-fleet ## make check and the runs too long for it: the fleet rollout

@@ -7,7 +7,8 @@
 # the IPMI BMC simulator its BMC client is tested against,
 # what `make test-package` checks the .deb and .rpm with, Chromium for the
 # demo report's check, and what
-# `make test-install` boots a Debian container and runs Ansible with.
+# `make test-install` boots a Debian container and runs Ansible with, and
+# the CA certificates and podman of `make images` and `make test-images`.
 set -euo pipefail
 
 need=()
@@ -66,6 +67,12 @@ command -v ansible-lint >/dev/null 2>&1 || need+=(ansible-lint)
 command -v gpg >/dev/null 2>&1 || need+=(gpg)
 command -v dpkg-scanpackages >/dev/null 2>&1 || need+=(dpkg-dev)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# make images: the images' CA certificates are the files of Debian's
+# ca-certificates package. make test-images runs the images with Debian's
+# podman, under runc (crun refuses this machine's hybrid cgroup layout).
+[ -d /usr/share/ca-certificates/mozilla ] || need+=(ca-certificates)
+command -v podman >/dev/null 2>&1 || need+=(podman)
+command -v runc >/dev/null 2>&1 || need+=(runc)
 fi # not demo
 
 if [ "${#need[@]}" -eq 0 ]; then
