@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +274,75 @@ func TestParkingRecordsAHostThatStayedOnAwake(t *testing.T) {
 		t.Errorf("Awake events on park-on-p %q, want one naming the agent's reason PowerOffNotAllowed", awake)
 	}
 	hosts.expect("it parks again by the normal rules", "park-on-p", "parking/tainted/unlisted", 30*time.Second)
+}
+
+// The same with the real joulie-agentd on each host, the real controller
+// parking them: one host whose owner gave no consent to power-offs
+// (parking.allowPowerOff false, the packaged default), one whose kubelet
+// still runs a pod that the API server no longer lists (the agent's last
+// check refuses). Neither agent asks logind to power off; each answers
+// its park awake, and the controller records both awake, untainted and
+// uncordoned, without a wake, naming the agent's reason.
+func TestParkingRecordsARealAgentsRefusalAwake(t *testing.T) {
+	const selector = "joulie.io/park-real"
+	const noConsent, busy = "park-real-noconsent", "park-real-busy"
+	hosts := parkingNodes(t, selector, map[string]int{"park-real-fixed": 4, noConsent: 16, busy: 16}, "park-real-fixed")
+	bus := startDBus(t)
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", bus)
+	var mu sync.Mutex
+	offs := 0
+	serveFakeLogind(t, bus, func() { mu.Lock(); offs++; mu.Unlock() })
+
+	idle, _ := startFakeKubelet(t, nil)
+	running, _ := startFakeKubelet(t, map[string][]string{"default/leftover": nil})
+	for node, args := range map[string][]string{
+		noConsent: {"--pod-resources-socket", idle},
+		busy:      {"--pod-resources-socket", running, "--parking-allow-power-off"},
+	} {
+		hosts.realAgent(node)
+		runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)),
+			append([]string{"--host-root", hostWithNIC(t, hosts.macs[node])}, args...)...)
+	}
+	runController(t, "joulie-controller", selector, parkingEnv("PARKING_SETTLE_TIME=4s")...)
+
+	for node, reason := range map[string]string{noConsent: "PowerOffNotAllowed", busy: "PowerOffRefused"} {
+		deadline := time.Now().Add(60 * time.Second)
+		for !slices.ContainsFunc(eventsOn(t, node), func(e eventSeen) bool {
+			return e.Reason == "Awake" && strings.Contains(e.Message, reason)
+		}) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no Awake Event naming %s within 60 s; states %v, events %v", node, reason, hosts.states(node), eventsOn(t, node))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if got := hosts.states(node); !slices.Contains(got, "parked") || slices.Contains(got, "waking") {
+			t.Errorf("%s went through %v: want parked, then awake without waking", node, got)
+		}
+		// Recorded awake within one sync of the answer; a later park by
+		// the normal rules may follow, so look at once.
+		hosts.expect(node+" recorded awake", node, "(awake/untainted/unlisted|parking/tainted/unlisted)", 2*time.Second)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if offs != 0 {
+		t.Errorf("logind was asked to power off %d times; neither host may be switched off", offs)
+	}
+}
+
+// hostWithNIC is minimalHost with one Ethernet port of MAC mac armed for
+// Wake-on-LAN, which the agent publishes in NodeHardware: the controller
+// parks only a node that something can wake.
+func hostWithNIC(t *testing.T, mac string) string {
+	t.Helper()
+	root := minimalHost(t)
+	dev := filepath.Join(root, "sys/class/net/eno1")
+	for path, content := range map[string]string{"type": "1\n", "address": mac + "\n", "device/power/wakeup": "enabled\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dev, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dev, path), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
 }

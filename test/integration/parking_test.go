@@ -59,7 +59,8 @@ type fakeHosts struct {
 	stale   map[string]bool          // nodes that come back Ready without a fresh heartbeat or Lease
 	refuse  map[string]time.Duration // nodes that stay on when parked, answering after the delay
 	refused map[string]time.Time     // refusing node → when its park was first seen
-	renewed map[string]time.Time     // refusing node → its kubelet's last renewal
+	renewed map[string]time.Time     // refusing or real-agent node → its kubelet's last renewal
+	real    map[string]bool          // nodes whose agent is a real joulie-agentd
 	parked  map[string]bool          // nodes switched off
 	woken   map[string][]string      // node → the senders that were asked to wake it
 	history map[string][]string      // node → the spec power states seen, in order
@@ -78,7 +79,8 @@ func parkingNodes(t *testing.T, selector string, cpus map[string]int, fixed ...s
 	}
 	h := &fakeHosts{t: t, kube: cp.AdminClient(t), joulie: jc, macs: map[string]string{}, down: map[string]bool{},
 		parked: map[string]bool{}, woken: map[string][]string{}, history: map[string][]string{},
-		stale: map[string]bool{}, refuse: map[string]time.Duration{}, refused: map[string]time.Time{}, renewed: map[string]time.Time{}}
+		stale: map[string]bool{}, refuse: map[string]time.Duration{}, refused: map[string]time.Time{}, renewed: map[string]time.Time{},
+		real: map[string]bool{}}
 	i := 0
 	for _, name := range sortedNames(cpus) {
 		i++
@@ -142,6 +144,15 @@ func sortedNames(m map[string]int) []string {
 // parked, tainted, switched off.
 func (h *fakeHosts) startParked(node string) {
 	h.t.Helper()
+	h.record(node, joulie.PowerParked, time.Now().Add(-time.Hour), 0)
+	h.waitOff(node)
+}
+
+// record writes the controller's record of node as a pass would have
+// left it: the spec power state, since when, the wake attempts, and the
+// parked taint.
+func (h *fakeHosts) record(node string, state joulie.PowerState, since time.Time, wakeAttempts int32) {
+	h.t.Helper()
 	ctx := context.Background()
 	// The hosts' loop writes the same objects: retry on conflicts.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -149,7 +160,10 @@ func (h *fakeHosts) startParked(node string) {
 		if err != nil {
 			return err
 		}
-		npp.Spec.PowerState, npp.Spec.PowerStateSince = joulie.PowerParked, &metav1.Time{Time: time.Now().Add(-time.Hour)}
+		npp.Spec.PowerState, npp.Spec.PowerStateSince = state, &metav1.Time{Time: since}
+		if wakeAttempts > 0 {
+			npp.Spec.WakeAttempts = wakeAttempts
+		}
 		_, err = h.joulie.JoulieV1alpha1().NodePowerProfiles().Update(ctx, npp, metav1.UpdateOptions{})
 		return err
 	})
@@ -168,10 +182,8 @@ func (h *fakeHosts) startParked(node string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.waitOff(node)
 }
 
-// waitOff waits until the simulated host of node has switched off.
 func (h *fakeHosts) waitOff(node string) {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -214,6 +226,16 @@ func (h *fakeHosts) refuseParks(node string, delay time.Duration) {
 	h.refuse[node] = delay
 }
 
+// realAgent leaves node's agent part to a real joulie-agentd the test
+// runs: the hosts only renew its kubelet's Lease and Ready heartbeat
+// every second, as on a host that is on, and never write its profile's
+// status. The test runs no wake for it: its host never switches off.
+func (h *fakeHosts) realAgent(node string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.real[node] = true
+}
+
 // step is one look at the profiles: what a parked node's agent and a
 // waking node's BMC or neighbour would do.
 func (h *fakeHosts) step(ctx context.Context) {
@@ -240,6 +262,10 @@ func (h *fakeHosts) step(ctx context.Context) {
 			h.stayOn(ctx, name, s, delay)
 			continue
 		}
+		if h.real[name] {
+			h.renewEverySecond(ctx, name)
+			continue
+		}
 		switch {
 		case s == joulie.PowerParked && !h.parked[name]:
 			h.parked[name] = true
@@ -260,10 +286,7 @@ func (h *fakeHosts) step(ctx context.Context) {
 // once its spec has said parked for delay its agent answers awake for the
 // generation it saw. h.mu is held.
 func (h *fakeHosts) stayOn(ctx context.Context, node string, s joulie.PowerState, delay time.Duration) {
-	if time.Since(h.renewed[node]) >= time.Second {
-		h.renewed[node] = time.Now()
-		h.renew(ctx, node, true)
-	}
+	h.renewEverySecond(ctx, node)
 	if s != joulie.PowerParked {
 		delete(h.refused, node)
 		return
@@ -290,6 +313,14 @@ func (h *fakeHosts) stayOn(ctx context.Context, node string, s joulie.PowerState
 	})
 	if err != nil && ctx.Err() == nil {
 		h.t.Errorf("answer %s's park awake: %v", node, err)
+	}
+}
+
+// renewEverySecond is the kubelet of a host that is on. h.mu is held.
+func (h *fakeHosts) renewEverySecond(ctx context.Context, node string) {
+	if time.Since(h.renewed[node]) >= time.Second {
+		h.renewed[node] = time.Now()
+		h.renew(ctx, node, true)
 	}
 }
 
