@@ -71,59 +71,85 @@ func TestAgentParksThroughTheAPIServerAndLogind(t *testing.T) {
 	hostArgs := []string{"--host-root", host, "--state-dir", stateDir, "--parking-allow-power-off", "--pod-resources-socket", socket}
 	first := runAgent(t, node, kubeconfig, hostArgs...)
 
-	status := func() joulie.NodePowerProfileStatus {
-		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Status
-	}
-	parked := func(st joulie.NodePowerProfileStatus) metav1.Condition {
-		for _, c := range st.Conditions {
-			if c.Type == "Parked" {
-				return c
-			}
-		}
-		return metav1.Condition{}
-	}
-	poll := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; status %+v, logind calls %d", what, status(), len(calls()))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	an := agentNode{t: t, ctx: ctx, admin: admin, name: node, powerOffs: func() int { return len(calls()) }}
+	status, poll := an.status, an.poll
 	poll("the agent to report awake", func() bool { return status().PowerState == joulie.PowerAwake })
 
-	p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.PowerState, p.Spec.PowerStateSince = joulie.PowerParked, ptr.To(metav1.Now())
-	if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	an.park(time.Now())
 	poll("logind's PowerOff", func() bool { return len(calls()) > 0 })
-	if st := calls()[0]; st.PowerState != joulie.PowerParked || parked(st).Reason != "PoweringOff" || parked(st).Status != metav1.ConditionTrue {
+	if st := calls()[0]; st.PowerState != joulie.PowerParked || parkedCondition(st).Reason != "PoweringOff" || parkedCondition(st).Status != metav1.ConditionTrue {
 		t.Fatalf("the API's status when PowerOff arrived: %+v", st)
 	}
-	poll("the status saying logind accepted", func() bool { return parked(status()).Reason == "PowerOffRequested" })
+	poll("the status saying logind accepted", func() bool { return parkedCondition(status()).Reason == "PowerOffRequested" })
 
 	// The shutdown stops the daemon; the host is woken, a new boot,
 	// before the controller has moved the spec on from parked.
 	stopAgent(t, first.pid)
 	writeBootID(t, host, "boot-2")
 	runAgent(t, node, kubeconfig, hostArgs...)
-	poll("the new boot's status", func() bool { return parked(status()).Reason == "BootedAfterPark" })
+	poll("the new boot's status", func() bool { return parkedCondition(status()).Reason == "BootedAfterPark" })
 	time.Sleep(3 * time.Second) // three ticks
 	if n := len(calls()); n != 1 {
 		t.Fatalf("the next boot powered off again for the same park: %d PowerOff calls", n)
 	}
 	if st := status(); st.PowerState != joulie.PowerAwake {
 		t.Fatalf("status after the next boot: %+v", st)
+	}
+}
+
+// agentNode reads and drives the NodePowerProfile of a node a real
+// joulie-agentd runs on, as the controller would.
+type agentNode struct {
+	t     *testing.T
+	ctx   context.Context
+	admin versioned.Interface
+	name  string
+	// powerOffs counts logind's PowerOff calls so far, for the messages.
+	powerOffs func() int
+}
+
+func (a agentNode) status() joulie.NodePowerProfileStatus {
+	p, err := a.admin.JoulieV1alpha1().NodePowerProfiles().Get(a.ctx, a.name, metav1.GetOptions{})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return p.Status
+}
+
+// parked is the status's Parked condition.
+func (a agentNode) parked() metav1.Condition { return parkedCondition(a.status()) }
+
+func parkedCondition(st joulie.NodePowerProfileStatus) metav1.Condition {
+	for _, c := range st.Conditions {
+		if c.Type == "Parked" {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// poll waits up to 30 s for cond.
+func (a agentNode) poll(what string, cond func() bool) {
+	a.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			a.t.Fatalf("timed out waiting for %s; status %+v, logind calls %d", what, a.status(), a.powerOffs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// park records the node parked since since, as a pass that chose it does.
+func (a agentNode) park(since time.Time) {
+	a.t.Helper()
+	p, err := a.admin.JoulieV1alpha1().NodePowerProfiles().Get(a.ctx, a.name, metav1.GetOptions{})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	p.Spec.PowerState, p.Spec.PowerStateSince = joulie.PowerParked, &metav1.Time{Time: since}
+	if _, err := a.admin.JoulieV1alpha1().NodePowerProfiles().Update(a.ctx, p, metav1.UpdateOptions{}); err != nil {
+		a.t.Fatal(err)
 	}
 }
 

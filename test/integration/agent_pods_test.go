@@ -151,42 +151,8 @@ func TestAgentDoesNotPowerOffAHostWithWorkOnIt(t *testing.T) {
 	runAgent(t, node, cp.WriteKubeconfig(t, cp.AgentConfig(t, node)), "--host-root", host,
 		"--pod-resources-socket", socket, "--parking-allow-power-off")
 
-	status := func() joulie.NodePowerProfileStatus {
-		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Status
-	}
-	parked := func() metav1.Condition {
-		for _, c := range status().Conditions {
-			if c.Type == "Parked" {
-				return c
-			}
-		}
-		return metav1.Condition{}
-	}
-	poll := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; status %+v, logind calls %d", what, status(), powerOffs())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	park := func(since time.Time) {
-		t.Helper()
-		p, err := admin.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Spec.PowerState, p.Spec.PowerStateSince = joulie.PowerParked, &metav1.Time{Time: since}
-		if _, err := admin.JoulieV1alpha1().NodePowerProfiles().Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	an := agentNode{t: t, ctx: ctx, admin: admin, name: node, powerOffs: powerOffs}
+	status, parked, poll, park := an.status, an.parked, an.poll, an.park
 	refused := func(what, says string) {
 		t.Helper()
 		poll(what, func() bool { return parked().Reason == "PowerOffRefused" && strings.Contains(parked().Message, says) })

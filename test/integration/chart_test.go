@@ -128,62 +128,37 @@ func chartSchedulerConfiguration(t testing.TB) *schedulerconfigv1.KubeSchedulerC
 }
 
 // bindChartControllerRoles grants ServiceAccount joulie-system/<sa> the
-// chart's controller ClusterRole, leader-election Role and node-Lease
-// Role, as the chart's
-// own bindings do for its ServiceAccount. The chart binds only that one;
+// chart's controller ClusterRole and its Roles (leader election, node
+// Leases, BMC Secrets), as the chart's own bindings do for its ServiceAccount. The chart binds only that one;
 // the failover test runs its replicas under distinct accounts so the audit
 // log tells them apart, and those get exactly the chart's permissions.
 func bindChartControllerRoles(t *testing.T, sa string) {
 	t.Helper()
 	name := "test-" + sa
-	manifest := fmt.Sprintf(`
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: %[1]s
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[2]s}
-subjects:
-- {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: %[1]s
-  namespace: %[4]s
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[3]s}
-subjects:
-- {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: %[1]s
-  namespace: kube-node-lease
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[6]s}
-subjects:
-- {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: %[1]s
-  namespace: %[8]s
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[7]s}
-subjects:
-- {kind: ServiceAccount, namespace: %[4]s, name: %[5]s}
-`, name, chartControllerRole, chartLeaderElectionRole, harness.ControllerNamespace, sa, chartNodeLeaseRole, chartBMCRole, chartBMCNamespace)
+	subject := fmt.Sprintf("subjects:\n- {kind: ServiceAccount, namespace: %s, name: %s}\n", harness.ControllerNamespace, sa)
+	manifest := fmt.Sprintf("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: %s}\n"+
+		"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %s}\n%s", name, chartControllerRole, subject)
+	// The chart's Roles, each in its namespace.
+	roles := []struct{ namespace, role string }{
+		{harness.ControllerNamespace, chartLeaderElectionRole},
+		{"kube-node-lease", chartNodeLeaseRole},
+		{chartBMCNamespace, chartBMCRole},
+	}
+	for _, r := range roles {
+		manifest += fmt.Sprintf("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: %s, namespace: %s}\n"+
+			"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %s}\n%s", name, r.namespace, r.role, subject)
+	}
 	if err := cp.Apply(t.Context(), []byte(manifest)); err != nil {
 		t.Fatalf("bind the chart's controller roles to %s: %v", sa, err)
 	}
 	rbac := cp.AdminClient(t).RbacV1()
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, err := range []error{
-			rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}),
-			rbac.RoleBindings(harness.ControllerNamespace).Delete(ctx, name, metav1.DeleteOptions{}),
-			rbac.RoleBindings("kube-node-lease").Delete(ctx, name, metav1.DeleteOptions{}),
-			rbac.RoleBindings(chartBMCNamespace).Delete(ctx, name, metav1.DeleteOptions{}),
-		} {
+		errs := []error{rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})}
+		for _, r := range roles {
+			errs = append(errs, rbac.RoleBindings(r.namespace).Delete(ctx, name, metav1.DeleteOptions{}))
+		}
+		for _, err := range errs {
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("remove the bindings of %s: %v", sa, err)
 			}

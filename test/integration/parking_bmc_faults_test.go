@@ -18,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 )
@@ -172,32 +171,8 @@ func setBMC(t *testing.T, node, addr string) {
 // tainted, its host off (NotReady, agent parked).
 func (h *fakeHosts) recordWaking(node string) {
 	h.t.Helper()
-	ctx := context.Background()
-	h.switchOff(ctx, node)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		npp, err := h.joulie.JoulieV1alpha1().NodePowerProfiles().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		npp.Spec.PowerState, npp.Spec.PowerStateSince, npp.Spec.WakeAttempts = joulie.PowerWaking, &metav1.Time{Time: time.Now()}, 1
-		_, err = h.joulie.JoulieV1alpha1().NodePowerProfiles().Update(ctx, npp, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := h.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: joulie.TaintParked, Effect: corev1.TaintEffectNoSchedule})
-		_, err = h.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	h.switchOff(context.Background(), node)
+	h.record(node, joulie.PowerWaking, time.Now(), 1)
 }
 
 // waitPowerOn waits until host is switched on, and says how long it took.
