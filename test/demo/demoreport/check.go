@@ -47,7 +47,7 @@ func (run *Run) Check(e Expect) []error {
 		fail("run %s: up to %d performance pods ran on eco nodes at once", run.Name, s.PerfOnEcoMax)
 	}
 	for _, p := range run.Pods {
-		if p.Class == ClassPerformance && p.Started >= 0 && !p.startedOnPerformance() {
+		if p.Class == ClassPerformance && p.Started >= 0 && p.startedOnEco() {
 			fail("run %s: performance pod %s started on %s, which was %s", run.Name, p.Name, p.Node, p.ProfileAtStart)
 		}
 		if e.AllDone && (p.Phase != PodSucceeded || p.Finished < 0) {

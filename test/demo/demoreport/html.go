@@ -151,13 +151,14 @@ Workload: {{.Workload.Jobs}} pods from seed {{.Workload.Seed}}, arriving over {{
 <h2>Summary</h2>
 <table>
 <tr><th>run</th><th>duration (s)</th><th>energy (kJ)</th><th>mean power (kW)</th><th>peak power (kW)</th>
-<th>pods done</th><th>performance pods on eco nodes (most at once)</th><th>eco nodes capped (pool / daemon)</th>
+<th>pods done</th><th>performance pods on eco nodes (most at once)</th><th>performance pods started on eco / draining nodes</th><th>eco nodes capped (pool / daemon)</th>
 <th>parks / wakes</th><th>node-minutes parked</th></tr>
 {{range .Runs}}<tr><td>{{.Name}}</td><td>{{secs .Summary.DurationSeconds}}</td><td>{{kj .Summary.EnergyJ}}</td>
 <td>{{kw .Summary.MeanPowerW}}</td><td>{{kw .Summary.PeakPowerW}}</td><td>{{.Summary.Done}} of {{.Summary.Pods}}</td>
-<td>{{.Summary.PerfOnEcoMax}}</td><td>{{index .Summary.EcoCappedNodes "pool"}} / {{index .Summary.EcoCappedNodes "daemon"}}</td>
+<td>{{.Summary.PerfOnEcoMax}}</td><td>{{.Summary.PerfStartedOnEco}} / {{.Summary.PerfStartedDraining}}</td><td>{{index .Summary.EcoCappedNodes "pool"}} / {{index .Summary.EcoCappedNodes "daemon"}}</td>
 <td>{{.Summary.Parks}} / {{.Summary.Wakes}} ({{.Summary.WakesByBMC}} through a BMC)</td><td>{{f1 (minutes .Summary.ParkedNodeSeconds)}}</td></tr>
 {{end}}</table>
+<p>A draining node is labelled eco, so the scheduler places no new performance pod there, and keeps its performance caps until the performance pods placed before have finished: a pod bound just before the drain began may start there, uncapped.</p>
 {{with saving .Runs}}<p>Energy saved with Joulie against the run without it: <strong>{{.}}</strong>.</p>{{end}}
 
 <h2>{{.Power.Title}}</h2>

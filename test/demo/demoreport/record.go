@@ -224,8 +224,12 @@ func summarize(run *Run) Summary {
 			c.Pods++
 			if p.Started >= 0 {
 				wait = append(wait, p.Started-p.Created)
-				if class == ClassPerformance && !p.startedOnPerformance() {
-					s.PerfStartedOffPerformance++
+				switch {
+				case class != ClassPerformance:
+				case p.startedOnEco():
+					s.PerfStartedOnEco++
+				case p.ProfileAtStart == ProfileDraining:
+					s.PerfStartedDraining++
 				}
 			}
 			if d := p.Ran(); d >= 0 {

@@ -160,9 +160,10 @@ type Pod struct {
 	GPUs      int    `json:"gpus"`
 	Node      string `json:"node"`
 	// ProfileAtStart is the node's joulie.io/power-profile label when the
-	// pod started running: performance, eco (also while the node drains,
-	// as the controller labels it) or empty before the controller planned
-	// the node.
+	// pod started running: performance, eco, draining (labelled eco and
+	// draining: the drain guard keeps the node's performance caps while
+	// the performance pods placed before finish) or empty before the
+	// controller planned the node.
 	ProfileAtStart string  `json:"profileAtStart"`
 	Created        float64 `json:"created"`
 	Started        float64 `json:"started"`
@@ -172,12 +173,11 @@ type Pod struct {
 	Phase       string  `json:"phase"`
 }
 
-// startedOnPerformance says the pod's node was a performance node when
-// it started: labelled performance, or not labelled yet (the controller
-// has not planned it, and it runs uncapped).
-func (p Pod) startedOnPerformance() bool {
-	return p.ProfileAtStart == ProfilePerformance || p.ProfileAtStart == ""
-}
+// startedOnEco says the pod started on a node under its eco caps: a
+// performance pod there is a promise broken. A node that began draining
+// after the scheduler placed a pod there, before the kubelet started it,
+// is no eco node: it keeps its performance caps (policy.GuardDrain).
+func (p Pod) startedOnEco() bool { return p.ProfileAtStart == ProfileEco }
 
 // Ran is how long the pod ran, or -1.
 func (p Pod) Ran() float64 {
@@ -201,12 +201,14 @@ type Summary struct {
 	Pods       int     `json:"pods"`
 	Done       int     `json:"done"`
 	// PerfOnEcoMax is the most performance pods any sample saw running
-	// on eco nodes; PerfStartedOffPerformance the performance pods that
-	// started on an eco or draining node.
-	PerfOnEcoMax              int            `json:"perfOnEcoMax"`
-	PerfStartedOffPerformance int            `json:"perfStartedOffPerformance"`
-	EcoCappedNodes            map[string]int `json:"ecoCappedNodes"` // by path
-	Classes                   []ClassSummary `json:"classes"`
+	// on eco nodes; PerfStartedOnEco the performance pods that started
+	// on an eco node, PerfStartedDraining those that started on a
+	// draining one (on its performance caps).
+	PerfOnEcoMax        int            `json:"perfOnEcoMax"`
+	PerfStartedOnEco    int            `json:"perfStartedOnEco"`
+	PerfStartedDraining int            `json:"perfStartedDraining"`
+	EcoCappedNodes      map[string]int `json:"ecoCappedNodes"` // by path
+	Classes             []ClassSummary `json:"classes"`
 	// Parks counts the nodes' changes into parked, Wakes their boots;
 	// ParkedNodeSeconds is the time nodes spent parked, summed.
 	Parks             int     `json:"parks"`

@@ -166,7 +166,8 @@ type PodRecord struct {
 	// classification).
 	Class string
 	Node  string
-	// ProfileAtStart is the node's profile label when the pod started.
+	// ProfileAtStart is the node's profile label when the pod started,
+	// or "draining" while the node was labelled eco and draining.
 	ProfileAtStart             string
 	Created, Started, Finished time.Time
 	Work                       time.Duration

@@ -203,6 +203,16 @@ func (s *sim) boot1(n *simNode, by string, now time.Time) bool {
 	return true
 }
 
+// profileNow is the node's profile label, or "draining" while it is
+// labelled eco and draining: the controller's drain guard keeps such a
+// node on its performance caps until its performance pods are gone.
+func (n *simNode) profileNow() string {
+	if n.draining {
+		return "draining"
+	}
+	return n.profile
+}
+
 func (s *sim) setProfile(name, profile string, draining bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -236,7 +246,7 @@ func (s *sim) start(pod *corev1.Pod, now time.Time) (bool, error) {
 	cpus, gpus := requests(pod, n.fam)
 	p := &simPod{key: key, uid: string(pod.UID), cpus: cpus, rec: PodRecord{
 		Namespace: pod.Namespace, Name: pod.Name, Node: n.name,
-		Class: podClass(pod), ProfileAtStart: n.profile,
+		Class: podClass(pod), ProfileAtStart: n.profileNow(),
 		Created: pod.CreationTimestamp.Time, Started: now, Phase: string(corev1.PodRunning),
 	}}
 	var err error

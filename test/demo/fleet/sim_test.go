@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -269,5 +270,32 @@ func TestPodStartedBetweenTicksWorksFromItsStart(t *testing.T) {
 	}
 	if want := t0.Add(1100 * time.Millisecond); !finished.Equal(want) {
 		t.Errorf("finished at +%s, want +%s (the first tick after 90 ms + 1 s)", finished.Sub(t0), want.Sub(t0))
+	}
+}
+
+// A pod's record names the profile its node had when it started, and
+// tells a draining node (labelled eco and draining, on its performance
+// caps) from an eco one.
+func TestPodRecordTellsDrainingFromEco(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := newSim(physics.Default(), 3*time.Second, t0)
+	for _, n := range []struct {
+		name, profile string
+		draining      bool
+	}{
+		{"perf", "performance", false}, {"drain", "eco", true}, {"eco", "eco", false},
+	} {
+		s.addNode(n.name, family(t, "epyc"), nil)
+		s.setProfile(n.name, n.profile, n.draining)
+		if _, err := s.start(testPod("on-"+n.name, n.name, 1, 0, time.Minute, physics.CPUCompute, "performance"), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]string{}
+	for _, p := range s.snapshot().Pods {
+		got[p.Node] = p.ProfileAtStart
+	}
+	if want := map[string]string{"perf": "performance", "drain": "draining", "eco": "eco"}; !maps.Equal(got, want) {
+		t.Errorf("profiles at start %v, want %v", got, want)
 	}
 }
