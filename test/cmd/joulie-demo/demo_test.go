@@ -54,8 +54,9 @@ func TestShortDemo(t *testing.T) {
 		t.Fatalf("runs %d, want one run with Joulie", len(rep.Runs))
 	}
 	run := rep.Runs[0]
-	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v; %d parks, %d wakes", run.Summary.Pods, run.Summary.Done,
-		run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes, run.Summary.Parks, run.Summary.Wakes)
+	t.Logf("%d pods, %d done in %.0f s; %.0f kJ; eco nodes capped by path %v; %d parks, %d wakes; performance pods started on eco nodes %d, on draining ones %d",
+		run.Summary.Pods, run.Summary.Done, run.Summary.DurationSeconds, run.Summary.EnergyJ/1000, run.Summary.EcoCappedNodes,
+		run.Summary.Parks, run.Summary.Wakes, run.Summary.PerfStartedOnEco, run.Summary.PerfStartedDraining)
 	for _, e := range run.Check(demoreport.Expect{EcoCapWithin: 5, AllDone: true, ParkAndWake: true}) {
 		t.Error(e)
 	}
