@@ -306,7 +306,7 @@ func startExtenderOn(t testing.TB, host, kubeconfig string, env []string, flags 
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(e.url + "/healthz")
+		resp, err := http.Get(e.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

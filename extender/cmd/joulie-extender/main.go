@@ -2,7 +2,7 @@
 // performance pods off eco and draining nodes (POST /filter) and ranks
 // nodes by projected power headroom, cooling, power trend and profile
 // (POST /prioritize), from the NodeTwins the controller writes. It also
-// serves GET /debug/scoring, /healthz and /metrics. See extender/README.md.
+// serves GET /debug/scoring, /readyz, /healthz and /metrics. See extender/README.md.
 //
 // Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad config.
 package main

@@ -199,7 +199,7 @@ func (s *Server) debugScoring(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, append(body, '\n'))
 }
 
-// healthz answers 200 once the cache has synced and 503 before: until
+// healthz (/readyz and /healthz) answers 200 once the cache has synced and 503 before: until
 // then the extender would score every node a neutral 50 for want of data,
 // which a readiness probe should keep away from the scheduler. The
 // process itself is alive either way.

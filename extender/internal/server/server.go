@@ -1,5 +1,5 @@
 // Package server is joulie-extender's HTTP face: kube-scheduler's filter
-// and prioritize calls, the /debug/scoring view, /healthz and /metrics.
+// and prioritize calls, the /debug/scoring view, /readyz (and /healthz) and /metrics.
 //
 // Handlers are thin: they read the body within a size limit, decode it
 // with package wire, load the current state snapshot once (an atomic read,
@@ -102,6 +102,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /filter", s.filter)
 	mux.HandleFunc("POST /prioritize", s.prioritize)
 	mux.HandleFunc("GET /debug/scoring", s.debugScoring)
+	// /readyz is the readiness probe's, as on the controller and
+	// Kubernetes' own components; /healthz answers alike for the probes
+	// of installs from before it.
+	mux.HandleFunc("GET /readyz", s.healthz)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError),

@@ -565,19 +565,24 @@ func TestDebugScoring(t *testing.T) {
 	}
 }
 
-func TestHealthzWaitsForTheCache(t *testing.T) {
+func TestReadyzAndHealthzWaitForTheCache(t *testing.T) {
 	ts := newTestServer(t, defaultOptions(), state.Build(nil, nil, nil, nil, false))
-	get := func() int {
+	get := func(path string) int {
 		rec := httptest.NewRecorder()
-		ts.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		ts.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		return rec.Code
 	}
-	if code := get(); code != http.StatusServiceUnavailable {
-		t.Errorf("before sync: %d, want 503", code)
+	paths := []string{"/readyz", "/healthz"}
+	for _, p := range paths {
+		if code := get(p); code != http.StatusServiceUnavailable {
+			t.Errorf("%s before sync: %d, want 503", p, code)
+		}
 	}
 	ts.snap.Store(clusterSnapshot())
-	if code := get(); code != http.StatusOK {
-		t.Errorf("after sync: %d, want 200", code)
+	for _, p := range paths {
+		if code := get(p); code != http.StatusOK {
+			t.Errorf("%s after sync: %d, want 200", p, code)
+		}
 	}
 }
 
