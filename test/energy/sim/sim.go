@@ -171,6 +171,9 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	objs := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {
 		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
+		if spec.GPUTaint && n.GPUs > 0 {
+			objs[i].Spec.Taints = append(objs[i].Spec.Taints, GPUNodeTaint)
+		}
 		if spec.PowerOff == Parking {
 			objs[i].Labels[joulie.LabelParkable] = "true"
 		}
@@ -185,7 +188,12 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	}
 	profile := spec.Profile
 	if !opts.AllPlugins {
-		profile = profile.Without(schedsim.InertForPlainPods...)
+		inert := schedsim.InertForPlainPods
+		if spec.GPUTaint {
+			// The GPU taint is what TaintToleration filters on.
+			inert = slices.DeleteFunc(slices.Clone(inert), func(p string) bool { return p == "TaintToleration" })
+		}
+		profile = profile.Without(inert...)
 	}
 	sched, err := schedsim.New(profile, objs, ext, schedsim.Options{Seed: uint64(opts.Seed)})
 	if err != nil {
@@ -193,7 +201,11 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	}
 	s.sched = sched
 	for i, j := range jobs {
-		js := &jobState{job: j, node: -1, pod: podObject(j), left: j.Work.Seconds(), perfPod: j.Class == workload.Performance, cap: 1, waking: -1}
+		pod := podObject(j)
+		if spec.GPUTaint && j.GPUs > 0 {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, gpuToleration)
+		}
+		js := &jobState{job: j, node: -1, pod: pod, left: j.Work.Seconds(), perfPod: j.Class == workload.Performance, cap: 1, waking: -1}
 		s.jobs = append(s.jobs, js)
 		heap.Push(&s.events, event{t: j.Arrival, kind: evArrival, idx: i})
 	}
