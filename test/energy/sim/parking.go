@@ -61,8 +61,6 @@ type parkingState struct {
 	agentParked bool
 	// bootAfterOff: a wake came while the host was still shutting down.
 	bootAfterOff bool
-	// readyAt is when the node last became Ready after a boot.
-	readyAt time.Duration
 	// requested is the sum of the requests of the node's jobs, kept for
 	// Decide; stale when dirty.
 	requested v1.ResourceList
@@ -281,7 +279,6 @@ func (s *simulation) parkedOff(n *nodeState) {
 // lifts the taint.
 func (s *simulation) parkedReady(ctx context.Context, n *nodeState) error {
 	n.park.agentParked = false
-	n.park.readyAt = s.now
 	return s.parkPass(ctx)
 }
 

@@ -128,6 +128,7 @@ func (s *simulation) powerEvent(ctx context.Context, ev event) error {
 		s.wakeQueued()
 	case stepReady:
 		s.setState(n, awake)
+		n.readyAt = s.now
 		if s.spec.PowerOff == Parking {
 			return s.parkedReady(ctx, n)
 		}
@@ -236,7 +237,7 @@ func (s *simulation) reserve(n *nodeState, j *jobState) {
 	n.reservedCPU += j.job.CPUMilli
 	n.reservedMem += j.job.MemoryMiB
 	n.reservedGPU += j.job.GPUs
-	j.waking, j.wakeAt = n.idx, s.now
+	j.waking = n.idx
 }
 
 // unreserve releases what job j held on the node booting for it, which it

@@ -123,12 +123,10 @@ type jobState struct {
 	// cap is the oracle's cap on the job's own shares (1: none).
 	cap float64
 	// waking is the node booting for this pending job (-1: none), and
-	// bootWait the time it waited for a boot.
+	// bootWait the time it waited for capacity when it waited for a boot
+	// by BootWaitRule.
 	waking   int
-	wakeAt   time.Duration
 	bootWait time.Duration
-	// queuedAt is when the job last entered the queue.
-	queuedAt time.Duration
 }
 
 type simulation struct {
