@@ -19,9 +19,11 @@ import (
 // decision core joulie-controller runs, carried out on the simulated
 // cluster as the controller and the agents carry it out on a real one.
 //
-//   - awake → parking: the node is tainted joulie.io/parked (here: cordoned,
-//     since the simulator leaves TaintToleration out for its plain pods, and
-//     the taint is on the node object the controller reads);
+//   - awake → parking: the node is tainted joulie.io/parked (here: cordoned
+//     in the scheduler, which no simulated pod tolerates either, so it
+//     places alike, and the arms without the GPU taint can leave
+//     TaintToleration out; the taint is on the node object the controller
+//     reads);
 //   - parking → parked: the agent restores the caps, reports parked and
 //     switches the host off (the physics' shutdown, then off);
 //   - parking → awake: a pod landed or the reserve needs the node: the
