@@ -64,6 +64,7 @@ func Markdown(cfg Config, st *Stats) []byte {
 		p("- %s\n", s)
 	}
 	p("\n")
+	headlineTable(p, hl)
 
 	p("## Configuration\n\n")
 	p("| | |\n|---|---|\n")
@@ -80,11 +81,17 @@ func Markdown(cfg Config, st *Stats) []byte {
 	}
 	p("| physics | %s, sha256 %s |\n", phys, cfg.PhysicsSHA256)
 	p("| chart's scheduler profile | %s |\n", ChartProfile)
+	p("| operator's placement (%s) | %s |\n", strings.Join(tunedArms(), ", "), OperatorPlacement)
+	p("| boot wait, every arm | %s |\n", sim.BootWaitRule)
+	p("| tuning seeds | %d–%d: Joulie's parking, reserve and cap settings were chosen on these, never on a reported seed (test/energy/README.md, \"Parameters and the seeds they were chosen on\") |\n", TuningFirstSeed, TuningLastSeed)
 	if cfg.Command != "" {
 		p("| command | `%s` |\n", cfg.Command)
 	}
 	for _, w := range cfg.Warnings {
 		p("\nWarning: %s\n", w)
+	}
+	if seeds := tuningSeedsRun(st); len(seeds) > 0 {
+		p("\nWarning: this run includes the tuning seeds %s; it is a tuning run, not a report of Joulie's results.\n", joinSeeds(seeds))
 	}
 	p("\n### Load levels\n\n")
 	p("The level is the allocated share of the cluster the job list was generated for; the measured allocation is the mean over seeds of %s's allocated share of CPUs and GPUs inside the window.\n\n", sim.ArmBinPack)
@@ -189,6 +196,15 @@ func levelSection(p printer, l *Level, headline bool) {
 			p("- %s\n", GoalOf(l, a).Sentence())
 		}
 	}
+	p("\n### Waits for a boot\n\n")
+	p("One rule for every arm: %s. Pooled over the %d seeds; nearest-rank percentiles of the waits for capacity of the pods that waited.\n\n", sim.BootWaitRule, len(l.Seeds))
+	p("| arm | class | pods that waited for a boot | of them arriving in the window | wait p50 / p95 / max |\n|---|---|---|---|---|\n")
+	for _, a := range l.Arms {
+		for _, c := range Classes {
+			w := l.PooledBootWaits(a, c)
+			p("| %s | %s | %d | %d | %s |\n", a, c, w.N, w.InWindow, waitsText(w))
+		}
+	}
 	p("\n### Per arm and seed, steady-state window\n\n")
 	p("| arm | seed | IT energy (kWh) | above idle (kWh) | core-hours | GPU-hours | kWh per core-hour | kWh per GPU-hour | allocated CPU | allocated GPU | boots | shutdowns | performance pods waiting for a boot | perf pods on eco/draining |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range l.Runs {
@@ -201,8 +217,8 @@ func levelSection(p printer, l *Level, headline bool) {
 		p("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r.Arm, r.Seed, q.IdleAwake, q.Dynamic, q.Booting, q.Off, r.EnergyKWh)
 	}
 	p("\n#### Completion time and waits\n\n")
-	p("Over every job of the run, to completion: completion time is end − arrival, pod wait start − arrival, boot wait the part of the wait spent on a node booting for the pod, stretch the completion time over the same job's in %s. Nearest-rank percentiles.\n\n", sim.ArmDefault)
-	p("| arm | seed | class | jobs | completion p50 / p95 / p99 | pod wait p95 | boot wait p95 | stretch p50 / p95 / p99 |\n|---|---|---|---|---|---|---|---|\n")
+	p("Over every job of the run, to completion: completion time is end − arrival, pod wait start − arrival, stretch the completion time over the same job's in %s; the waits for a boot are the pods that waited for one (above) and their waits. Nearest-rank percentiles.\n\n", sim.ArmDefault)
+	p("| arm | seed | class | jobs | completion p50 / p95 / p99 | pod wait p95 | waited for a boot: pods, wait p50 / p95 / max | stretch p50 / p95 / p99 |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range l.Runs {
 		for _, c := range Classes {
 			s, j := r.Stretch[c], r.JCT[c]
@@ -210,7 +226,7 @@ func levelSection(p printer, l *Level, headline bool) {
 				continue
 			}
 			p("| %s | %d | %s | %d | %s / %s / %s | %s | %s | %s / %s / %s |\n", r.Arm, r.Seed, c, j.N,
-				secs(j.P50), secs(j.P95), secs(j.P99), secs(r.Wait[c].P95), secs(r.BootWait[c].P95),
+				secs(j.P50), secs(j.P95), secs(j.P99), secs(r.Wait[c].P95), fmt.Sprintf("%d, %s", r.BootWaits[c].N, waitsText(r.BootWaits[c])),
 				num(s.P50, 3), num(s.P95, 3), num(s.P99, 3))
 		}
 	}
@@ -270,12 +286,17 @@ func seedSection(p printer, l *Level) {
 	}
 }
 
-// Summary states, from the numbers, the headline level's comparison of
+// Summary states, from the numbers, the headline: Joulie as it ships
+// against the competent baseline, against the same placement always on
+// and against plain bin-packing; then the headline level's comparison of
 // every arm with bin-packing, the goal for Joulie's queue-aware arms at
 // every level, and which profile the chart ships.
 func Summary(st *Stats) []string {
 	hl := st.Headline
 	var out []string
+	if s, ok := headline(hl); ok {
+		out = append(out, s)
+	}
 	if hl.Has(sim.ArmBinPack) {
 		var cells []string
 		for _, a := range hl.Arms {
@@ -303,8 +324,8 @@ func Summary(st *Stats) []string {
 			}
 		}
 	}
-	out = append(out, fmt.Sprintf("The Helm chart ships %s; %s runs it with the extender's pack mode and parking. The other Joulie arms run as Joulie shipped before issue 23 (the headroom score at weight 1): %s on kube-scheduler's default profile (LeastAllocated), %s on MostAllocated over CPU and memory.",
-		ChartProfile, sim.ArmJoulie, strings.Join(onDefaultProfile(), ", "), sim.ArmQueueAwarePack))
+	out = append(out, fmt.Sprintf("The Helm chart ships %s; %s run it with the operator's GPU taint, %s with the extender's pack mode and parking. The other Joulie arms run as Joulie shipped before issue 23 (the headroom score at weight 1): %s on kube-scheduler's default profile (LeastAllocated), %s on MostAllocated over CPU and memory.",
+		ChartProfile, strings.Join(tunedArms(), ", "), sim.ArmJoulie, strings.Join(onDefaultProfile(), ", "), sim.ArmQueueAwarePack))
 	var perfOnEco int
 	for _, l := range st.Levels {
 		for _, r := range l.Runs {
@@ -315,6 +336,105 @@ func Summary(st *Stats) []string {
 	}
 	out = append(out, fmt.Sprintf("Performance pods placed on an eco or draining node, Joulie's arms, all levels and seeds: %d (must be 0).", perfOnEco))
 	return out
+}
+
+// OperatorPlacement is the placement the arms with sim.ArmSpec.GPUTaint
+// share, as the report names it.
+const OperatorPlacement = "the chart's scheduler profile, and GPU nodes tainted nvidia.com/gpu=present:NoSchedule, which only pods that request GPUs tolerate (Kubernetes' ExtendedResourceToleration admission), so CPU-only pods stay off GPU nodes"
+
+// TuningFirstSeed and TuningLastSeed bound the seeds Joulie's settings
+// are chosen on; a report's seeds must lie outside them, or a setting
+// would be judged on the seeds it was fitted to.
+const (
+	TuningFirstSeed = 101
+	TuningLastSeed  = 110
+)
+
+// IsTuningSeed says whether seed is one of the tuning seeds.
+func IsTuningSeed(seed int64) bool { return seed >= TuningFirstSeed && seed <= TuningLastSeed }
+
+// tuningSeedsRun are the tuning seeds among the run's, in order.
+func tuningSeedsRun(st *Stats) []int64 {
+	var out []int64
+	for _, l := range st.Levels {
+		for _, s := range l.Seeds {
+			if IsTuningSeed(s) && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// headlineBaselines are what the headline compares Joulie with: the
+// competent baseline, its placement always on (placement alone), and
+// what a Kubernetes user runs today.
+var headlineBaselines = []sim.Arm{sim.ArmPowerOff, sim.ArmBinPackTuned, sim.ArmBinPack}
+
+// headline is the summary's first sentence: j-joulie against each of
+// headlineBaselines the level ran.
+func headline(l *Level) (string, bool) {
+	if !l.Has(sim.ArmJoulie) {
+		return "", false
+	}
+	var cells []string
+	for _, base := range headlineBaselines {
+		e, ok := l.Comparison(sim.ArmJoulie, base, MetricPerCoreHour)
+		if !ok {
+			continue
+		}
+		s := fmt.Sprintf("%s against %s (%s", signedPct(e.Mean), base, ci(e))
+		if perf, ok := l.Comparison(sim.ArmJoulie, base, MetricPerfP95); ok {
+			s += fmt.Sprintf("; performance p95 %s", signedPct(perf.Mean))
+		}
+		cells = append(cells, s+")")
+	}
+	if len(cells) == 0 {
+		return "", false
+	}
+	return fmt.Sprintf("Headline, load level %s, %s: energy per core-hour of %s (Joulie as it ships) %s, with 95%% CIs. %s is bin-packing with idle power-off as an operator configures it, %s the same placement always on, %s what a Kubernetes user runs today.",
+		levelName(l.Level), plural(len(l.Seeds), "seed"), sim.ArmJoulie, strings.Join(cells, ", "), sim.ArmPowerOff, sim.ArmBinPackTuned, sim.ArmBinPack), true
+}
+
+// headlineTable is the headline as a table: j-joulie against each
+// baseline of the headline, on energy, completion times and boot waits.
+func headlineTable(p printer, l *Level) {
+	if !l.Has(sim.ArmJoulie) {
+		return
+	}
+	p("| %s against | kWh per core-hour | performance p95 completion | standard p95 completion | performance pods waiting for a boot (a seed) |\n|---|---|---|---|---|\n", sim.ArmJoulie)
+	for _, base := range headlineBaselines {
+		if !l.Has(base) {
+			continue
+		}
+		var cells []string
+		for _, m := range []string{MetricPerCoreHour, MetricPerfP95, MetricStandardP95, MetricPerfBootWaits} {
+			c, ok := l.Comparison(sim.ArmJoulie, base, m)
+			cells = append(cells, fmtCmp(c, ok))
+		}
+		p("| %s | %s |\n", base, strings.Join(cells, " | "))
+	}
+	p("\n")
+}
+
+// tunedArms are the arms on the operator's placement (sim.ArmSpec.GPUTaint).
+func tunedArms() []string {
+	var out []string
+	for _, s := range sim.ArmSpecs {
+		if s.GPUTaint {
+			out = append(out, string(s.Arm))
+		}
+	}
+	return out
+}
+
+// waitsText is p50 / p95 / max of w, or "–" when no pod waited.
+func waitsText(w BootWaits) string {
+	if w.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s / %s / %s", secs(w.P50), secs(w.P95), secs(w.Max))
 }
 
 func armsRun(st *Stats) []sim.Arm {

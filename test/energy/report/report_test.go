@@ -273,8 +273,12 @@ func TestWindowEnergyPartsAndWork(t *testing.T) {
 	if w := g.Wait[Performance]; w.P95 != 360 {
 		t.Errorf("g's performance pod wait p95 %v s, want 360", w.P95)
 	}
-	if b := g.BootWait[Performance]; b.P95 != 360 {
-		t.Errorf("g's performance boot wait p95 %v s, want 360", b.P95)
+	// j1 waited 6 min for a boot, arriving at 0, before the window.
+	if b := g.BootWaits[Performance]; b != (BootWaits{N: 1, InWindow: 0, P50: 360, P95: 360, Max: 360}) {
+		t.Errorf("g's performance boot waits %+v, want one of 360 s outside the window", b)
+	}
+	if b := g.BootWaits[Standard]; b.N != 0 || !math.IsNaN(b.P95) {
+		t.Errorf("g's standard boot waits %+v, want none", b)
 	}
 	if s := st.Headline.Run(sim.ArmQueueAware, 2).Stretch[Standard]; !near(s.P95, 1.2) {
 		t.Errorf("d's standard stretch %v, want 1.2", s.P95)
@@ -488,7 +492,12 @@ func TestMarkdownKeyLines(t *testing.T) {
 		"| d-queue-aware | 62.5% (-96.3% … 221.3%) | 46.7% (-122.7% … 216.1%) |",
 		"| d-queue-aware | 1 | 7.2 | 3.2 | 8.0 | 2.0 | 0.9000 | 3.600 | 40.0% | 39.0% | 0 | 0 | 0 | 0 |",
 		"| g-binpack-poweroff | 1 | 4.0 | 4.0 | 0.5 | 0.5 | 9.0 |",
-		"| g-binpack-poweroff | 1 | performance | 1 | 1h6m0s / 1h6m0s / 1h6m0s | 6m0s | 6m0s | 1.100 / 1.100 / 1.100 |",
+		"| g-binpack-poweroff | 1 | performance | 1 | 1h6m0s / 1h6m0s / 1h6m0s | 6m0s | 1, 6m0s / 6m0s / 6m0s | 1.100 / 1.100 / 1.100 |",
+		"| g-binpack-poweroff | 1 | standard | 1 | 3h0m0s / 3h0m0s / 3h0m0s | 1h0m0s | 0, – | 1.500 / 1.500 / 1.500 |",
+		"One rule for every arm: a pod waited for a boot when",
+		"| g-binpack-poweroff | performance | 2 | 0 | 6m0s / 6m0s / 6m0s |",
+		"| b-binpack | performance | 0 | 0 | – |",
+		"| tuning seeds | 101–110: ",
 		"## Drain-to-empty accounting (secondary)",
 		"| d-queue-aware | 1 | 3h0m0s | 2.7 | 8.0 | 1.0 | 0.3375 | 2h24m0s |",
 		"| d-queue-aware | -10.0% (-10.0% … -10.0%) | -10.0% (-10.0% … -10.0%) |",
@@ -746,5 +755,101 @@ func TestRoundTicks(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("ticks of %v..%v: %v, want %v", tc.lo, tc.hi, got, tc.want)
 		}
+	}
+}
+
+// The waits for a boot are those of the pods that waited, per class:
+// their count, how many arrived in the window, and the p50, p95 and
+// maximum of their waits; a level pools them over its seeds.
+func TestBootWaitsAreThePodsThatWaitedAndTheirWaits(t *testing.T) {
+	var results []sim.Result
+	for seed, waits := range map[int64][]time.Duration{1: {0, 2 * time.Minute, 0, 10 * time.Minute}, 2: {time.Minute, 0, 30 * time.Minute, 0}} {
+		for _, arm := range []sim.Arm{sim.ArmDefault, sim.ArmPowerOff} {
+			r := handResult(0.4, seed, arm, armCase{parts: sim.Parts{IdleAwake: 1}, coreH: 1, gpuH: 1, watts: 100})
+			r.Jobs = nil
+			for i, w := range waits {
+				arrival := time.Duration(i) * h // jobs 1 and 2 arrive in the window (1 h … 3 h)
+				j := sim.JobResult{ID: fmt.Sprint("j", i), Class: Performance, CPUMilli: 1000, Work: h, Arrival: arrival, Start: arrival, End: arrival + h}
+				if arm == sim.ArmPowerOff {
+					j.Start, j.BootWait = arrival+w, w
+					j.End = j.Start + h
+				}
+				r.Jobs = append(r.Jobs, j)
+			}
+			results = append(results, r)
+		}
+	}
+	st, err := Compute(0.4, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := st.Headline.Run(sim.ArmPowerOff, 1).BootWaits[Performance]; b != (BootWaits{N: 2, InWindow: 1, P50: 120, P95: 600, Max: 600}) {
+		t.Errorf("seed 1: %+v, want 2 pods (1 in the window), p50 120 s, p95 and max 600 s", b)
+	}
+	if b := st.Headline.PooledBootWaits(sim.ArmPowerOff, Performance); b != (BootWaits{N: 4, InWindow: 2, P50: 120, P95: 1800, Max: 1800}) {
+		t.Errorf("pooled: %+v, want 4 pods (2 in the window), p50 120 s, p95 and max 1800 s", b)
+	}
+	if b := st.Headline.PooledBootWaits(sim.ArmDefault, Performance); b.N != 0 || waitsText(b) != "–" {
+		t.Errorf("a-default: %+v, want no pod waiting", b)
+	}
+}
+
+// The headline compares j-joulie with the competent baseline (g), with
+// b-tuned (its placement, always on) and with plain b, leading the
+// summary and as a table under it.
+func TestHeadlineComparesJoulieWithTheCompetentBaseline(t *testing.T) {
+	perCore := map[sim.Arm][2]float64{ // kWh per core-hour on seeds 1 and 2, 10 core-hours each
+		sim.ArmDefault: {1.2, 1.2}, sim.ArmBinPack: {1, 1}, sim.ArmBinPackTuned: {0.95, 0.95}, sim.ArmPowerOff: {0.8, 0.8}, sim.ArmJoulie: {0.76, 0.76},
+	}
+	var results []sim.Result
+	for i, seed := range []int64{1, 2} {
+		for arm, e := range perCore {
+			results = append(results, handResult(0.4, seed, arm, armCase{parts: sim.Parts{IdleAwake: 10 * e[i]}, coreH: 10, gpuH: 2, alloc: 0.4, watts: 1000}))
+		}
+	}
+	st, err := Compute(0.4, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := Summary(st)
+	want := "Headline, load level 0.4, 2 seeds: energy per core-hour of j-joulie (Joulie as it ships) -5.0% against g-binpack-poweroff (-5.0% … -5.0%; performance p95 -9.1%), -20.0% against b-tuned (-20.0% … -20.0%; performance p95 +0.0%), -24.0% against b-binpack (-24.0% … -24.0%; performance p95 +0.0%)"
+	if len(sum) == 0 || !strings.HasPrefix(sum[0], want) {
+		t.Errorf("summary leads with\n%q\nwant it to start\n%q", sum[0], want)
+	}
+	md := string(Markdown(Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h}, st))
+	for _, row := range []string{
+		"| j-joulie against | kWh per core-hour | performance p95 completion | standard p95 completion | performance pods waiting for a boot (a seed) |",
+		"| g-binpack-poweroff | -5.0% (-5.0% … -5.0%) |",
+		"| b-tuned | -20.0% (-20.0% … -20.0%) |",
+		"| b-binpack | -24.0% (-24.0% … -24.0%) |",
+		"### Against b-tuned",
+	} {
+		if !strings.Contains(md, row) {
+			t.Errorf("report.md lacks %q", row)
+		}
+	}
+	if i, j := strings.Index(md, "| j-joulie against"), strings.Index(md, "## Configuration"); i < 0 || i > j {
+		t.Errorf("the headline table is not in the summary, before the configuration")
+	}
+}
+
+// A run on the tuning seeds says in its report that it is one.
+func TestATuningRunSaysSo(t *testing.T) {
+	var results []sim.Result
+	for _, seed := range []int64{9, TuningFirstSeed} {
+		for _, arm := range []sim.Arm{sim.ArmDefault, sim.ArmBinPack} {
+			results = append(results, handResult(0.4, seed, arm, armCase{parts: sim.Parts{IdleAwake: 1}, coreH: 1, gpuH: 1, watts: 100}))
+		}
+	}
+	st, err := Compute(0.4, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := string(Markdown(Config{}, st)); !strings.Contains(md, "Warning: this run includes the tuning seeds 101; it is a tuning run") {
+		t.Errorf("a report on seed 101 does not warn that it is a tuning run")
+	}
+	st, _ = Compute(0.4, results[:2])
+	if md := string(Markdown(Config{}, st)); strings.Contains(md, "tuning run") {
+		t.Errorf("a report on seed 9 alone warns that it is a tuning run")
 	}
 }

@@ -75,10 +75,12 @@ type Run struct {
 	// Stretch is, per class, the completion time of each job divided by the
 	// same job's completion time in arm a-default.
 	Stretch map[string]Quantiles
-	// JCT, Wait and BootWait are, per class, completion time (End −
-	// Arrival), pod wait (Start − Arrival) and the part of the wait spent
-	// on a booting node, in seconds, over every job of the run.
-	JCT, Wait, BootWait map[string]Quantiles
+	// JCT and Wait are, per class, completion time (End − Arrival) and
+	// pod wait (Start − Arrival), in seconds, over every job of the run.
+	JCT, Wait map[string]Quantiles
+	// BootWaits is, per class, the pods that waited for a boot by
+	// sim.BootWaitRule and their waits for capacity.
+	BootWaits map[string]BootWaits
 
 	PerfOnEcoOrDraining int
 	// PerfBootWaits counts performance pods that waited for a boot;
@@ -96,7 +98,53 @@ type Run struct {
 	SeedMethod *sim.SeedMethod
 
 	stretch map[string][]float64 // raw, for the CDF plot (headline level)
-	power   []sim.Sample         // first week, lowest seed, headline level
+	// bootWaits holds, per class, the waits of the pods that waited for a
+	// boot (seconds, in job order) and whether each arrived in Window, so
+	// a level can pool them over seeds.
+	bootWaits map[string][]bootWait
+	power     []sim.Sample // first week, lowest seed, headline level
+}
+
+// BootWaits are the pods of one class that waited for a boot
+// (sim.BootWaitRule), InWindow of them arriving inside the steady-state
+// window, and the nearest-rank p50, p95 and the maximum of their waits
+// for capacity in seconds (NaN when N is 0). Only the pods that waited
+// count: over every pod the percentiles would be 0 wherever fewer than 5%
+// waited.
+type BootWaits struct {
+	N, InWindow   int
+	P50, P95, Max float64
+}
+
+type bootWait struct {
+	secs     float64
+	inWindow bool
+}
+
+func bootWaitsOf(ws []bootWait) BootWaits {
+	secs := make([]float64, 0, len(ws))
+	b := BootWaits{N: len(ws)}
+	for _, w := range ws {
+		secs = append(secs, w.secs)
+		if w.inWindow {
+			b.InWindow++
+		}
+	}
+	slices.Sort(secs)
+	b.P50, b.P95, b.Max = Percentile(secs, 0.50), Percentile(secs, 0.95), Percentile(secs, 1)
+	return b
+}
+
+// PooledBootWaits is arm's BootWaits for class over every seed of the
+// level, the waits pooled.
+func (l *Level) PooledBootWaits(arm sim.Arm, class string) BootWaits {
+	var ws []bootWait
+	for _, seed := range l.Seeds {
+		if r := l.Run(arm, seed); r != nil {
+			ws = append(ws, r.bootWaits[class]...)
+		}
+	}
+	return bootWaitsOf(ws)
 }
 
 // Drain is the accounting of the reports before issue 22: one window per
@@ -156,7 +204,7 @@ type metric struct {
 	get  func(*Run) float64
 }
 
-// windowMetrics are compared against b-binpack and g-binpack-poweroff.
+// windowMetrics are compared against every baseline.
 var windowMetrics = []metric{
 	{MetricPerCoreHour, Percent, func(r *Run) float64 { return r.KWhPerCoreHour }},
 	{MetricPerGPUHour, Percent, func(r *Run) float64 { return r.KWhPerGPUHour }},
@@ -178,8 +226,10 @@ var secondaryMetrics = []metric{
 	{MetricSeedPerCoreHour, Percent, seedGet(func(m *sim.SeedMethod) float64 { return ratio(m.EnergyJ, m.AcceptedCoreHours) })},
 }
 
-// Baselines are the arms every other arm is compared against.
-var Baselines = []sim.Arm{sim.ArmBinPack, sim.ArmPowerOff}
+// Baselines are the arms every other arm is compared against: what a
+// Kubernetes user runs today, the same with the operator's placement
+// settings, and that with idle power-off (the competent baseline).
+var Baselines = []sim.Arm{sim.ArmBinPack, sim.ArmBinPackTuned, sim.ArmPowerOff}
 
 // Oracles are the arms whose saving against b-binpack the others are
 // measured as a share of.
@@ -501,8 +551,8 @@ func computeRun(r *sim.Result, drain time.Duration, refJCT map[string]time.Durat
 		CoreHours: r.CoreHours, GPUHours: r.GPUHours, AllocCPU: r.AllocCPU, AllocGPU: r.AllocGPU,
 		PerfOnEcoOrDraining: r.PerfOnEcoOrDraining, PerfBootWaits: r.PerfBootWaits, PerfBootWaitsInWindow: r.PerfBootWaitsInWindow, Boots: r.Boots, Shutdowns: r.Shutdowns,
 		SeedMethod: r.SeedMethod,
-		Stretch:    map[string]Quantiles{}, JCT: map[string]Quantiles{}, Wait: map[string]Quantiles{}, BootWait: map[string]Quantiles{},
-		stretch: map[string][]float64{},
+		Stretch:    map[string]Quantiles{}, JCT: map[string]Quantiles{}, Wait: map[string]Quantiles{}, BootWaits: map[string]BootWaits{},
+		stretch: map[string][]float64{}, bootWaits: map[string][]bootWait{},
 	}
 	where := fmt.Sprintf("arm %s, seed %d, level %v", r.Arm, r.Seed, r.Level)
 	if parts := r.EnergyParts.Total(); math.Abs(parts-r.EnergyJ) > 1e-6*max(1, math.Abs(r.EnergyJ)) {
@@ -518,7 +568,6 @@ func computeRun(r *sim.Result, drain time.Duration, refJCT map[string]time.Durat
 	run.Drain = Drain{Window: drain, EnergyKWh: e / joulesPerKWh}
 	jct := map[string][]float64{}
 	wait := map[string][]float64{}
-	boot := map[string][]float64{}
 	var first, last time.Duration
 	for i, j := range r.Jobs {
 		if i == 0 || j.Arrival < first {
@@ -534,7 +583,10 @@ func computeRun(r *sim.Result, drain time.Duration, refJCT map[string]time.Durat
 		t := j.End - j.Arrival
 		jct[j.Class] = append(jct[j.Class], t.Seconds())
 		wait[j.Class] = append(wait[j.Class], (j.Start - j.Arrival).Seconds())
-		boot[j.Class] = append(boot[j.Class], j.BootWait.Seconds())
+		if j.BootWait > 0 {
+			in := j.Arrival >= r.Window.Start && j.Arrival < r.Window.End
+			run.bootWaits[j.Class] = append(run.bootWaits[j.Class], bootWait{j.BootWait.Seconds(), in})
+		}
 		ref, ok := refJCT[j.ID]
 		if !ok {
 			return nil, fmt.Errorf("%s: job %s is not in arm %s's result", where, j.ID, sim.ArmDefault)
@@ -552,7 +604,7 @@ func computeRun(r *sim.Result, drain time.Duration, refJCT map[string]time.Durat
 		run.Stretch[c] = quantiles(run.stretch[c])
 		run.JCT[c] = quantiles(jct[c])
 		run.Wait[c] = quantiles(wait[c])
-		run.BootWait[c] = quantiles(boot[c])
+		run.BootWaits[c] = bootWaitsOf(run.bootWaits[c])
 	}
 	return run, nil
 }

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
+
+	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
 
 	"joulie.io/joulie/pkg/plan"
 	"joulie.io/joulie/pkg/policy"
@@ -17,17 +20,19 @@ type Arm string
 
 // The arms, in the report's order. ArmSpecs says what each one runs.
 const (
-	ArmDefault        Arm = "a-default"          // kube-scheduler's default profile (LeastAllocated), no caps
-	ArmBinPack        Arm = "b-binpack"          // MostAllocated, no caps
-	ArmPowerOff       Arm = "g-binpack-poweroff" // as b, idle nodes switched off by cluster-autoscaler's rules
-	ArmStatic         Arm = "c-static"           // Joulie static_partition on the default profile
-	ArmQueueAware     Arm = "d-queue-aware"      // Joulie queue_aware_v1 on the default profile
-	ArmQueueAwarePack Arm = "d-pack"             // as d, on the MostAllocated profile
-	ArmNoCaps         Arm = "e-joulie-nocaps"    // as d, caps never enforced
-	ArmOraclePhysical Arm = "f-oracle-physical"  // oracle: per-GPU caps per job, node-level CPU caps, power-off with foresight
-	ArmOracle         Arm = "f-oracle"           // oracle: as f-oracle-physical, CPU caps per job slice (idealised)
-	ArmJoulie         Arm = "j-joulie"           // Joulie as shipped after issue 23: packing, caps that pay, parking
-	ArmJouliePerGPU   Arm = "j-joulie-pergpu"    // as j-joulie, with per-GPU caps (gpuCapScope pod)
+	ArmDefault        Arm = "a-default"                 // kube-scheduler's default profile (LeastAllocated), no caps
+	ArmBinPack        Arm = "b-binpack"                 // MostAllocated, no caps
+	ArmBinPackTuned   Arm = "b-tuned"                   // the chart's profile and the GPU taint, no caps, always on
+	ArmPowerOffNaive  Arm = "g0-binpack-poweroff-naive" // as b, idle nodes switched off: g before issue 38
+	ArmPowerOff       Arm = "g-binpack-poweroff"        // as b-tuned, idle nodes switched off by Slurm's rates and a 10-minute idle time
+	ArmStatic         Arm = "c-static"                  // Joulie static_partition on the default profile
+	ArmQueueAware     Arm = "d-queue-aware"             // Joulie queue_aware_v1 on the default profile
+	ArmQueueAwarePack Arm = "d-pack"                    // as d, on the MostAllocated profile
+	ArmNoCaps         Arm = "e-joulie-nocaps"           // as d, caps never enforced
+	ArmOraclePhysical Arm = "f-oracle-physical"         // oracle: per-GPU caps per job, node-level CPU caps, power-off with foresight
+	ArmOracle         Arm = "f-oracle"                  // oracle: as f-oracle-physical, CPU caps per job slice (idealised)
+	ArmJoulie         Arm = "j-joulie"                  // Joulie as shipped after issue 23: packing, caps that pay, parking
+	ArmJouliePerGPU   Arm = "j-joulie-pergpu"           // as j-joulie, with per-GPU caps (gpuCapScope pod)
 )
 
 // OracleMode says how the oracle chooses caps.
@@ -102,6 +107,14 @@ type ArmSpec struct {
 	Oracle OracleMode
 	// PowerOff says how idle nodes are switched off.
 	PowerOff PowerOff
+	// GPUTaint taints every GPU node with GPUNodeTaint
+	// (nvidia.com/gpu=present:NoSchedule), as GKE does with its GPU node pools, and gives every
+	// pod that requests GPUs the toleration Kubernetes'
+	// ExtendedResourceToleration admission adds, so pods without GPUs stay
+	// off GPU nodes; kube-scheduler's TaintToleration plugin enforces it.
+	// It is the operator's placement setting, so every arm that is meant
+	// to run as an operator configures a cluster sets it.
+	GPUTaint bool
 	// Describe is the report's one-line description.
 	Describe string
 }
@@ -112,12 +125,26 @@ type ArmSpec struct {
 var ShippedProfile = schedsim.Profile{Strategy: configv1.MostAllocated, Resources: []configv1.ResourceSpec{
 	{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}, {Name: "nvidia.com/gpu", Weight: 5}, {Name: "amd.com/gpu", Weight: 5}}}
 
+// GPUNodeTaint is the taint of GPU nodes in the arms with ArmSpec.GPUTaint:
+// the key is the GPU's extended resource, so the admission plugin
+// ExtendedResourceToleration tolerates it for exactly the pods that
+// request GPUs.
+var GPUNodeTaint = v1.Taint{Key: string(joulie.ResourceNVIDIAGPU), Value: "present", Effect: v1.TaintEffectNoSchedule}
+
+// gpuToleration is what ExtendedResourceToleration adds to a pod that
+// requests nvidia.com/gpu: it tolerates any taint of that key.
+var gpuToleration = v1.Toleration{Key: GPUNodeTaint.Key, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}
+
 // ArmSpecs is every arm, in the report's order.
 var ArmSpecs = []ArmSpec{
 	{Arm: ArmDefault, Profile: schedsim.DefaultProfile, Describe: "kube-scheduler's default profile (LeastAllocated), no caps, always on"},
-	{Arm: ArmBinPack, Profile: schedsim.MostAllocatedProfile, Describe: "MostAllocated (bin-packing), no caps, always on"},
-	{Arm: ArmPowerOff, Profile: schedsim.MostAllocatedProfile, PowerOff: AutoscalerRules,
-		Describe: "bin-packing + idle power-off: an empty node off after 10 min, a pod that fits no awake node wakes one and waits for its boot"},
+	{Arm: ArmBinPack, Profile: schedsim.MostAllocatedProfile, Describe: "MostAllocated (bin-packing), no caps, always on: what a Kubernetes user runs today"},
+	{Arm: ArmBinPackTuned, Profile: ShippedProfile, GPUTaint: true,
+		Describe: "bin-packing as an operator tunes it: the chart's scheduler profile (GPUs weighted) and GPU nodes tainted for GPU pods only, no caps, always on"},
+	{Arm: ArmPowerOffNaive, Profile: schedsim.MostAllocatedProfile, PowerOff: AutoscalerRules,
+		Describe: "g before issue 38: MostAllocated over cpu and memory, no GPU taint, idle power-off as g"},
+	{Arm: ArmPowerOff, Profile: ShippedProfile, GPUTaint: true, PowerOff: AutoscalerRules,
+		Describe: "bin-packing + idle power-off as an operator configures it: b-tuned's placement, an empty node off after 10 min, a pod that fits no awake node wakes one it tolerates (Slurm's suspend and resume rates) and waits for its boot"},
 	// The Joulie arms below score as the extender and the chart did before
 	// issue 23 (the design's headroom formula, at weight 1), so that their
 	// results stay what they were.
@@ -133,10 +160,10 @@ var ArmSpecs = []ArmSpec{
 		Describe: "oracle bound, physical: bin-packing, per-GPU caps per job and node-level CPU caps at the energy optimum, nodes off when empty and woken with foresight"},
 	{Arm: ArmOracle, Profile: schedsim.MostAllocatedProfile, Oracle: OracleSlices, PowerOff: Foresight,
 		Describe: "oracle bound, idealised: as f-oracle-physical with a CPU cap per job slice"},
-	{Arm: ArmJoulie, Profile: ShippedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
+	{Arm: ArmJoulie, Profile: ShippedProfile, GPUTaint: true, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
 		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain,
-		Describe: "Joulie as shipped: the chart's packing profile, the extender's pack mode, queue_aware_v1 with performance spread by demand, caps only where they pay, idle nodes parked with a warm reserve per family"},
-	{Arm: ArmJouliePerGPU, Profile: ShippedProfile, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
+		Describe: "Joulie as shipped, on b-tuned's placement (the chart's packing profile, the GPU taint): the extender's pack mode, queue_aware_v1 with performance spread by demand, caps only where they pay, idle nodes parked with a warm reserve per family"},
+	{Arm: ArmJouliePerGPU, Profile: ShippedProfile, GPUTaint: true, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
 		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain, GPUCapScope: plan.GPUScopePod,
 		Describe: "as j-joulie, with per-GPU caps: on performance nodes, the GPUs of standard jobs at the fixed GPU eco cap"},
 }

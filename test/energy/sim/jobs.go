@@ -28,13 +28,11 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 		s.pendingPerf--
 	}
 	s.unreserve(j)
-	if j.waking >= 0 {
-		j.bootWait = s.now - j.wakeAt
-		j.waking = -1
-	}
-	if s.spec.PowerOff == Parking && j.queued && n.park.readyAt > j.queuedAt {
-		// The job waited in the queue while the node it lands on booted.
-		j.bootWait = s.now - j.queuedAt
+	j.waking = -1
+	if j.queued && n.readyAt > j.job.Arrival {
+		// BootWaitRule, the one rule of every arm: the pod found no node
+		// on arrival and starts on capacity a boot brought meanwhile.
+		j.bootWait = s.now - j.job.Arrival
 	}
 	if n.state != awake {
 		// Only the oracle's scheduler sees nodes that are not awake: the
@@ -66,7 +64,7 @@ func (s *simulation) trySchedule(ctx context.Context, idx int) bool {
 // queue, and lets the power-off rules wake a node for it.
 func (s *simulation) enqueue(idx int) {
 	j := s.jobs[idx]
-	j.queued, j.queuedAt = true, s.now
+	j.queued = true
 	s.queue = append(s.queue, idx)
 	if j.perfPod {
 		s.pendingPerf++

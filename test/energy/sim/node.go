@@ -67,6 +67,10 @@ type nodeState struct {
 	scoringTwin scoring.Twin
 	hardware    powerest.Node
 
+	// readyAt is when the node last became Ready after a boot (-1: it
+	// has been awake since the start). The oracles' foresight boots end
+	// before the pod they serve arrives and do not set it.
+	readyAt time.Duration
 	// state is the node's power state since stateAt; emptySince is when
 	// it last became empty (the power-off rules).
 	state      powerState
@@ -83,7 +87,7 @@ type nodeState struct {
 var standard = workload.StandardCluster(1, 1)
 
 func (s *simulation) newNode(i int, n workload.Node, obj *v1.Node) *nodeState {
-	ns := &nodeState{idx: i, spec: n, obj: obj, cpuCap: 1, gpuCap: 1, gpuStdCap: 1, askedCPU: 1, askedGPU: 1, askedStd: 1}
+	ns := &nodeState{idx: i, spec: n, obj: obj, cpuCap: 1, gpuCap: 1, gpuStdCap: 1, askedCPU: 1, askedGPU: 1, askedStd: 1, readyAt: -1}
 	ns.host, ns.gpu = physicsFor(s.model, n)
 	return ns
 }

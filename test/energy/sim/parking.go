@@ -19,9 +19,11 @@ import (
 // decision core joulie-controller runs, carried out on the simulated
 // cluster as the controller and the agents carry it out on a real one.
 //
-//   - awake → parking: the node is tainted joulie.io/parked (here: cordoned,
-//     since the simulator leaves TaintToleration out for its plain pods, and
-//     the taint is on the node object the controller reads);
+//   - awake → parking: the node is tainted joulie.io/parked (here: cordoned
+//     in the scheduler, which no simulated pod tolerates either, so it
+//     places alike, and the arms without the GPU taint can leave
+//     TaintToleration out; the taint is on the node object the controller
+//     reads);
 //   - parking → parked: the agent restores the caps, reports parked and
 //     switches the host off (the physics' shutdown, then off);
 //   - parking → awake: a pod landed or the reserve needs the node: the
@@ -61,8 +63,6 @@ type parkingState struct {
 	agentParked bool
 	// bootAfterOff: a wake came while the host was still shutting down.
 	bootAfterOff bool
-	// readyAt is when the node last became Ready after a boot.
-	readyAt time.Duration
 	// requested is the sum of the requests of the node's jobs, kept for
 	// Decide; stale when dirty.
 	requested v1.ResourceList
@@ -281,7 +281,6 @@ func (s *simulation) parkedOff(n *nodeState) {
 // lifts the taint.
 func (s *simulation) parkedReady(ctx context.Context, n *nodeState) error {
 	n.park.agentParked = false
-	n.park.readyAt = s.now
 	return s.parkPass(ctx)
 }
 

@@ -4,7 +4,11 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 )
 
 // The power-off rules of arm g, those a cluster operator runs today to
@@ -124,6 +128,7 @@ func (s *simulation) powerEvent(ctx context.Context, ev event) error {
 		s.wakeQueued()
 	case stepReady:
 		s.setState(n, awake)
+		n.readyAt = s.now
 		if s.spec.PowerOff == Parking {
 			return s.parkedReady(ctx, n)
 		}
@@ -160,7 +165,10 @@ func (s *simulation) wakeQueued() {
 // wakeFor is the autoscaler's scale-up for job idx, which fits on no
 // awake node: it waits for a booting node with room left for it, or wakes
 // an off node that fits it, one without GPUs for a job without GPUs when
-// one does (an operator's GPU node group is kept for GPU work).
+// one does (an operator's GPU node group is kept for GPU work). A node
+// whose taints the job does not tolerate is neither waited for nor woken:
+// cluster-autoscaler simulates the scheduler's filters, taints included,
+// before it scales a node group up.
 func (s *simulation) wakeFor(idx int) {
 	j := s.jobs[idx]
 	if s.spec.PowerOff != AutoscalerRules || j.waking >= 0 {
@@ -170,12 +178,12 @@ func (s *simulation) wakeFor(idx int) {
 	for _, n := range s.nodes {
 		switch n.state {
 		case booting:
-			if fitsReserved(n, j) {
+			if tolerated(n, j) && fitsReserved(n, j) {
 				s.reserve(n, j)
 				return
 			}
 		case off:
-			if !fitsEmpty(n, j) {
+			if !tolerated(n, j) || !fitsEmpty(n, j) {
 				continue
 			}
 			if pick == nil || (j.job.GPUs == 0 && pick.spec.GPUs > 0 && n.spec.GPUs == 0) {
@@ -200,6 +208,22 @@ func (s *simulation) wakeFor(idx int) {
 	s.reserve(pick, j)
 }
 
+// tolerated says whether job j's pod tolerates every NoSchedule and
+// NoExecute taint of node n, by the API's own matching rule, as the
+// scheduler's TaintToleration filter asks.
+func tolerated(n *nodeState, j *jobState) bool {
+	for i := range n.obj.Spec.Taints {
+		t := &n.obj.Spec.Taints[i]
+		if t.Effect != v1.TaintEffectNoSchedule && t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if !slices.ContainsFunc(j.pod.Spec.Tolerations, func(tol v1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), t, false) }) {
+			return false
+		}
+	}
+	return true
+}
+
 func fitsEmpty(n *nodeState, j *jobState) bool {
 	return j.job.CPUMilli <= n.spec.CPUMilli && j.job.MemoryMiB <= n.spec.MemoryMiB && j.job.GPUs <= n.spec.GPUs
 }
@@ -213,7 +237,7 @@ func (s *simulation) reserve(n *nodeState, j *jobState) {
 	n.reservedCPU += j.job.CPUMilli
 	n.reservedMem += j.job.MemoryMiB
 	n.reservedGPU += j.job.GPUs
-	j.waking, j.wakeAt = n.idx, s.now
+	j.waking = n.idx
 }
 
 // unreserve releases what job j held on the node booting for it, which it

@@ -91,3 +91,31 @@ func TestAPodThatFitsNoAwakeNodeWaitsForABoot(t *testing.T) {
 		t.Errorf("energy over the boot before the second job %.1f J, want %.1f J", e, want)
 	}
 }
+
+// One rule for every arm (BootWaitRule): a pod waited for a boot when it
+// queued and started on a node that became Ready after it arrived. A pod
+// that woke a node but started on an awake node freed before the boot
+// ended waited for a completion, not a boot; a pod that arrived while a
+// boot for another pod was under way and started on that node waited for
+// the boot, for all of its wait, though it woke nothing.
+func TestBootWaitIsCountedByOneRule(t *testing.T) {
+	m := physics.Default()
+	nodes := workload.StandardCluster(2, 0)
+	jobs := []workload.Job{
+		cpuJob("first", 0, 300, 2*time.Hour+100*time.Second),
+		cpuJob("second", 2*time.Hour, 300, time.Hour),               // wakes the node off since 10 min, starts where first ends
+		cpuJob("third", 2*time.Hour+10*time.Second, 300, time.Hour), // starts on the node second woke
+	}
+	jobs[1].Class, jobs[2].Class = workload.Performance, workload.Performance
+	g := run(t, ArmPowerOff, nodes, jobs, Options{Seed: 1})
+	first, second, third := g.Jobs[0], g.Jobs[1], g.Jobs[2]
+	if second.Node != first.Node || second.Start != first.End || second.BootWait != 0 {
+		t.Errorf("second started on %s at %s (boot wait %s), want on %s when first ended at %s, no boot wait", second.Node, second.Start, second.BootWait, first.Node, first.End)
+	}
+	if ready := 2*time.Hour + m.Power.BootTime(false); third.Node == first.Node || third.Start != ready || third.BootWait != third.Start-third.Arrival {
+		t.Errorf("third started on %s at %s (boot wait %s), want on the woken node when it was Ready at %s, all its wait a boot wait", third.Node, third.Start, third.BootWait, ready)
+	}
+	if g.PerfBootWaits != 1 || g.Boots != 1 {
+		t.Errorf("%d performance boot waits and %d boots, want 1 and 1", g.PerfBootWaits, g.Boots)
+	}
+}

@@ -11,14 +11,21 @@ type JobResult struct {
 	CPUMilli            int64
 	Work                time.Duration // full-speed runtime
 	Arrival, Start, End time.Duration // from the simulation's start
-	// BootWait is the part of the job's wait (Start − Arrival) spent
-	// waiting for a node that was booting for it; 0 when it waited for no
-	// boot.
+	// BootWait is the job's wait for capacity, Start − Arrival, when it
+	// waited for a boot by BootWaitRule; 0 when it did not.
 	BootWait  time.Duration
 	Node      string
 	Profile   string // node's profile when the job started: performance, eco, draining or none
 	Truncated bool
 }
+
+// BootWaitRule is the one definition of a wait for a boot that every arm
+// counts by, as the report states it. Where a node comes back from
+// (cluster-autoscaler's scale-up, Joulie's parking, a wake for another
+// pod) does not matter: only that the capacity the pod got came from a
+// boot that ended while it waited. A boot already under way when the pod
+// arrived counts, since the pod still waits for it.
+const BootWaitRule = "a pod waited for a boot when it found no awake node that would take it on arrival (it queued) and it started on a node that became Ready after the pod was created; its wait for capacity is then its whole wait, start − arrival"
 
 // Parts splits the cluster's IT power by where it goes. Their sum is the
 // cluster's power.

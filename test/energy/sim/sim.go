@@ -123,12 +123,10 @@ type jobState struct {
 	// cap is the oracle's cap on the job's own shares (1: none).
 	cap float64
 	// waking is the node booting for this pending job (-1: none), and
-	// bootWait the time it waited for a boot.
+	// bootWait the time it waited for capacity when it waited for a boot
+	// by BootWaitRule.
 	waking   int
-	wakeAt   time.Duration
 	bootWait time.Duration
-	// queuedAt is when the job last entered the queue.
-	queuedAt time.Duration
 }
 
 type simulation struct {
@@ -171,6 +169,9 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	objs := make([]*v1.Node, len(nodes))
 	for i, n := range nodes {
 		objs[i] = nodeObject(n, opts.MaxPodsPerNode)
+		if spec.GPUTaint && n.GPUs > 0 {
+			objs[i].Spec.Taints = append(objs[i].Spec.Taints, GPUNodeTaint)
+		}
 		if spec.PowerOff == Parking {
 			objs[i].Labels[joulie.LabelParkable] = "true"
 		}
@@ -185,7 +186,12 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	}
 	profile := spec.Profile
 	if !opts.AllPlugins {
-		profile = profile.Without(schedsim.InertForPlainPods...)
+		inert := schedsim.InertForPlainPods
+		if spec.GPUTaint {
+			// The GPU taint is what TaintToleration filters on.
+			inert = slices.DeleteFunc(slices.Clone(inert), func(p string) bool { return p == "TaintToleration" })
+		}
+		profile = profile.Without(inert...)
 	}
 	sched, err := schedsim.New(profile, objs, ext, schedsim.Options{Seed: uint64(opts.Seed)})
 	if err != nil {
@@ -193,7 +199,11 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	}
 	s.sched = sched
 	for i, j := range jobs {
-		js := &jobState{job: j, node: -1, pod: podObject(j), left: j.Work.Seconds(), perfPod: j.Class == workload.Performance, cap: 1, waking: -1}
+		pod := podObject(j)
+		if spec.GPUTaint && j.GPUs > 0 {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, gpuToleration)
+		}
+		js := &jobState{job: j, node: -1, pod: pod, left: j.Work.Seconds(), perfPod: j.Class == workload.Performance, cap: 1, waking: -1}
 		s.jobs = append(s.jobs, js)
 		heap.Push(&s.events, event{t: j.Arrival, kind: evArrival, idx: i})
 	}
