@@ -212,7 +212,7 @@ func TestDefaultArmsAreAllOfSims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := sim.Arms(); !slices.Equal(o.arms, want) || len(want) != 13 {
+	if want := sim.Arms(); !slices.Equal(o.arms, want) || len(want) != 14 {
 		t.Errorf("default arms %v, want %v", o.arms, want)
 	}
 }

@@ -853,3 +853,66 @@ func TestATuningRunSaysSo(t *testing.T) {
 		t.Errorf("a report on seed 9 alone warns that it is a tuning run")
 	}
 }
+
+// The saving taken apart: each step is its arm against the arm before
+// it, paired by seed, and the steps present are those whose two arms
+// ran; on each seed the steps' ratios multiply to the last arm's against
+// b-binpack.
+func TestTheSavingTakenApartStepByStep(t *testing.T) {
+	perCore := map[sim.Arm][2]float64{ // kWh per core-hour on seeds 1 and 2, 10 core-hours each
+		sim.ArmDefault: {1.2, 1.2}, sim.ArmBinPack: {1, 1}, sim.ArmBinPackTuned: {0.95, 0.9}, sim.ArmPowerOff: {0.8, 0.81},
+		sim.ArmJoulieNoCaps: {0.84, 0.81}, sim.ArmJoulie: {0.756, 0.7695},
+	}
+	var results []sim.Result
+	for i, seed := range []int64{1, 2} {
+		for arm, e := range perCore {
+			results = append(results, handResult(0.4, seed, arm, armCase{parts: sim.Parts{IdleAwake: 10 * e[i]}, coreH: 10, gpuH: 2, alloc: 0.4, watts: 1000}))
+		}
+	}
+	st, err := Compute(0.4, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[sim.Arm]float64{ // mean of the two seeds' steps, in percent
+		sim.ArmBinPackTuned: (-5.0 + -10.0) / 2,
+		sim.ArmPowerOff:     (100*(0.8/0.95-1) + -10.0) / 2,
+		sim.ArmJoulieNoCaps: (5.0 + 0.0) / 2,
+		sim.ArmJoulie:       (-10.0 + -5.0) / 2,
+	}
+	var got []sim.Arm
+	for _, s := range Steps {
+		c, ok := st.Headline.StepComparison(s, MetricPerCoreHour)
+		if !ok {
+			continue
+		}
+		got = append(got, s.Arm)
+		if !near(c.Mean, want[s.Arm]) || c.N != 2 {
+			t.Errorf("step %q (%s against %s): %v%% over %d seeds, want %v%% over 2", s.What, s.Arm, s.Base, c.Mean, c.N, want[s.Arm])
+		}
+	}
+	if !slices.Equal(got, []sim.Arm{sim.ArmBinPackTuned, sim.ArmPowerOff, sim.ArmJoulieNoCaps, sim.ArmJoulie}) {
+		t.Errorf("steps %v: want the four whose arms ran, per-GPU caps left out", got)
+	}
+	for i, seed := range []int64{1, 2} {
+		product := 1.0
+		for _, s := range Steps[:4] {
+			product *= perCore[s.Arm][i] / perCore[s.Base][i]
+		}
+		if !near(product, perCore[sim.ArmJoulie][i]/perCore[sim.ArmBinPack][i]) {
+			t.Errorf("seed %d: the steps multiply to %v, j against b is %v", seed, product, perCore[sim.ArmJoulie][i])
+		}
+	}
+	md := string(Markdown(Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h}, st))
+	for _, row := range []string{
+		"### The saving taken apart",
+		"| Joulie's caps | j-joulie | j-joulie-nocaps | -7.5% (",
+		"| placement: the chart's scheduler profile and the GPU taint | b-tuned | b-binpack | -7.5% (",
+	} {
+		if !strings.Contains(md, row) {
+			t.Errorf("report.md lacks %q", row)
+		}
+	}
+	if strings.Contains(md, "| per-GPU caps |") {
+		t.Error("report.md shows the per-GPU step, whose arm did not run")
+	}
+}

@@ -231,6 +231,41 @@ var secondaryMetrics = []metric{
 // settings, and that with idle power-off (the competent baseline).
 var Baselines = []sim.Arm{sim.ArmBinPack, sim.ArmBinPackTuned, sim.ArmPowerOff}
 
+// Step is one step of the saving taken apart: Arm against Base, an arm
+// that differs from it in one thing, both of which run.
+type Step struct {
+	What      string
+	Arm, Base sim.Arm
+}
+
+// Steps take the saving from b-binpack to Joulie apart, each one change
+// on top of the last: the operator's placement, idle power-off, Joulie's
+// parking and placement in place of g's power-off, its caps, and per-GPU
+// caps. On each seed the steps' ratios multiply to j-joulie's (or
+// j-joulie-pergpu's) against b-binpack; their means need not.
+var Steps = []Step{
+	{"placement: the chart's scheduler profile and the GPU taint", sim.ArmBinPackTuned, sim.ArmBinPack},
+	{"idle power-off, as cluster-autoscaler and Slurm do it", sim.ArmPowerOff, sim.ArmBinPackTuned},
+	{"Joulie's parking and placement in place of g's power-off, no caps", sim.ArmJoulieNoCaps, sim.ArmPowerOff},
+	{"Joulie's caps", sim.ArmJoulie, sim.ArmJoulieNoCaps},
+	{"per-GPU caps", sim.ArmJouliePerGPU, sim.ArmJoulie},
+}
+
+// stepMetrics are what each step is measured on.
+var stepMetrics = windowMetricsNamed(MetricPerCoreHour, MetricEnergy, MetricPerfP95, MetricStandardP95)
+
+func windowMetricsNamed(names ...string) []metric {
+	var out []metric
+	for _, n := range names {
+		i := slices.IndexFunc(windowMetrics, func(m metric) bool { return m.name == n })
+		if i < 0 {
+			panic("report: no window metric " + n)
+		}
+		out = append(out, windowMetrics[i])
+	}
+	return out
+}
+
 // Oracles are the arms whose saving against b-binpack the others are
 // measured as a share of.
 var Oracles = []sim.Arm{sim.ArmOraclePhysical, sim.ArmOracle}
@@ -249,12 +284,15 @@ type OracleShare struct {
 type Level struct {
 	// Level is the load level the job lists were generated for (0 for a
 	// replayed trace).
-	Level        float64
-	Arms         []sim.Arm // in sim.Arms' order
-	Seeds        []int64   // ascending
-	Runs         []*Run    // by arm, then seed
-	Comparisons  []Comparison
-	OracleShares []OracleShare
+	Level       float64
+	Arms        []sim.Arm // in sim.Arms' order
+	Seeds       []int64   // ascending
+	Runs        []*Run    // by arm, then seed
+	Comparisons []Comparison
+	// StepComparisons are Steps' comparisons, of the steps whose two arms
+	// ran.
+	StepComparisons []Comparison
+	OracleShares    []OracleShare
 }
 
 // Stats is everything the report shows.
@@ -287,6 +325,16 @@ func (l *Level) Run(arm sim.Arm, seed int64) *Run {
 func (l *Level) Comparison(arm, base sim.Arm, metric string) (Comparison, bool) {
 	for _, c := range l.Comparisons {
 		if c.Arm == arm && c.Baseline == base && c.Metric == metric {
+			return c, true
+		}
+	}
+	return Comparison{}, false
+}
+
+// StepComparison returns step s's comparison on metric.
+func (l *Level) StepComparison(s Step, metric string) (Comparison, bool) {
+	for _, c := range l.StepComparisons {
+		if c.Arm == s.Arm && c.Baseline == s.Base && c.Metric == metric {
 			return c, true
 		}
 	}
@@ -484,6 +532,11 @@ func (acc *Accumulator) Stats() (*Stats, error) {
 				if base == sim.ArmBinPack {
 					l.Comparisons = append(l.Comparisons, l.compare(a, base, secondaryMetrics)...)
 				}
+			}
+		}
+		for _, s := range Steps {
+			if l.Has(s.Arm) && l.Has(s.Base) {
+				l.StepComparisons = append(l.StepComparisons, l.compare(s.Arm, s.Base, stepMetrics)...)
 			}
 		}
 		for _, o := range Oracles {

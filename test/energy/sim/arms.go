@@ -32,6 +32,7 @@ const (
 	ArmOraclePhysical Arm = "f-oracle-physical"         // oracle: per-GPU caps per job, node-level CPU caps, power-off with foresight
 	ArmOracle         Arm = "f-oracle"                  // oracle: as f-oracle-physical, CPU caps per job slice (idealised)
 	ArmJoulie         Arm = "j-joulie"                  // Joulie as shipped after issue 23: packing, caps that pay, parking
+	ArmJoulieNoCaps   Arm = "j-joulie-nocaps"           // as j-joulie, caps never applied: its parking and placement alone
 	ArmJouliePerGPU   Arm = "j-joulie-pergpu"           // as j-joulie, with per-GPU caps (gpuCapScope pod)
 )
 
@@ -163,6 +164,12 @@ var ArmSpecs = []ArmSpec{
 	{Arm: ArmJoulie, Profile: ShippedProfile, GPUTaint: true, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
 		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain,
 		Describe: "Joulie as shipped, on b-tuned's placement (the chart's packing profile, the GPU taint): the extender's pack mode, queue_aware_v1 with performance spread by demand, caps only where they pay, idle nodes parked with a warm reserve per family"},
+	// j without caps: what Joulie's parking and placement save against g
+	// (the same placement, no caps), and what its caps add on top (j
+	// against this), each step an arm that runs.
+	{Arm: ArmJoulieNoCaps, Profile: ShippedProfile, GPUTaint: true, Joulie: true, Policy: plan.PolicyQueueAware, PowerOff: Parking,
+		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain,
+		Describe: "as j-joulie, caps planned but never applied: Joulie's placement and parking alone"},
 	{Arm: ArmJouliePerGPU, Profile: ShippedProfile, GPUTaint: true, Joulie: true, Policy: plan.PolicyQueueAware, Caps: true, PowerOff: Parking,
 		CapMode: plan.CapModePays, Spread: policy.SpreadDemand, Guard: policy.GuardDrain, GPUCapScope: plan.GPUScopePod,
 		Describe: "as j-joulie, with per-GPU caps: on performance nodes, the GPUs of standard jobs at the fixed GPU eco cap"},

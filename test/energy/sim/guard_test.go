@@ -61,6 +61,7 @@ func TestResultsUnchanged(t *testing.T) {
 		"f-oracle-physical/6":         "98ec9f7cf96bbbf7",
 		"f-oracle/6":                  "baafe2c6b3022cff",
 		"j-joulie/6":                  "d13aa0a9660186d0",
+		"j-joulie-nocaps/6":           "b489a6934d844430",
 		"j-joulie-pergpu/6":           "03cf7e593f5843d8",
 		"a-default/7":                 "6119f5903a13b764",
 		"b-binpack/7":                 "3e808fda932ee3b2",
@@ -74,6 +75,7 @@ func TestResultsUnchanged(t *testing.T) {
 		"f-oracle-physical/7":         "60e39c708149cd2b",
 		"f-oracle/7":                  "ee957461628b62a5",
 		"j-joulie/7":                  "f561e932d2a6efd2",
+		"j-joulie-nocaps/7":           "0419cecf5820825b",
 		"j-joulie-pergpu/7":           "3a81939bf8a00ece",
 	}
 	for _, seed := range []int64{6, 7} {

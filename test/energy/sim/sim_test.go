@@ -88,6 +88,29 @@ func TestUncappedEcoReproducesNoCaps(t *testing.T) {
 	}
 }
 
+// j-joulie-nocaps is j-joulie but for its caps: with eco caps at 100%
+// the two run the same placements, parks and energy, so the step from
+// one to the other in the report is the caps' alone.
+func TestJoulieWithoutCapsIsJoulieButForItsCaps(t *testing.T) {
+	nodes, jobs := smallRun(t, 4, 300)
+	full := intent.Default()
+	full.CPUEcoCapPctOfMax, full.GPUEcoCapPctOfMax = 100, 100
+	j := run(t, ArmJoulie, nodes, jobs, Options{Seed: 4, Intent: &full})
+	n := run(t, ArmJoulieNoCaps, nodes, jobs, Options{Seed: 4, Intent: &full})
+	if j.EnergyJ != n.EnergyJ || j.Makespan != n.Makespan {
+		t.Errorf("energy %g J / %g J, makespan %s / %s", j.EnergyJ, n.EnergyJ, j.Makespan, n.Makespan)
+	}
+	for i := range j.Jobs {
+		if j.Jobs[i] != n.Jobs[i] {
+			t.Fatalf("job %d: %+v with eco caps at 100%%, %+v without caps", i, j.Jobs[i], n.Jobs[i])
+		}
+	}
+	// And at the shipped caps they differ: the caps do something.
+	if capped, uncapped := run(t, ArmJoulie, nodes, jobs, Options{Seed: 4}), run(t, ArmJoulieNoCaps, nodes, jobs, Options{Seed: 4}); capped.EnergyJ == uncapped.EnergyJ {
+		t.Errorf("j-joulie and j-joulie-nocaps used the same %g J at the shipped caps", capped.EnergyJ)
+	}
+}
+
 // A package cap slows the jobs on a node only when the node's draw would
 // exceed it: a cpu-compute job on a lightly loaded node under a 60% cap
 // runs at full speed; once the node is saturated the same cap slows it by
