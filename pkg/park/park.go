@@ -117,6 +117,12 @@ type Transition struct {
 	WakeAttempts int
 	// Reason says why, for an operator (Events, logs).
 	Reason string
+	// Cycle is set on a wake retry the waker may power cycle: one whose
+	// node's kubelet has not renewed its Lease since the last attempt. A
+	// host whose kubelet renews is up, perhaps with pods running (it
+	// never went off, or posts no fresh Ready heartbeat yet): a power
+	// cycle would destroy their work, so its retry only powers on.
+	Cycle bool
 }
 
 // Wake reports whether the transition asks the node to start: the caller
@@ -275,9 +281,14 @@ func backSince(n *state, t time.Time) bool {
 
 // stayedOn reports whether a parked node's host is on: its agent has
 // answered the parked spec awake (it refused or failed to power off, or
-// the host was booted by hand) and the node is back since the park.
+// the host was booted by hand), and the node is Ready with its Lease
+// renewed since the park. No fresh Ready heartbeat is asked for, unlike
+// backSince: a host that never went off posts none until its kubelet's
+// next status report (minutes), and an agent that powers off answers the
+// parked spec parked, never awake, so the answer alone tells the two
+// apart.
 func stayedOn(n *state) bool {
-	return n.AgentAnswered && n.AgentState == joulie.PowerAwake && backSince(n, n.Since)
+	return n.AgentAnswered && n.AgentState == joulie.PowerAwake && n.Ready && n.Renewed.After(n.Since)
 }
 
 // strand records that the pods bound to n wait for it while it stays off.
@@ -316,8 +327,14 @@ func (d *decider) progress() {
 			case n.WakeAttempts < d.s.MaxWakeAttempts:
 				if d.wakeBudget > 0 {
 					d.wakeBudget--
-					d.move(n, joulie.PowerWaking, n.WakeAttempts+1, "not Ready %s after wake attempt %d; trying again (%d of %d)",
-						d.s.ResumeTimeout, n.WakeAttempts, n.WakeAttempts+1, d.s.MaxWakeAttempts)
+					alive := n.Renewed.After(n.Since)
+					how := "trying again"
+					if alive {
+						how = "its kubelet renews its Lease, so the host is up: powering on again, never cycling"
+					}
+					d.move(n, joulie.PowerWaking, n.WakeAttempts+1, "not back %s after wake attempt %d; %s (%d of %d)",
+						d.s.ResumeTimeout, n.WakeAttempts, how, n.WakeAttempts+1, d.s.MaxWakeAttempts)
+					d.out[len(d.out)-1].Cycle = !alive
 				}
 			default:
 				d.move(n, joulie.PowerWakeFailed, n.WakeAttempts, "not Ready %s after the last of %d wake attempts; check the host and its BMC, then power it on by hand",

@@ -80,6 +80,16 @@ func answered(reason string) func(*Node) {
 	}
 }
 
+// cycles checks whether the first transition allows a power cycle.
+func cycles(want bool) func(*testing.T, Result) {
+	return func(t *testing.T, r Result) {
+		t.Helper()
+		if len(r.Transitions) == 0 || r.Transitions[0].Cycle != want {
+			t.Errorf("transitions %+v, want the first with Cycle %v", r.Transitions, want)
+		}
+	}
+}
+
 // bound puts pods that no DaemonSet controls on the node.
 func bound(pods ...string) func(*Node) {
 	return func(n *Node) { n.Bound, n.Workloads, n.Pods = pods, len(pods), len(pods) }
@@ -324,9 +334,13 @@ func TestDecide(t *testing.T) {
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 3*time.Minute), attempts(1), func(n *Node) { n.Ready = true })}},
 		{name: "a waking node within the resume timeout waits",
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 9*time.Minute), attempts(1))}},
-		{name: "a waking node past the resume timeout is woken again",
+		{name: "a waking node past the resume timeout is woken again, by a power cycle if need be",
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 10*time.Minute), attempts(1))},
-			want:  []string{"a waking>waking#2"}, reason: "trying again (2 of 3)"},
+			want:  []string{"a waking>waking#2"}, reason: "trying again (2 of 3)", check: cycles(true)},
+		{name: "… but a host whose kubelet renews its Lease since the wake is never power cycled",
+			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 10*time.Minute), attempts(1), back,
+				func(n *Node) { n.Heartbeat = t0.Add(-time.Hour) })},
+			want: []string{"a waking>waking#2"}, reason: "so the host is up: powering on again, never cycling", check: cycles(false)},
 		{name: "a waking node past the resume timeout after the last attempt has failed to wake",
 			nodes: []Node{node("a", cpuFam, 64, in(joulie.PowerWaking, 10*time.Minute), attempts(3))},
 			want:  []string{"a waking>wake-failed"}, reason: "after the last of 3 wake attempts"},
@@ -373,10 +387,11 @@ func TestDecide(t *testing.T) {
 			settings: noFloor,
 			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffNotAllowed"),
 				func(n *Node) { n.AgentAnswered = false })}},
-		{name: "… nor with a heartbeat older than the park",
+		{name: "… even with no Ready heartbeat since the park: a host that never went off posts none",
 			settings: noFloor,
 			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffFailed"),
-				func(n *Node) { n.Heartbeat = t0.Add(-2 * time.Minute) })}},
+				func(n *Node) { n.Heartbeat = t0.Add(-2 * time.Hour) })},
+			want: []string{"b parked>awake"}},
 		{name: "… nor with a Lease not renewed since the park",
 			settings: noFloor,
 			nodes: []Node{node("a", cpuFam, 64, busy(1)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Minute), answered("PowerOffFailed"),

@@ -316,11 +316,13 @@ func (h *fakeHosts) stayOn(ctx context.Context, node string, s joulie.PowerState
 	}
 }
 
-// renewEverySecond is the kubelet of a host that is on. h.mu is held.
+// renewEverySecond is the kubelet of a host that has stayed on: it
+// renews its Lease, but posts no Ready heartbeat, as a kubelet posts one
+// only on a change of its status or every few minutes. h.mu is held.
 func (h *fakeHosts) renewEverySecond(ctx context.Context, node string) {
 	if time.Since(h.renewed[node]) >= time.Second {
 		h.renewed[node] = time.Now()
-		h.renew(ctx, node, true)
+		h.renew(ctx, node, false)
 	}
 }
 

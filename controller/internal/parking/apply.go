@@ -86,9 +86,10 @@ func (c *Controller) apply(ctx context.Context, v *view, t park.Transition) (jou
 		c.event(node, false, "Waking", "wake attempt %d: %s", t.WakeAttempts, t.Reason)
 		// A retry follows an attempt the node did not come back from
 		// within the resume timeout: the waker may restart a host that is
-		// on but hung. The call runs off the pass; its outcome is
-		// reported when it ends.
-		c.wakes.send(ctx, node, WakeRequest{Attempt: t.WakeAttempts, Cycle: t.WakeAttempts > 1})
+		// on but hung, never one whose kubelet renews (park.Transition's
+		// Cycle). The call runs off the pass; its outcome is reported
+		// when it ends.
+		c.wakes.send(ctx, node, WakeRequest{Attempt: t.WakeAttempts, Cycle: t.Cycle})
 		return t.To, nil
 
 	case t.To == joulie.PowerWakeFailed:
