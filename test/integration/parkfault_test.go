@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -39,8 +40,8 @@ const (
 	pfSample   = 200 * time.Millisecond // the test's look at the profiles and the hosts
 	pfNodes    = 6
 	pfBMCNodes = 3
-	pfAnchor   = "pf-l40s-2" // never parkable: the awake neighbour that sends magic packets
-	pfNS       = "jx-parkfault"
+	pfAnchor   = "pf-l40s-2"    // never parkable: the awake neighbour that sends magic packets
+	pfNS       = "jx-parkfault" // each run's namespace is pfNS-<run>
 	pfSelector = fleet.LabelFleet + "=pf"
 
 	// pfWindow: the agent's last check reads the node's pods, then
@@ -136,8 +137,11 @@ type pfSpan struct {
 }
 
 type parkFaultRun struct {
-	t     *testing.T
-	ctx   context.Context
+	t   *testing.T
+	ctx context.Context
+	// ns is this run's namespace: make test-park-faults repeats the test
+	// in one API server, and the pods of a run must not meet the next's.
+	ns    string
 	rng   *rand.Rand
 	kube  kubernetes.Interface
 	jc    versioned.Interface
@@ -163,6 +167,9 @@ type parkFaultRun struct {
 	parks, wakes                 int
 }
 
+// pfRuns numbers the fault runs of this test process.
+var pfRuns atomic.Int32
+
 func newParkFaultRun(t *testing.T, seed uint64) *parkFaultRun {
 	ctx := t.Context()
 	jc, err := versioned.NewForConfig(cp.AdminConfig())
@@ -172,9 +179,16 @@ func newParkFaultRun(t *testing.T, seed uint64) *parkFaultRun {
 	r := &parkFaultRun{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), kube: cp.AdminClient(t), jc: jc,
 		dir: t.TempDir(), pods: map[string]*pfPod{}, powerOffs: map[string]int{},
 		awakeOffSince: map[string]time.Time{}, parkedOnSince: map[string]time.Time{}, reported: map[string]bool{}, lastState: map[string]string{}}
-	if err := cp.EnsureNamespace(ctx, pfNS); err != nil {
+	r.ns = fmt.Sprintf("%s-%d", pfNS, pfRuns.Add(1))
+	if err := cp.EnsureNamespace(ctx, r.ns); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		// Nothing deletes a namespace's pods here (no namespace
+		// controller runs): the run's pods would hold its nodes' names.
+		zero := int64(0)
+		_ = r.kube.CoreV1().Pods(r.ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	})
 	logPath := filepath.Join(r.dir, "fleet.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -280,7 +294,7 @@ func (r *parkFaultRun) killController() {
 // watchPods records when each of the test's pods was first seen bound
 // and Running.
 func (r *parkFaultRun) watchPods() {
-	factory := informers.NewSharedInformerFactoryWithOptions(r.kube, 0, informers.WithNamespace(pfNS))
+	factory := informers.NewSharedInformerFactoryWithOptions(r.kube, 0, informers.WithNamespace(r.ns))
 	seen := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -326,7 +340,7 @@ func (r *parkFaultRun) watchPods() {
 func (r *parkFaultRun) createPod(i int) {
 	name := fmt.Sprintf("pf-%04d", i)
 	work := time.Duration(2000+r.rng.IntN(4000)) * time.Millisecond
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pfNS,
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns,
 		Annotations: map[string]string{fleet.AnnotationWork: work.String()}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "work"}}}}
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
@@ -348,7 +362,7 @@ func (r *parkFaultRun) createPod(i int) {
 		pod.Spec.NodeSelector = map[string]string{fleet.LabelFleet: "pf"}
 	}
 	pod.Spec.Containers[0].Resources.Requests = req
-	if _, err := r.kube.CoreV1().Pods(pfNS).Create(r.ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := r.kube.CoreV1().Pods(r.ns).Create(r.ctx, pod, metav1.CreateOptions{}); err != nil {
 		r.t.Fatalf("create pod %s: %v", name, err)
 	}
 	now := time.Now()
@@ -416,7 +430,7 @@ func (r *parkFaultRun) checkPowerOff(ev fleet.PowerOff) {
 		// A pod the test did not create: bound at its creation at the
 		// latest, which the API gives to the second.
 		fd := &found{inAPI: true, bound: p.CreationTimestamp.Add(time.Second)}
-		if rec := r.pods[p.Name]; p.Namespace == pfNS && rec != nil && !rec.bound.IsZero() {
+		if rec := r.pods[p.Name]; p.Namespace == r.ns && rec != nil && !rec.bound.IsZero() {
 			fd.bound, fd.created = rec.bound, rec.created
 		}
 		pods[key] = fd
@@ -426,7 +440,7 @@ func (r *parkFaultRun) checkPowerOff(ev fleet.PowerOff) {
 		fd := pods[key]
 		if fd == nil {
 			fd = &found{bound: rp.Started}
-			if rec := r.pods[rp.Name]; rp.Namespace == pfNS && rec != nil {
+			if rec := r.pods[rp.Name]; rp.Namespace == r.ns && rec != nil {
 				fd.created = rec.created
 			}
 			pods[key] = fd
@@ -720,7 +734,7 @@ func (r *parkFaultRun) deleteFinished() {
 	r.mu.Unlock()
 	zero := int64(0)
 	for _, n := range names {
-		err := r.kube.CoreV1().Pods(pfNS).Delete(r.ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		err := r.kube.CoreV1().Pods(r.ns).Delete(r.ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		if err != nil && !apierrors.IsNotFound(err) && r.ctx.Err() == nil {
 			r.t.Logf("delete finished pod %s (retried): %v", n, err)
 			continue
