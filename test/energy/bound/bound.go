@@ -69,7 +69,11 @@ type Input struct {
 // Result is the bound's energy over the window, in joules, and its terms
 // (see the package documentation).
 type Result struct {
-	Joules                           float64
+	// Joules is the bound: the larger of Separate and Joint.
+	Joules float64
+	// Separate is Floor + Awake + Switching + Dynamic; Joint the joint
+	// form, 0 with SliceCaps.
+	Separate, Joint                  float64
 	Floor, Awake, Switching, Dynamic float64
 	// AwakeNodeSeconds is ∫ Σ_f k_f dt over the window.
 	AwakeNodeSeconds float64
@@ -99,6 +103,8 @@ func Compute(in Input) (Result, error) {
 	case len(in.Families) == 0:
 		return Result{}, errors.New("bound: no node families")
 	}
+	ps := m.Power
+	floorW := min(ps.OffWatts, ps.BootWatts, ps.ShutdownWatts)
 	fams := make([]*family, len(in.Families))
 	hosts := map[string]*host{}
 	for i, f := range in.Families {
@@ -107,13 +113,11 @@ func Compute(in Input) (Result, error) {
 		}
 		key := fmt.Sprint(f.Host.Points())
 		if hosts[key] == nil {
-			hosts[key] = newHost(m, f.Host)
+			hosts[key] = newHost(m, f.Host, floorW)
 		}
 		fams[i] = &family{Family: f, host: hosts[key], cap: [3]int64{f.CPUMilli, f.MemoryMiB, int64(f.GPUs)}, index: i}
 	}
 	var res Result
-	ps := m.Power
-	floorW := min(ps.OffWatts, ps.BootWatts, ps.ShutdownWatts)
 	window := (in.End - in.Start).Seconds()
 	for _, f := range fams {
 		res.Floor += float64(f.Nodes) * floorW * window
@@ -129,6 +133,7 @@ func Compute(in Input) (Result, error) {
 		sign int64
 	}
 	var changes []change
+	var jointWork, gpuIdle float64
 	for _, j := range in.Jobs {
 		latest := j.Arrival
 		if l, ok := in.LatestStart[j.ID]; ok {
@@ -140,11 +145,14 @@ func Compute(in Input) (Result, error) {
 				res.Delayed++
 			}
 		}
-		eps, err := leastPerWork(m, fams, j, in.SliceCaps)
+		eps, err := leastPerWork(fams, j, func(f *family) float64 { return f.perWork(m, j.Boundness, j.CPUMilli, j.GPUs, in.SliceCaps) })
 		if err != nil {
 			return Result{}, err
 		}
-		res.Dynamic += eps * workInside(m, j, latest, in.Start, in.End)
+		joint, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkWithIdle(m, j.Boundness, j.CPUMilli, j.GPUs) })
+		w := workInside(m, j, latest, in.Start, in.End)
+		res.Dynamic += eps * w
+		jointWork += joint * w
 		from, to := max(latest, in.Start), min(j.Arrival+j.Work, in.End)
 		if from >= to {
 			continue
@@ -167,6 +175,7 @@ func Compute(in Input) (Result, error) {
 			for fi, f := range fams {
 				res.Awake += (f.Idle() - floorW) * float64(count[fi]) * (t - prev).Seconds()
 				res.AwakeNodeSeconds += float64(count[fi]) * (t - prev).Seconds()
+				gpuIdle += float64(f.GPUs) * f.GPU.GPUIdleWatts * float64(count[fi]) * (t - prev).Seconds()
 			}
 			prev = t
 		}
@@ -193,7 +202,11 @@ func Compute(in Input) (Result, error) {
 		}
 	}
 	res.Switching, res.Gaps, res.GapsCycled = sw.joules, sw.gaps, sw.cycled
-	res.Joules = res.Floor + res.Awake + res.Switching + res.Dynamic
+	res.Separate = res.Floor + res.Awake + res.Switching + res.Dynamic
+	if !in.SliceCaps {
+		res.Joint = res.Floor + gpuIdle + jointWork
+	}
+	res.Joules = max(res.Separate, res.Joint)
 	return res, nil
 }
 
@@ -229,9 +242,9 @@ func fewestAwake(fams []*family, f *family, all, gpu [3]int64) (int, error) {
 	return int(k), nil
 }
 
-// leastPerWork is job j's least dynamic energy per second of work over
-// the families that can hold it.
-func leastPerWork(m *physics.Model, fams []*family, j workload.Job, sliceCaps bool) (float64, error) {
+// leastPerWork is the least of perWork over the families that can hold
+// job j.
+func leastPerWork(fams []*family, j workload.Job, perWork func(*family) float64) (float64, error) {
 	if !j.Boundness.Valid() {
 		return 0, fmt.Errorf("bound: job %s: unknown boundness class %q", j.ID, j.Boundness)
 	}
@@ -240,7 +253,7 @@ func leastPerWork(m *physics.Model, fams []*family, j workload.Job, sliceCaps bo
 		if j.CPUMilli > f.CPUMilli || j.MemoryMiB > f.MemoryMiB || j.GPUs > f.GPUs {
 			continue
 		}
-		e := f.perWork(m, j.Boundness, j.CPUMilli, j.GPUs, sliceCaps)
+		e := perWork(f)
 		if !found || e < best {
 			best, found = e, true
 		}

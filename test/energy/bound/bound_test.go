@@ -319,3 +319,24 @@ func TestBoundAtMostBruteForceOnRandomCases(t *testing.T) {
 		t.Errorf("only %d of 30 random cases fit the nodes", solved)
 	}
 }
+
+// A CPU node's dynamic energy per unit of work is least near half load,
+// its idle per unit of work least at full load: the joint form, which
+// charges both to the work together, is the higher and is the bound.
+func TestJointFormBoundsCPUWorkTighter(t *testing.T) {
+	m := physics.Default()
+	fam := cpuFamily(m, 1)
+	jobs := []workload.Job{job("a", 0, time.Hour, physics.CPUCompute, 8000, 0)}
+	// The window leaves room for the job at the slowest clock, so all of
+	// its work surely falls inside.
+	end := 3 * time.Hour
+	got := compute(t, Input{Jobs: jobs, Families: []Family{fam}, Model: m, End: end})
+	if !(got.Joint > got.Separate) || got.Joules != got.Joint {
+		t.Errorf("joint form %.0f J, separate %.0f J, bound %.0f J: want the joint form higher and taken", got.Joint, got.Separate, got.Joules)
+	}
+	want := bruteForce(t, m, bfNodes(fam), jobs, end.Seconds())
+	if got.Joules > want {
+		t.Errorf("bound %.0f J above the brute-force optimum %.0f J", got.Joules, want)
+	}
+	t.Logf("joint %.0f J, separate %.0f J, brute force %.0f J", got.Joint, got.Separate, want)
+}

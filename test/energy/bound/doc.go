@@ -63,6 +63,20 @@
 // the floor, an awake node's idle above the floor, a boot's or a
 // shutdown's draw above the floor, and an awake node's draw above idle.
 //
+// # The joint form
+//
+// Taken apart, the awake term packs nodes full while the dynamic term
+// charges each job at the node load where its dynamic energy is least
+// (about half load on the default curve): no schedule has both. The joint
+// form charges each job its share, by busy CPUs, of its host's whole draw
+// above the floor, idle included, at the load and cap where that is least
+// per second of work; adds each awake GPU node's GPUs at their idle draw
+// (k_f of them at least) and each job's GPUs' draw above idle as above;
+// and leaves out switching. Every awake node's host draw above the floor is
+// shared among the jobs on it, or, with no busy CPUs, counted as 0, so
+// this too is at most what any schedule spends. The bound is the larger of
+// the two forms. With SliceCaps only the first is used.
+//
 // # What it leaves out
 //
 // The bound lets a job be split across nodes and families, lets CPU-only

@@ -34,12 +34,15 @@ func leastDynamic(m *physics.Model, b physics.Boundness, d physics.Device) float
 }
 
 // leastG is the least of g over clocks [lo, 1].
-func leastG(m *physics.Model, beta, lo float64) float64 {
+func leastG(m *physics.Model, beta, lo float64) float64 { return leastGOn(m, beta, lo, 1) }
+
+// leastGOn is the least of g over clocks [lo, hi].
+func leastGOn(m *physics.Model, beta, lo, hi float64) float64 {
 	k, a := m.ClockFit.K, m.ClockFit.A
 	g := func(r float64) float64 { return (1-beta)*math.Pow(r, k) + beta*math.Pow(r, k-a) }
-	best := min(g(lo), 1)
+	best := min(g(lo), g(hi))
 	if beta > 0 && beta < 1 && a > k {
-		if r := math.Pow(beta*(a-k)/((1-beta)*k), 1/a); r > lo && r < 1 {
+		if r := math.Pow(beta*(a-k)/((1-beta)*k), 1/a); r > lo && r < hi {
 			best = min(best, g(r))
 		}
 	}
@@ -74,10 +77,16 @@ type host struct {
 	// package cap does not set.
 	perBusy map[physics.Boundness]float64
 	gpuHost float64
+	// withIdle[b] and gpuHostWithIdle are perBusy and gpuHost with the
+	// host's draw above the floor counted, its idle included (the
+	// joint form, see Result.Joint).
+	withIdle        map[physics.Boundness]float64
+	gpuHostWithIdle float64
 }
 
-func newHost(m *physics.Model, c physics.Curve) *host {
-	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), perBusy: map[physics.Boundness]float64{}, gpuHost: math.Inf(1)}
+func newHost(m *physics.Model, c physics.Curve, floorW float64) *host {
+	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), perBusy: map[physics.Boundness]float64{}, gpuHost: math.Inf(1),
+		withIdle: map[physics.Boundness]float64{}}
 	idle := c.Idle()
 	// On each segment (curve(L) − idle)/L is w/L plus a constant, so its
 	// least over (0, 1] is at a point of the curve.
@@ -101,9 +110,60 @@ func newHost(m *physics.Model, c physics.Curve) *host {
 	}
 	for _, b := range physics.Boundnesses() {
 		h.perBusy[b] = h.leastPerBusy(m, b)
+		h.withIdle[b] = h.leastWithIdle(m, b, floorW)
 	}
 	h.gpuHost = h.leastHostShare(m)
+	h.gpuHostWithIdle = h.leastHostShareWithIdle(m, floorW)
 	return h
+}
+
+// clockSteps is how many pieces the clocks a cap can set are cut into
+// where the least is bounded piece by piece.
+const clockSteps = 64
+
+// leastWithIdle bounds from below, over every load L and package cap, the
+// host's draw above the floor fl times the stretch of class b at its
+// clock, over L. Where the cap binds above the floor clock the draw is
+// idle + (curve(L) − idle) r^K, so the product over L is (idle − fl) ×
+// stretch(r)/L + (curve(L) − idle)/L × g(r); on a piece of loads and a
+// piece [r1, r2] of clocks the stretch is least at r2, 1/L at the piece's
+// top load, and g's least on [r1, r2] is exact. The floor clock's regime
+// is bounded as in leastPerBusy, with the idle draw kept.
+func (h *host) leastWithIdle(m *physics.Model, b physics.Boundness, floorW float64) float64 {
+	beta := m.Class(b).ClockSensitivity
+	low := m.MinCapFraction
+	idle := h.curve.Idle() - floorW
+	best := math.Inf(1)
+	h.pieces(func(lo, hi, perLoad float64) {
+		top := physics.NodeCPU(h.curve, hi)
+		rlo := m.Clock(top, low)
+		for i := range clockSteps {
+			r1 := rlo + (1-rlo)*float64(i)/clockSteps
+			r2 := rlo + (1-rlo)*float64(i+1)/clockSteps
+			best = min(best, idle*m.StretchAtClock(b, r2)/hi+perLoad*leastGOn(m, beta, r1, r2))
+		}
+		if floored(m, top, low) {
+			bottom := physics.NodeCPU(h.curve, lo)
+			best = min(best, (m.Draw(bottom, low)-floorW)*m.Stretch(b, bottom, low)/hi)
+		}
+	})
+	return max(best, 0)
+}
+
+// leastHostShareWithIdle is leastHostShare with the host's draw above
+// the floor counted, its idle included.
+func (h *host) leastHostShareWithIdle(m *physics.Model, floorW float64) float64 {
+	idle := h.curve.Idle() - floorW
+	limit := m.MinCapFraction * h.curve.Max()
+	best := math.Inf(1)
+	h.pieces(func(lo, hi, perLoad float64) {
+		v := idle/hi + perLoad
+		if h.curve.At(hi) > limit {
+			v = min(v, (limit-floorW)/hi)
+		}
+		best = min(best, v)
+	})
+	return max(best, 0)
 }
 
 // pieces calls f with each piece [lo, hi] of the loads (0, 1], cut at the
@@ -204,4 +264,18 @@ func (f *family) perWork(m *physics.Model, b physics.Boundness, cpuMilli int64, 
 	g := f.GPU
 	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
 	return e + float64(gpus)*leastDynamic(m, b, one)
+}
+
+// perWorkWithIdle is perWork in the joint form: the job's share of its
+// host's whole draw above the floor, idle included, under a package cap,
+// plus its GPUs' draw above their idle.
+func (f *family) perWorkWithIdle(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int) float64 {
+	u := m.Class(b).Utilization
+	frac := float64(cpuMilli) / float64(f.CPUMilli)
+	if gpus == 0 {
+		return frac * u * f.host.withIdle[b]
+	}
+	g := f.GPU
+	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
+	return frac*u*f.host.gpuHostWithIdle + float64(gpus)*leastDynamic(m, b, one)
 }
