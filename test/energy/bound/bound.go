@@ -71,8 +71,8 @@ type Input struct {
 type Result struct {
 	// Joules is the bound: the larger of Separate and Joint.
 	Joules float64
-	// Separate is Floor + Awake + Switching + Dynamic; Joint the joint
-	// form, 0 with SliceCaps.
+	// Separate is Floor + Awake + Switching + Dynamic; Joint the larger
+	// of the two joint forms, 0 with SliceCaps.
 	Separate, Joint                  float64
 	Floor, Awake, Switching, Dynamic float64
 	// AwakeNodeSeconds is ∫ Σ_f k_f dt over the window.
@@ -133,7 +133,7 @@ func Compute(in Input) (Result, error) {
 		sign int64
 	}
 	var changes []change
-	var jointWork, gpuIdle float64
+	var jointWork, ownWork, gpuIdle float64
 	for _, j := range in.Jobs {
 		latest := j.Arrival
 		if l, ok := in.LatestStart[j.ID]; ok {
@@ -150,9 +150,11 @@ func Compute(in Input) (Result, error) {
 			return Result{}, err
 		}
 		joint, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkWithIdle(m, j.Boundness, j.CPUMilli, j.GPUs) })
+		own, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkOwnGPUs(m, j.Boundness, j.CPUMilli, j.GPUs) })
 		w := workInside(m, j, latest, in.Start, in.End)
 		res.Dynamic += eps * w
 		jointWork += joint * w
+		ownWork += own * w
 		from, to := max(latest, in.Start), min(j.Arrival+j.Work, in.End)
 		if from >= to {
 			continue
@@ -204,7 +206,7 @@ func Compute(in Input) (Result, error) {
 	res.Switching, res.Gaps, res.GapsCycled = sw.joules, sw.gaps, sw.cycled
 	res.Separate = res.Floor + res.Awake + res.Switching + res.Dynamic
 	if !in.SliceCaps {
-		res.Joint = res.Floor + gpuIdle + jointWork
+		res.Joint = res.Floor + max(gpuIdle+jointWork, ownWork)
 	}
 	res.Joules = max(res.Separate, res.Joint)
 	return res, nil

@@ -340,3 +340,20 @@ func TestJointFormBoundsCPUWorkTighter(t *testing.T) {
 	}
 	t.Logf("joint %.0f J, separate %.0f J, brute force %.0f J", got.Joint, got.Separate, want)
 }
+
+// A deep cap on a busy GPU saves dynamic energy but keeps the GPU's idle
+// draw for longer: the second joint form, which counts the job's own GPUs
+// whole over its stretched time, is then the bound, and stays below the
+// brute-force optimum.
+func TestOwnGPUsFormBoundsCappedGPUWork(t *testing.T) {
+	m := physics.Default()
+	fam := gpuFamily(m, 1)
+	jobs := []workload.Job{job("a", 0, time.Hour, physics.GPUCompute, 0, 8)}
+	end := 3 * time.Hour
+	got := compute(t, Input{Jobs: jobs, Families: []Family{fam}, Model: m, End: end})
+	want := bruteForce(t, m, bfNodes(fam), jobs, end.Seconds())
+	if !(got.Joint > got.Separate) || got.Joules != got.Joint || got.Joules > want {
+		t.Errorf("joint %.0f J, separate %.0f J, bound %.0f J, brute force %.0f J: want the joint form higher, taken, and at most the optimum", got.Joint, got.Separate, got.Joules, want)
+	}
+	t.Logf("joint %.0f J, separate %.0f J, brute force %.0f J", got.Joint, got.Separate, want)
+}

@@ -17,8 +17,8 @@
 // physics' draw: that of an awake node (idle plus dynamic, under any
 // package or per-GPU cap the simulator can set, and with Input.SliceCaps
 // f-oracle's idealised cap per job slice of the CPUs), booting, shutting
-// down or off. It is the sum of four terms, each at most what any such
-// schedule spends on the same part of the energy:
+// down or off. Its first form is the sum of four terms, each at most what
+// any such schedule spends on the same part of the energy:
 //
 //   - Floor. Every node draws at least fl = min(off, boot, shutdown watts)
 //     at every instant, so N × fl × window is spent whatever happens.
@@ -74,8 +74,11 @@
 // (k_f of them at least) and each job's GPUs' draw above idle as above;
 // and leaves out switching. Every awake node's host draw above the floor is
 // shared among the jobs on it, or, with no busy CPUs, counted as 0, so
-// this too is at most what any schedule spends. The bound is the larger of
-// the two forms. With SliceCaps only the first is used.
+// this too is at most what any schedule spends. A second joint form counts
+// instead each job's own GPUs whole, idle included, over its stretched
+// time, and no GPU that holds no job: a deep GPU cap saves dynamic energy
+// but keeps the GPU's idle draw longer. The bound is the largest of the
+// three forms. With SliceCaps only the first is used.
 //
 // # What it leaves out
 //

@@ -279,3 +279,41 @@ func (f *family) perWorkWithIdle(m *physics.Model, b physics.Boundness, cpuMilli
 	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
 	return frac*u*f.host.gpuHostWithIdle + float64(gpus)*leastDynamic(m, b, one)
 }
+
+// leastWhole bounds from below, over every cap, the whole draw of device d
+// (idle included) times the stretch of class b: a job's energy per second
+// of work on its own GPUs. Where the cap binds above the floor clock the
+// product is idle × stretch(r) + (natural − idle) × g(r), bounded on
+// pieces of clocks as in leastWithIdle.
+func leastWhole(m *physics.Model, b physics.Boundness, d physics.Device) float64 {
+	if !(d.Natural > d.Idle) {
+		return d.Natural
+	}
+	beta := m.Class(b).ClockSensitivity
+	low := m.MinCapFraction
+	rlo := m.Clock(d, low)
+	best := math.Inf(1)
+	for i := range clockSteps {
+		r1 := rlo + (1-rlo)*float64(i)/clockSteps
+		r2 := rlo + (1-rlo)*float64(i+1)/clockSteps
+		best = min(best, d.Idle*m.StretchAtClock(b, r2)+(d.Natural-d.Idle)*leastGOn(m, beta, r1, r2))
+	}
+	if floored(m, d, low) {
+		best = min(best, m.Draw(d, low)*m.Stretch(b, d, low))
+	}
+	return best
+}
+
+// perWorkOwnGPUs is perWorkWithIdle with the job's GPUs counted whole,
+// idle included, over their stretched time, instead of their draw above
+// idle (the second joint form, see Result.Joint).
+func (f *family) perWorkOwnGPUs(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int) float64 {
+	if gpus == 0 {
+		return f.perWorkWithIdle(m, b, cpuMilli, gpus)
+	}
+	u := m.Class(b).Utilization
+	frac := float64(cpuMilli) / float64(f.CPUMilli)
+	g := f.GPU
+	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
+	return frac*u*f.host.gpuHostWithIdle + float64(gpus)*leastWhole(m, b, one)
+}
