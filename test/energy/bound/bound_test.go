@@ -287,8 +287,11 @@ func TestBoundAtMostBruteForceOnRandomCases(t *testing.T) {
 	fams := []Family{cpuFamily(m, 2), gpuFamily(m, 1)}
 	rng := rand.New(rand.NewPCG(38, 4))
 	classes := physics.Boundnesses()
+	// Each case computes the bound's tables afresh, which the race
+	// detector makes slow; a dozen cases keep the test short.
+	const cases = 12
 	solved := 0
-	for c := range 30 {
+	for c := range cases {
 		var jobs []workload.Job
 		for i := range 4 {
 			b := classes[rng.IntN(len(classes))]
@@ -315,8 +318,8 @@ func TestBoundAtMostBruteForceOnRandomCases(t *testing.T) {
 			t.Errorf("case %d: bound %.1f J above the brute-force optimum %.1f J (jobs %+v, parts %+v)", c, got.Joules, want, jobs, got)
 		}
 	}
-	if solved < 20 {
-		t.Errorf("only %d of 30 random cases fit the nodes", solved)
+	if solved < cases*2/3 {
+		t.Errorf("only %d of %d random cases fit the nodes", solved, cases)
 	}
 }
 
