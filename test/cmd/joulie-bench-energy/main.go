@@ -405,8 +405,14 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 				if !complete {
 					continue
 				}
+				b, err := seedBound(nodes, list.jobs, model, t.s.results)
 				accMu.Lock()
-				err = acc.AddSeed(t.s.results)
+				if err == nil {
+					err = acc.AddSeed(t.s.results)
+				}
+				if err == nil {
+					err = acc.AddBound(t.s.level, t.s.seed, b)
+				}
 				if t.s.seed == o.firstSeed && t.s.level == o.headline {
 					warnings = list.warnings
 				}

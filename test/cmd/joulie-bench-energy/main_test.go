@@ -37,9 +37,13 @@ type fakeSim struct {
 	// reserveFor is the parking.reserveFor each arm was run with, "" for
 	// the defaults.
 	reserveFor map[sim.Arm]park.ReserveFor
+	// watts replaces fakeWatts when set.
+	watts map[sim.Arm]float64
 }
 
-var fakeWatts = map[sim.Arm]float64{sim.ArmDefault: 1000, sim.ArmBinPack: 900, sim.ArmQueueAware: 800}
+// fakeWatts are high enough for the few nodes of these tests to stay
+// above the lower bound, which every run checks.
+var fakeWatts = map[sim.Arm]float64{sim.ArmDefault: 10000, sim.ArmBinPack: 9000, sim.ArmQueueAware: 8000, sim.ArmJoulie: 8000}
 
 func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int64, nodes []workload.Node, jobs []workload.Job, window sim.Window, model *physics.Model, seedMethod bool, parking *park.Params, progress func(time.Duration, float64)) (sim.Result, error) {
 	if arm == f.fail {
@@ -66,12 +70,16 @@ func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int6
 		f.seedMethod[level]++
 	}
 	f.mu.Unlock()
-	e := fakeWatts[arm] * 3600
-	r := sim.Result{Arm: arm, Seed: seed, Level: level, JobsHash: workload.Hash(jobs), Nodes: len(nodes), Power: []sim.Sample{{T: 0, Watts: fakeWatts[arm]}},
+	watts := fakeWatts
+	if f.watts != nil {
+		watts = f.watts
+	}
+	e := watts[arm] * 3600
+	r := sim.Result{Arm: arm, Seed: seed, Level: level, JobsHash: workload.Hash(jobs), Nodes: len(nodes), Power: []sim.Sample{{T: 0, Watts: watts[arm]}},
 		Window: sim.Window{Start: time.Hour, End: 2 * time.Hour}, EnergyJ: e, EnergyParts: sim.Parts{IdleAwake: e / 2, Dynamic: e / 2},
 		CoreHours: 10, GPUHours: 1, AllocCPU: level, AllocGPU: level}
 	if seedMethod {
-		r.SeedMethod = &sim.SeedMethod{Window: 48 * time.Hour, EnergyJ: fakeWatts[arm] * 3600, Accepted: len(jobs)}
+		r.SeedMethod = &sim.SeedMethod{Window: 48 * time.Hour, EnergyJ: watts[arm] * 3600, Accepted: len(jobs)}
 	}
 	for i, j := range jobs {
 		slow := 1.0
@@ -132,6 +140,8 @@ func TestBenchWritesTheReport(t *testing.T) {
 		"sha256 " + physicsHash(physics.Default()),
 		// 800 W against 900 W over the same window and work, each seed.
 		"| d-queue-aware | -11.1% (-11.1% … -11.1%) |",
+		"### Against the physical limit",
+		"| b-binpack | ",
 		"Issue 23's goal for d-queue-aware at load level 0.4 is not met on the means: energy per core-hour at least 10% below b-binpack: -11.1% (95% CI -11.1% … -11.1%), met by 1.1 points [yes]",
 	} {
 		if !strings.Contains(string(md), want) {
@@ -260,6 +270,23 @@ func TestSimulateRecordsTheLevel(t *testing.T) {
 // --parking-reserve-for reaches the simulator as the parking settings,
 // the controller's defaults but for parking.reserveFor; without it the
 // simulator gets none and keeps the defaults.
+// Every run checks that no arm spends less than the lower bound of its
+// seed's job list: a simulator that reports too little energy fails the
+// run, and no report is written.
+func TestAnArmBelowTheLowerBoundFailsTheRun(t *testing.T) {
+	f := &fakeSim{watts: map[sim.Arm]float64{sim.ArmDefault: 10000, sim.ArmBinPack: 100}}
+	out := filepath.Join(t.TempDir(), "energy")
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"--nodes-cpu", "3", "--nodes-gpu", "1", "--horizon", "2h", "--seeds", "1", "--arms", "a-default,b-binpack",
+		"--out", out, "--seed-method=false"}, &stderr, f.run)
+	if err == nil || !strings.Contains(err.Error(), "arm b-binpack, seed 1, level 0.4") || !strings.Contains(err.Error(), "below the lower bound") {
+		t.Errorf("b-binpack at 100 W on 4 nodes: %v, want the run to fail on the lower bound", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a report was written for a run below the bound: %v", err)
+	}
+}
+
 func TestParkingReserveForReachesTheSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -73,7 +73,7 @@
 //
 // # Caps per job
 //
-// The benchmark's oracle bound caps jobs, not nodes. A job holds devices:
+// The benchmark's oracle heuristics cap jobs, not nodes. A job holds devices:
 // whole GPUs ([Model.GPUDevice]), and a slice of a node's CPUs that draws
 // as the whole node would at the job's utilization, scaled to the slice
 // ([CPUSlice]). [Model.MinEnergyCap] is the cap at which a job's energy

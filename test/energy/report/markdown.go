@@ -161,7 +161,7 @@ func levelSection(p printer, l *Level, headline bool) {
 	}
 	stepsTable(p, l)
 	if len(l.OracleShares) > 0 {
-		p("### Share of the oracle's saving\n\n")
+		p("### Share of the oracle heuristics' saving\n\n")
 		p("On each seed, (E_b − E_arm) / (E_b − E_oracle) on energy per core-hour, E_b being %s's: 100%% is all of what the oracle saves against bin-packing, 0%% none, negative more energy than bin-packing. Mean over seeds, 95%% CI.\n\n", sim.ArmBinPack)
 		var oracles []sim.Arm
 		for _, o := range Oracles {
@@ -191,6 +191,7 @@ func levelSection(p printer, l *Level, headline bool) {
 		}
 		p("\n")
 	}
+	limitSection(p, l)
 	p("### Goal\n\n")
 	for _, a := range GoalArms {
 		if l.Has(a) {
@@ -349,6 +350,7 @@ func Summary(st *Stats) []string {
 			}
 		}
 	}
+	out = append(out, limitSummary(hl)...)
 	out = append(out, fmt.Sprintf("The Helm chart ships %s; %s run it with the operator's GPU taint, %s with the extender's pack mode and parking. The other Joulie arms run as Joulie shipped before issue 23 (the headroom score at weight 1): %s on kube-scheduler's default profile (LeastAllocated), %s on MostAllocated over CPU and memory.",
 		ChartProfile, strings.Join(tunedArms(), ", "), sim.ArmJoulie, strings.Join(onDefaultProfile(), ", "), sim.ArmQueueAwarePack))
 	var perfOnEco int

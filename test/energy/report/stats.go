@@ -293,6 +293,8 @@ type Level struct {
 	// ran.
 	StepComparisons []Comparison
 	OracleShares    []OracleShare
+	// Limit measures the arms against the lower bound, nil without one.
+	Limit *Limit
 }
 
 // Stats is everything the report shows.
@@ -406,6 +408,8 @@ func Compute(headline float64, results []sim.Result) (*Stats, error) {
 type Accumulator struct {
 	headline float64
 	levels   map[float64]*levelAcc
+	// bounds are the lower bounds added, by level and seed (AddBound).
+	bounds map[float64]map[int64]Bound
 }
 
 type levelAcc struct {
@@ -548,6 +552,10 @@ func (acc *Accumulator) Stats() (*Stats, error) {
 					l.OracleShares = append(l.OracleShares, l.oracleShare(a, o))
 				}
 			}
+		}
+		var err error
+		if l.Limit, err = acc.limit(l); err != nil {
+			return nil, err
 		}
 		st.Levels = append(st.Levels, l)
 		if x == acc.headline {

@@ -115,6 +115,13 @@ func physicsFor(m *physics.Model, n workload.Node) (physics.Curve, physics.GPUNo
 	return m.CPUNode.Scaled(hostScale), m.GPUNode
 }
 
+// NodePhysics is node n's host curve and GPU figures under model m, as
+// the simulator draws them: for the lower bound (package bound), which
+// must see the same hardware.
+func NodePhysics(m *physics.Model, n workload.Node) (physics.Curve, physics.GPUNode) {
+	return physicsFor(m, n)
+}
+
 // idleWatts is what node n draws awake with nothing running.
 func (n *nodeState) idleWatts() float64 {
 	return n.host.Idle() + float64(n.spec.GPUs)*n.gpu.GPUIdleWatts

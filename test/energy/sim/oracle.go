@@ -2,8 +2,9 @@ package sim
 
 import "joulie.io/joulie/test/energy/physics"
 
-// The oracle bounds, arms f-oracle-physical and f-oracle: what caps and
-// power states could save at best, not policies anyone could run. Both
+// The oracle heuristics, arms f-oracle-physical and f-oracle: caps and
+// power states chosen with foresight, not policies anyone could run, and
+// not bounds (package bound is the lower bound). Both
 // place pods as bin-packing does (arm b), switch a node off the moment it
 // is empty and have it Ready, its boot paid, exactly when a pod needs it
 // (powerstate.go), and run performance jobs uncapped. They differ in the

@@ -1,0 +1,319 @@
+package bound
+
+import (
+	"math"
+
+	"joulie.io/joulie/test/energy/physics"
+)
+
+// loadSteps is how many pieces each linear segment of a host curve is cut
+// into when the least dynamic energy over the node's load is bounded from
+// below piece by piece; more pieces bring the bound closer to the true
+// least.
+const loadSteps = 400
+
+// leastDynamic is the least dynamic energy, in joules per second of work,
+// that a device d running a job of class b can draw under any cap the
+// model allows: (draw − idle) × stretch, minimised over the cap.
+//
+// Where the cap binds and the clock is above the model's floor, the draw
+// is idle + (natural − idle) × r^K at clock r, so the product is
+// (natural − idle) × g(r), g(r) = (1 − β) r^K + β r^(K − A), over the
+// clocks from the one the lowest cap leaves up to 1. g has at most one
+// turning point, so its least on an interval is at an end or
+// there. Where the floor clock holds the clock, the draw falls with the cap
+// while the stretch stays, so the lowest cap is the least there.
+func leastDynamic(m *physics.Model, b physics.Boundness, d physics.Device) float64 {
+	if !(d.Natural > d.Idle) {
+		return 0
+	}
+	low := m.MinCapFraction
+	e := (d.Natural - d.Idle) * leastG(m, m.Class(b).ClockSensitivity, m.Clock(d, low))
+	floor := (m.Draw(d, low) - d.Idle) * m.Stretch(b, d, low)
+	return min(e, floor)
+}
+
+// leastG is the least of g over clocks [lo, 1].
+func leastG(m *physics.Model, beta, lo float64) float64 { return leastGOn(m, beta, lo, 1) }
+
+// leastGOn is the least of g over clocks [lo, hi].
+func leastGOn(m *physics.Model, beta, lo, hi float64) float64 {
+	k, a := m.ClockFit.K, m.ClockFit.A
+	g := func(r float64) float64 { return (1-beta)*math.Pow(r, k) + beta*math.Pow(r, k-a) }
+	best := min(g(lo), g(hi))
+	if beta > 0 && beta < 1 && a > k {
+		if r := math.Pow(beta*(a-k)/((1-beta)*k), 1/a); r > lo && r < hi {
+			best = min(best, g(r))
+		}
+	}
+	return best
+}
+
+// floored says whether the floor clock, not the cap, sets d's clock under
+// cap f: the clock the cap would leave is below it.
+func floored(m *physics.Model, d physics.Device, f float64) bool {
+	limit := m.EffectiveCap(f) * d.Max
+	if !(d.Natural > limit) {
+		return false
+	}
+	if !(limit > d.Idle) || !(d.Natural > d.Idle) {
+		return true
+	}
+	return math.Pow((limit-d.Idle)/(d.Natural-d.Idle), 1/m.ClockFit.K) < m.ClockFit.MinClock
+}
+
+// host holds what the bound needs of one family's host curve.
+type host struct {
+	curve physics.Curve
+	// perLoad is the least of (curve(L) − idle) / L over loads in (0, 1].
+	perLoad float64
+	// sliceShare is the least share of a job slice's own dynamic draw that
+	// a node with per-slice caps (f-oracle) charges: the node's dynamic draw
+	// over the sum of its slices' (physics.Model.SliceSaving's weight).
+	sliceShare float64
+	// perBusy[b] is the least node dynamic energy per second of CPU work
+	// and per unit of busy load of a CPU job of class b under a package
+	// cap; gpuHost the same for the host share of a GPU job, whose pace the
+	// package cap does not set.
+	perBusy map[physics.Boundness]float64
+	gpuHost float64
+	// withIdle[b] and gpuHostWithIdle are perBusy and gpuHost with the
+	// host's draw above the floor counted, its idle included (the
+	// joint form, see Result.Joint).
+	withIdle        map[physics.Boundness]float64
+	gpuHostWithIdle float64
+}
+
+func newHost(m *physics.Model, c physics.Curve, floorW float64) *host {
+	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), perBusy: map[physics.Boundness]float64{}, gpuHost: math.Inf(1),
+		withIdle: map[physics.Boundness]float64{}}
+	idle := c.Idle()
+	// On each segment (curve(L) − idle)/L is w/L plus a constant, so its
+	// least over (0, 1] is at a point of the curve.
+	for _, p := range c.Points() {
+		if p.Load > 0 {
+			h.perLoad = min(h.perLoad, (p.Watts-idle)/p.Load)
+		}
+	}
+	// A node's dynamic draw is at least perLoad × L, L its busy load, and
+	// the sum of its slices' is the sum over them of slice × (curve(u) −
+	// idle); the ratio is at least perLoad × u / (curve(u) − idle) for the
+	// least such figure among the classes.
+	for _, b := range physics.Boundnesses() {
+		u := m.Class(b).Utilization
+		if w := c.At(u) - idle; u > 0 && w > 0 {
+			h.sliceShare = min(h.sliceShare, h.perLoad*u/w)
+		}
+	}
+	if math.IsInf(h.sliceShare, 1) {
+		h.sliceShare = 0
+	}
+	for _, b := range physics.Boundnesses() {
+		h.perBusy[b] = h.leastPerBusy(m, b)
+		h.withIdle[b] = h.leastWithIdle(m, b, floorW)
+	}
+	h.gpuHost = h.leastHostShare(m)
+	h.gpuHostWithIdle = h.leastHostShareWithIdle(m, floorW)
+	return h
+}
+
+// clockSteps is how many pieces the clocks a cap can set are cut into
+// where the least is bounded piece by piece.
+const clockSteps = 64
+
+// leastWithIdle bounds from below, over every load L and package cap, the
+// host's draw above the floor fl times the stretch of class b at its
+// clock, over L. Where the cap binds above the floor clock the draw is
+// idle + (curve(L) − idle) r^K, so the product over L is (idle − fl) ×
+// stretch(r)/L + (curve(L) − idle)/L × g(r); on a piece of loads and a
+// piece [r1, r2] of clocks the stretch is least at r2, 1/L at the piece's
+// top load, and g's least on [r1, r2] is exact. The floor clock's regime
+// is bounded as in leastPerBusy, with the idle draw kept.
+func (h *host) leastWithIdle(m *physics.Model, b physics.Boundness, floorW float64) float64 {
+	beta := m.Class(b).ClockSensitivity
+	low := m.MinCapFraction
+	idle := h.curve.Idle() - floorW
+	best := math.Inf(1)
+	h.pieces(func(lo, hi, perLoad float64) {
+		top := physics.NodeCPU(h.curve, hi)
+		rlo := m.Clock(top, low)
+		for i := range clockSteps {
+			r1 := rlo + (1-rlo)*float64(i)/clockSteps
+			r2 := rlo + (1-rlo)*float64(i+1)/clockSteps
+			best = min(best, idle*m.StretchAtClock(b, r2)/hi+perLoad*leastGOn(m, beta, r1, r2))
+		}
+		if floored(m, top, low) {
+			bottom := physics.NodeCPU(h.curve, lo)
+			best = min(best, (m.Draw(bottom, low)-floorW)*m.Stretch(b, bottom, low)/hi)
+		}
+	})
+	return max(best, 0)
+}
+
+// leastHostShareWithIdle is leastHostShare with the host's draw above
+// the floor counted, its idle included.
+func (h *host) leastHostShareWithIdle(m *physics.Model, floorW float64) float64 {
+	idle := h.curve.Idle() - floorW
+	limit := m.MinCapFraction * h.curve.Max()
+	best := math.Inf(1)
+	h.pieces(func(lo, hi, perLoad float64) {
+		v := idle/hi + perLoad
+		if h.curve.At(hi) > limit {
+			v = min(v, (limit-floorW)/hi)
+		}
+		best = min(best, v)
+	})
+	return max(best, 0)
+}
+
+// pieces calls f with each piece [lo, hi] of the loads (0, 1], cut at the
+// curve's points and loadSteps times within each segment, and with the
+// least of (curve(L) − idle) / L over the piece.
+func (h *host) pieces(f func(lo, hi, perLoad float64)) {
+	pts := h.curve.Points()
+	idle := h.curve.Idle()
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		slope := (b.Watts - a.Watts) / (b.Load - a.Load)
+		at := func(l float64) float64 {
+			if l == 0 {
+				return slope // the first segment starts at (0, idle)
+			}
+			return (a.Watts + slope*(l-a.Load) - idle) / l
+		}
+		for s := range loadSteps {
+			lo := a.Load + (b.Load-a.Load)*float64(s)/loadSteps
+			hi := a.Load + (b.Load-a.Load)*float64(s+1)/loadSteps
+			// On a segment the ratio is monotone, so its ends bound it.
+			f(lo, hi, min(at(lo), at(hi)))
+		}
+	}
+}
+
+// leastPerBusy bounds from below, over every load L and package cap, the
+// node's dynamic draw × the stretch of class b at the node's clock, over
+// L: a CPU job's charge per second of work and per unit of its busy load.
+// On a piece [lo, hi] of loads the first factor is at least the piece's
+// least of (curve(L) − idle)/L, and the clock the lowest cap leaves falls
+// with the load, so leastG at hi's clock bounds the second; where the floor
+// clock holds at hi, the floor's draw and stretch both rise with the load,
+// so lo's over hi bound them.
+func (h *host) leastPerBusy(m *physics.Model, b physics.Boundness) float64 {
+	beta := m.Class(b).ClockSensitivity
+	low := m.MinCapFraction
+	idle := h.curve.Idle()
+	best := math.Inf(1)
+	h.pieces(func(lo, hi, perLoad float64) {
+		top := physics.NodeCPU(h.curve, hi)
+		best = min(best, perLoad*leastG(m, beta, m.Clock(top, low)))
+		if floored(m, top, low) {
+			if lo == 0 {
+				best = 0
+				return
+			}
+			bottom := physics.NodeCPU(h.curve, lo)
+			best = min(best, (m.Draw(bottom, low)-idle)*m.Stretch(b, bottom, low)/hi)
+		}
+	})
+	return max(best, 0)
+}
+
+// leastHostShare bounds from below, over every load L and package cap,
+// the host's dynamic draw over L, with no stretch: a GPU job's host CPUs
+// are not slowed by the package cap in the simulator, only its GPUs' cap
+// sets its pace.
+func (h *host) leastHostShare(m *physics.Model) float64 {
+	idle := h.curve.Idle()
+	limit := m.MinCapFraction * h.curve.Max()
+	best := math.Inf(1)
+	h.pieces(func(lo, hi, perLoad float64) {
+		v := perLoad
+		if h.curve.At(hi) > limit {
+			v = min(v, (limit-idle)/hi)
+		}
+		best = min(best, v)
+	})
+	return max(best, 0)
+}
+
+// perWork is the least dynamic energy per second of work of a job of
+// class b asking cpuMilli and gpus on a node of family f: its share of the
+// host's draw under a package cap (and, with sliceCaps, under f-oracle's
+// cap on its own slice of the CPUs, if less), plus for a GPU job its GPUs'
+// draw above idle under their own cap.
+func (f *family) perWork(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int, sliceCaps bool) float64 {
+	u := m.Class(b).Utilization
+	frac := float64(cpuMilli) / float64(f.CPUMilli)
+	c := f.host.curve
+	slice := f.host.sliceShare * frac
+	if gpus == 0 {
+		e := frac * u * f.host.perBusy[b]
+		if sliceCaps {
+			e = min(e, slice*leastDynamic(m, b, physics.NodeCPU(c, u)))
+		}
+		return e
+	}
+	// A GPU job's host share is drawn whatever its pace, so its least per
+	// second, at the lowest cap, bounds it per second of work too (the
+	// rate is at most 1).
+	e := frac * u * f.host.gpuHost
+	if sliceCaps {
+		low := physics.NodeCPU(c, u)
+		e = min(e, slice*(m.Draw(low, m.MinCapFraction)-low.Idle))
+	}
+	g := f.GPU
+	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
+	return e + float64(gpus)*leastDynamic(m, b, one)
+}
+
+// perWorkWithIdle is perWork in the joint form: the job's share of its
+// host's whole draw above the floor, idle included, under a package cap,
+// plus its GPUs' draw above their idle.
+func (f *family) perWorkWithIdle(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int) float64 {
+	u := m.Class(b).Utilization
+	frac := float64(cpuMilli) / float64(f.CPUMilli)
+	if gpus == 0 {
+		return frac * u * f.host.withIdle[b]
+	}
+	g := f.GPU
+	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
+	return frac*u*f.host.gpuHostWithIdle + float64(gpus)*leastDynamic(m, b, one)
+}
+
+// leastWhole bounds from below, over every cap, the whole draw of device d
+// (idle included) times the stretch of class b: a job's energy per second
+// of work on its own GPUs. Where the cap binds above the floor clock the
+// product is idle × stretch(r) + (natural − idle) × g(r), bounded on
+// pieces of clocks as in leastWithIdle.
+func leastWhole(m *physics.Model, b physics.Boundness, d physics.Device) float64 {
+	if !(d.Natural > d.Idle) {
+		return d.Natural
+	}
+	beta := m.Class(b).ClockSensitivity
+	low := m.MinCapFraction
+	rlo := m.Clock(d, low)
+	best := math.Inf(1)
+	for i := range clockSteps {
+		r1 := rlo + (1-rlo)*float64(i)/clockSteps
+		r2 := rlo + (1-rlo)*float64(i+1)/clockSteps
+		best = min(best, d.Idle*m.StretchAtClock(b, r2)+(d.Natural-d.Idle)*leastGOn(m, beta, r1, r2))
+	}
+	if floored(m, d, low) {
+		best = min(best, m.Draw(d, low)*m.Stretch(b, d, low))
+	}
+	return best
+}
+
+// perWorkOwnGPUs is perWorkWithIdle with the job's GPUs counted whole,
+// idle included, over their stretched time, instead of their draw above
+// idle (the second joint form, see Result.Joint).
+func (f *family) perWorkOwnGPUs(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int) float64 {
+	if gpus == 0 {
+		return f.perWorkWithIdle(m, b, cpuMilli, gpus)
+	}
+	u := m.Class(b).Utilization
+	frac := float64(cpuMilli) / float64(f.CPUMilli)
+	g := f.GPU
+	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
+	return frac*u*f.host.gpuHostWithIdle + float64(gpus)*leastWhole(m, b, one)
+}

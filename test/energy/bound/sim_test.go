@@ -1,0 +1,64 @@
+package bound
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"joulie.io/joulie/test/energy/physics"
+	"joulie.io/joulie/test/energy/sim"
+	"joulie.io/joulie/test/energy/workload"
+)
+
+// Every arm of the simulator, run on a small cluster of the benchmark's
+// shape, spends at least the bound over the window they share, with the
+// latest start any arm gave each job: the check the report makes on every
+// run, here on every arm including the oracles.
+func TestNoArmBelowTheBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every arm")
+	}
+	m := physics.Default()
+	cfg := workload.DefaultConfig()
+	cfg.Nodes = workload.StandardCluster(12, 4)
+	cfg.Jobs, cfg.Horizon = 300, 0
+	cfg.Lifetime.P50, cfg.Lifetime.P90, cfg.Lifetime.P99, cfg.Lifetime.Max = 3*time.Minute, 20*time.Minute, 2*time.Hour, 6*time.Hour
+	jobs := workload.Generate(1, cfg)
+	var results []sim.Result
+	for _, arm := range sim.Arms() {
+		r, err := sim.Run(context.Background(), arm, cfg.Nodes, jobs, sim.Options{Seed: 1, Model: m})
+		if err != nil {
+			t.Fatalf("arm %s: %v", arm, err)
+		}
+		results = append(results, r)
+	}
+	start, end := results[0].Window.Start, results[0].Window.End
+	latest := map[string]time.Duration{}
+	for _, r := range results {
+		start, end = max(start, r.Window.Start), min(end, r.Window.End)
+		for _, j := range r.Jobs {
+			latest[j.ID] = max(latest[j.ID], j.Start)
+		}
+	}
+	fams := Families(cfg.Nodes, func(n workload.Node) (physics.Curve, physics.GPUNode) { return sim.NodePhysics(m, n) })
+	in := Input{Jobs: jobs, Families: fams, Model: m, Start: start, End: end, LatestStart: latest}
+	physical := compute(t, in)
+	in.SliceCaps = true
+	idealised := compute(t, in)
+	if idealised.Joules > physical.Joules {
+		t.Errorf("the bound with slice caps, %.0f J, is above the physical one, %.0f J", idealised.Joules, physical.Joules)
+	}
+	for _, r := range results {
+		b := physical
+		if spec, _ := sim.Spec(r.Arm); spec.Oracle == sim.OracleSlices {
+			b = idealised
+		}
+		// The arms' own windows may run past the shared one; the energy
+		// past it only adds.
+		if r.EnergyJ < b.Joules {
+			t.Errorf("arm %s: %.0f J, below the bound's %.0f J (%+v)", r.Arm, r.EnergyJ, b.Joules, b)
+		}
+		t.Logf("%-20s %.3f × the bound", r.Arm, r.EnergyJ/b.Joules)
+	}
+	t.Logf("physical bound %+v", physical)
+}
