@@ -67,12 +67,31 @@ func TestShortDemo(t *testing.T) {
 	if capped == 0 {
 		t.Error("no node was seen capped eco")
 	}
-	// sim-epyc-1, the first pool node, has a BMC (an ipmi_sim): parked
-	// as the first of its family's two idle nodes, it is woken by the
-	// controller over IPMI, the others by Wake-on-LAN.
-	if run.Summary.WakesByBMC == 0 || run.Summary.WakesByBMC == run.Summary.Wakes {
-		t.Errorf("%d of %d wakes through a BMC, want some through the BMC and some by Wake-on-LAN", run.Summary.WakesByBMC, run.Summary.Wakes)
+	// sim-epyc-1, the first pool node, has a BMC (an ipmi_sim): every
+	// boot of it is the controller's IPMI power up, every other node's a
+	// Wake-on-LAN packet. Which nodes the run parks depends on when the
+	// workload leaves them empty (one run in six this session, under make check's load,
+	// parked only the GPU families' nodes), so the run is not asked to
+	// wake both kinds; the BMC wake itself is the integration tests'
+	// (ipmi_sim), and the demo's fleet tests' (TestBMCNodeIsWokenThroughIPMI).
+	boots := map[string]int{}
+	for _, n := range run.Nodes {
+		prev := ""
+		for _, c := range n.Timeline {
+			if c.PowerState == demoreport.StateBooting && prev != demoreport.StateBooting {
+				want := demoreport.WokenByLAN
+				if n.Name == "sim-epyc-1" {
+					want = demoreport.WokenByBMC
+				}
+				if c.WokenBy != want {
+					t.Errorf("%s booted at %.0f s, woken by %q; want %q", n.Name, c.T, c.WokenBy, want)
+				}
+				boots[c.WokenBy]++
+			}
+			prev = c.PowerState
+		}
 	}
+	t.Logf("boots by what woke them: %v", boots)
 	// Only pool nodes are parkable: a daemon node's agent runs on this
 	// machine's host path.
 	for _, n := range run.Nodes {
