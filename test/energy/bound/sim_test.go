@@ -13,12 +13,19 @@ import (
 // Every arm of the simulator, run on a small cluster of the benchmark's
 // shape, spends at least the bound over the window they share, with the
 // latest start any arm gave each job: the check the report makes on every
-// run, here on every arm including the oracles.
+// run, here on every arm including the oracles; with every job at its
+// class's figures, and with each at its own true ones (the default's
+// spread), which the bound must follow.
 func TestNoArmBelowTheBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every arm")
 	}
 	m := physics.Default()
+	t.Run("nominal", func(t *testing.T) { noArmBelowTheBound(t, m, physics.Truth{}) })
+	t.Run("true figures", func(t *testing.T) { noArmBelowTheBound(t, m, physics.Truth{Spread: m.Spread, Seed: 1}) })
+}
+
+func noArmBelowTheBound(t *testing.T, m *physics.Model, truth physics.Truth) {
 	cfg := workload.DefaultConfig()
 	cfg.Nodes = workload.StandardCluster(12, 4)
 	cfg.Jobs, cfg.Horizon = 300, 0
@@ -26,7 +33,7 @@ func TestNoArmBelowTheBound(t *testing.T) {
 	jobs := workload.Generate(1, cfg)
 	var results []sim.Result
 	for _, arm := range sim.Arms() {
-		r, err := sim.Run(context.Background(), arm, cfg.Nodes, jobs, sim.Options{Seed: 1, Model: m})
+		r, err := sim.Run(context.Background(), arm, cfg.Nodes, jobs, sim.Options{Seed: 1, Model: m, Truth: truth})
 		if err != nil {
 			t.Fatalf("arm %s: %v", arm, err)
 		}
@@ -41,8 +48,16 @@ func TestNoArmBelowTheBound(t *testing.T) {
 		}
 	}
 	fams := Families(cfg.Nodes, func(n workload.Node) (physics.Curve, physics.GPUNode) { return sim.NodePhysics(m, n) })
-	in := Input{Jobs: jobs, Families: fams, Model: m, Start: start, End: end, LatestStart: latest}
+	in := Input{Jobs: jobs, Families: fams, Model: m, Truth: truth, Start: start, End: end, LatestStart: latest}
 	physical := compute(t, in)
+	if !truth.Spread.Zero() {
+		// The bound follows each job's own figures, not its class's.
+		nominal := in
+		nominal.Truth = physics.Truth{}
+		if n := compute(t, nominal); n.Dynamic == physical.Dynamic {
+			t.Errorf("the bound's dynamic term, %.0f J, is the same with the jobs' true figures as with their classes'", n.Dynamic)
+		}
+	}
 	in.SliceCaps = true
 	idealised := compute(t, in)
 	if idealised.Joules > physical.Joules {
