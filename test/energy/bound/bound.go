@@ -107,9 +107,8 @@ func Compute(in Input) (Result, error) {
 		return Result{}, errors.New("bound: no node families")
 	}
 	ps := m.Power
-	// A CPU node's figures are the lesser where a GPU node's differ, so
-	// the floor holds for every node.
-	floorW := min(ps.OffWatts, ps.BootWatts, ps.ShutdownWatts)
+	// Both kinds of node's figures, so the floor holds for every node.
+	floorW := min(ps.Off(false), ps.Booting(false), ps.Off(true), ps.Booting(true), ps.ShutdownWatts)
 	fams := make([]*family, len(in.Families))
 	// Each job runs under its own true figures; the hosts' figures are
 	// computed once per distinct model and curve.

@@ -53,8 +53,14 @@ func (t Truth) Class(m *Model, b Boundness, id string) Class {
 	sum ^= sum >> 27
 	sum *= 0x94d049bb133111eb
 	sum ^= sum >> 31
+	nominal := c
 	c.ClockSensitivity = onGrid(c.ClockSensitivity, t.Spread.ClockSensitivity, uint32(sum))
 	c.Utilization = onGrid(c.Utilization, t.Spread.Utilization, uint32(sum>>32))
+	if c == nominal {
+		// Drawn at the class's own figures: the class's stretch as the file
+		// gives it, not a recomputation that rounding might move.
+		return nominal
+	}
 	// The stretch the true figures give on the class device, as the
 	// loader derives it for a class given by β.
 	tm := m.WithClass(b, c)
