@@ -71,7 +71,7 @@ CMDS := $(wildcard agentd/cmd/* controller/cmd/* extender/cmd/*)
 # the fuzzer reports 0 execs/s; 5s keeps the time spent fuzzing.
 FUZZTIME     ?= 30s
 
-.PHONY: all help deps tools print-helm build run demo plugin-release images push test-images test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full test-eco-race test-park-faults
+.PHONY: all help deps tools print-helm build run demo plugin-release images push test-images test test-unit test-integration test-tooling test-helm test-package test-install test-fleet package lint verify generate fuzz check check-full clean bench-energy bench-energy-full bench-energy-brackets test-eco-race test-park-faults
 
 all: build
 
@@ -329,6 +329,20 @@ bench-energy: ## the energy benchmark's standard run, into test/bench/energy/
 
 bench-energy-full: ## the energy benchmark at 2,500 nodes, into test/bench/energy-full/
 	cd test && $(GO) run ./cmd/joulie-bench-energy --nodes-cpu 2000 --nodes-gpu 500 --levels 0.4:$(BENCH_ENERGY_FULL_SEEDS) --out bench/energy-full $(BENCH_ENERGY_FLAGS)
+
+# The brackets (issue 38, section 5): the headline level under each physics variant of
+# BENCH_ENERGY_BRACKETS, each into test/bench/energy-brackets/<variant>/, on the arms that
+# j is judged against (README, "Brackets"). nominal is the default physics with every job
+# at its class's figures: the default against it is what the controller's blindness costs.
+BENCH_ENERGY_BRACKETS ?= default nominal cpu-clock-bound sensitivity hgx-power-states
+BENCH_ENERGY_BRACKET_SEEDS ?= 5
+BENCH_ENERGY_BRACKET_ARMS ?= a-default,b-binpack,b-tuned,g-binpack-poweroff,j-joulie-nocaps,j-joulie
+
+bench-energy-brackets: ## the headline level under each physics bracket, into test/bench/energy-brackets/<name>/
+	cd test && for b in $(BENCH_ENERGY_BRACKETS); do \
+		$(GO) run ./cmd/joulie-bench-energy $(BENCH_ENERGY_SCALE) --levels 0.4:$(BENCH_ENERGY_BRACKET_SEEDS) \
+			--arms $(BENCH_ENERGY_BRACKET_ARMS) --physics-variant $$b --out bench/energy-brackets/$$b $(BENCH_ENERGY_FLAGS) || exit 1; \
+	done
 
 check: deps lint verify test ## every check and test CI runs (about 10.5 minutes warm)
 	@echo "make check: all checks passed"

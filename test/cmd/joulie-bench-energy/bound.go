@@ -13,12 +13,13 @@ import (
 
 // seedBound is the lower bound of one seed's job list over the window
 // every arm of the seed accounts, each job started no later than the
-// latest any arm started it: physical, and with f-oracle's slice caps.
-func seedBound(nodes []workload.Node, jobs []workload.Job, model *physics.Model, results []sim.Result) (report.Bound, error) {
+// latest any arm started it, under the jobs' true figures: physical, and
+// with f-oracle's slice caps.
+func seedBound(nodes []workload.Node, jobs []workload.Job, model *physics.Model, seed int64, results []sim.Result) (report.Bound, error) {
 	if len(results) == 0 {
 		return report.Bound{}, fmt.Errorf("lower bound: no results")
 	}
-	in := bound.Input{Jobs: jobs, Model: model, Start: results[0].Window.Start, End: results[0].Window.End, LatestStart: map[string]time.Duration{},
+	in := bound.Input{Jobs: jobs, Model: model, Truth: truthOf(model, seed), Start: results[0].Window.Start, End: results[0].Window.End, LatestStart: map[string]time.Duration{},
 		Families: bound.Families(nodes, func(n workload.Node) (physics.Curve, physics.GPUNode) { return sim.NodePhysics(model, n) })}
 	for _, r := range results {
 		// A whole-run window ends at the arm's last completion; the

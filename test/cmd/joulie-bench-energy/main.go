@@ -283,7 +283,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, simulate simulato
 	if err != nil {
 		return err
 	}
-	cfg := report.Config{Horizon: o.horizon, Physics: physicsName, PhysicsVariant: model.Name, PhysicsSHA256: physicsHash(model), Trace: o.tracePods,
+	cfg := report.Config{Horizon: o.horizon, Physics: physicsName, PhysicsVariant: model.Name, PhysicsSHA256: physicsHash(model),
+		TrueSpread: report.Spread(model.Spread), Trace: o.tracePods,
 		Command: "joulie-bench-energy " + strings.Join(args, " ")}
 	for _, n := range nodes {
 		if n.GPUs > 0 {
@@ -405,7 +406,7 @@ func runSeeds(ctx context.Context, o *options, nodes []workload.Node, model *phy
 				if !complete {
 					continue
 				}
-				b, err := seedBound(nodes, list.jobs, model, t.s.results)
+				b, err := seedBound(nodes, list.jobs, model, t.s.seed, t.s.results)
 				accMu.Lock()
 				if err == nil {
 					err = acc.AddSeed(t.s.results)
@@ -480,7 +481,9 @@ func physicsHash(m *physics.Model) string {
 		GPUNode                          physics.GPUNode
 		TableCapFraction, MinCapFraction float64
 		Classes                          map[physics.Boundness]physics.Class
-	}{m.CPUNode, m.GPUNode, m.TableCapFraction, m.MinCapFraction, classes})
+		Power                            physics.PowerStates
+		Spread                           physics.Spread
+	}{m.CPUNode, m.GPUNode, m.TableCapFraction, m.MinCapFraction, classes, m.Power, m.Spread})
 	if err != nil {
 		panic(err) // plain numbers always marshal
 	}

@@ -138,6 +138,7 @@ func TestBenchWritesTheReport(t *testing.T) {
 		"`" + f.hashes[0.4][7][sim.ArmDefault] + "`",
 		"`" + f.hashes[0.2][7][sim.ArmDefault] + "`",
 		"sha256 " + physicsHash(physics.Default()),
+		"| jobs' true figures | each job's clock sensitivity within ±0.2 and utilization within ±0.2 of its class's, drawn from the job list's seed",
 		// 800 W against 900 W over the same window and work, each seed.
 		"| d-queue-aware | -11.1% (-11.1% … -11.1%) |",
 		"### Against the physical limit",
@@ -445,5 +446,33 @@ func TestTraceStartAndEndReachTheReader(t *testing.T) {
 	}
 	if got := f.hashes[0][1][sim.ArmDefault]; got != workload.Hash(jobs) {
 		t.Errorf("the run's job list %s is not the reader's p2 alone %s", got, workload.Hash(jobs))
+	}
+}
+
+// Every variant of the physics file, the brackets among them, has a hash
+// of its own: two that differ only in power states or in the jobs' spread
+// must not pass for one.
+func TestEveryPhysicsVariantHasItsOwnHash(t *testing.T) {
+	f := physics.Embedded()
+	seen := map[string]string{}
+	for _, name := range f.Names() {
+		m, err := f.Variant(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := physicsHash(m)
+		if other, ok := seen[h]; ok {
+			t.Errorf("variants %s and %s have the same physics hash", other, name)
+		}
+		seen[h] = name
+	}
+}
+
+// The command runs each seed's jobs on true figures drawn from the
+// model's spread and the list's seed.
+func TestTheCommandDrawsTrueFiguresFromTheModelAndTheSeed(t *testing.T) {
+	m := physics.Default()
+	if got := truthOf(m, 7); got.Spread != m.Spread || got.Seed != 7 || got.Spread.Zero() {
+		t.Errorf("truthOf(default, 7) = %+v", got)
 	}
 }

@@ -60,6 +60,9 @@ type Input struct {
 	// LatestStart is, by job ID, the latest time a schedule the bound
 	// covers starts the job; a job not in it starts on arrival.
 	LatestStart map[string]time.Duration
+	// Truth is how the jobs' true figures were drawn (physics.Truth): the
+	// bound holds for the physics the simulator ran them under.
+	Truth physics.Truth
 	// SliceCaps lets a job's own slice of a node's CPUs be capped, as
 	// f-oracle idealises it; no hardware caps one pod's cores, so the
 	// physical limit leaves it out.
@@ -87,9 +90,9 @@ type Result struct {
 // family is a Family with what the computation keeps of it.
 type family struct {
 	Family
-	host  *host
-	cap   [3]int64 // CPUs, memory, GPUs of one node
-	index int
+	hostKey string   // its host curve, which hostOf computes per model
+	cap     [3]int64 // CPUs, memory, GPUs of one node
+	index   int
 }
 
 // Compute is the bound for in.
@@ -104,18 +107,51 @@ func Compute(in Input) (Result, error) {
 		return Result{}, errors.New("bound: no node families")
 	}
 	ps := m.Power
-	floorW := min(ps.OffWatts, ps.BootWatts, ps.ShutdownWatts)
+	// Both kinds of node's figures, so the floor holds for every node.
+	floorW := min(ps.Off(false), ps.Booting(false), ps.Off(true), ps.Booting(true), ps.ShutdownWatts)
 	fams := make([]*family, len(in.Families))
-	hosts := map[string]*host{}
+	// Each job runs under its own true figures; the hosts' figures are
+	// computed once per distinct model and curve.
+	truths := in.Truth.Models(m)
+	jobModels := make([]*physics.Model, len(in.Jobs))
+	seenU := map[float64]bool{}
+	var utils []float64
+	for _, b := range physics.Boundnesses() {
+		if u := m.Class(b).Utilization; !seenU[u] {
+			seenU[u] = true
+			utils = append(utils, u)
+		}
+	}
+	for i, j := range in.Jobs {
+		if !j.Boundness.Valid() {
+			return Result{}, fmt.Errorf("bound: job %s: unknown boundness class %q", j.ID, j.Boundness)
+		}
+		jobModels[i] = truths.Of(j.Boundness, j.ID)
+		if u := jobModels[i].Class(j.Boundness).Utilization; !seenU[u] {
+			seenU[u] = true
+			utils = append(utils, u)
+		}
+	}
+	type hostKey struct {
+		curve string
+		m     *physics.Model
+	}
+	hosts := map[hostKey]*host{}
+	curves := map[string]physics.Curve{}
+	hostOf := func(f *family, jm *physics.Model) *host {
+		k := hostKey{f.hostKey, jm}
+		if hosts[k] == nil {
+			hosts[k] = newHost(jm, curves[f.hostKey], floorW, utils)
+		}
+		return hosts[k]
+	}
 	for i, f := range in.Families {
 		if f.Nodes < 1 || f.CPUMilli <= 0 || f.MemoryMiB <= 0 || f.GPUs < 0 {
 			return Result{}, fmt.Errorf("bound: family %s: %d nodes of %d mCPU, %d MiB, %d GPUs is not a family", f.Name, f.Nodes, f.CPUMilli, f.MemoryMiB, f.GPUs)
 		}
 		key := fmt.Sprint(f.Host.Points())
-		if hosts[key] == nil {
-			hosts[key] = newHost(m, f.Host, floorW)
-		}
-		fams[i] = &family{Family: f, host: hosts[key], cap: [3]int64{f.CPUMilli, f.MemoryMiB, int64(f.GPUs)}, index: i}
+		curves[key] = f.Host
+		fams[i] = &family{Family: f, hostKey: key, cap: [3]int64{f.CPUMilli, f.MemoryMiB, int64(f.GPUs)}, index: i}
 	}
 	var res Result
 	window := (in.End - in.Start).Seconds()
@@ -134,7 +170,8 @@ func Compute(in Input) (Result, error) {
 	}
 	var changes []change
 	var jointWork, ownWork, gpuIdle float64
-	for _, j := range in.Jobs {
+	for ji, j := range in.Jobs {
+		jm := jobModels[ji]
 		latest := j.Arrival
 		if l, ok := in.LatestStart[j.ID]; ok {
 			if l < j.Arrival {
@@ -145,13 +182,15 @@ func Compute(in Input) (Result, error) {
 				res.Delayed++
 			}
 		}
-		eps, err := leastPerWork(fams, j, func(f *family) float64 { return f.perWork(m, j.Boundness, j.CPUMilli, j.GPUs, in.SliceCaps) })
+		eps, err := leastPerWork(fams, j, func(f *family) float64 {
+			return f.perWork(jm, hostOf(f, jm), j.Boundness, j.CPUMilli, j.GPUs, in.SliceCaps)
+		})
 		if err != nil {
 			return Result{}, err
 		}
-		joint, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkWithIdle(m, j.Boundness, j.CPUMilli, j.GPUs) })
-		own, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkOwnGPUs(m, j.Boundness, j.CPUMilli, j.GPUs) })
-		w := workInside(m, j, latest, in.Start, in.End)
+		joint, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkWithIdle(jm, hostOf(f, jm), j.Boundness, j.CPUMilli, j.GPUs) })
+		own, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkOwnGPUs(jm, hostOf(f, jm), j.Boundness, j.CPUMilli, j.GPUs) })
+		w := workInside(jm, j, latest, in.Start, in.End)
 		res.Dynamic += eps * w
 		jointWork += joint * w
 		ownWork += own * w
@@ -297,7 +336,7 @@ func newSwitching(m *physics.Model, fams []*family, floorW float64, start, end t
 		gpuNode := f.GPUs > 0
 		s.stay = append(s.stay, f.Idle()-floorW)
 		s.shutdown = append(s.shutdown, max(0, ps.ShutdownWatts-floorW))
-		s.boot = append(s.boot, max(0, ps.BootWatts-floorW))
+		s.boot = append(s.boot, max(0, ps.Booting(gpuNode)-floorW))
 		s.sdTime = append(s.sdTime, ps.Shutdown)
 		s.bootTime = append(s.bootTime, ps.BootTime(gpuNode))
 		last := make([]time.Duration, f.Nodes+1)

@@ -21,7 +21,8 @@
 // any such schedule spends on the same part of the energy:
 //
 //   - Floor. Every node draws at least fl = min(off, boot, shutdown watts)
-//     at every instant, so N × fl × window is spent whatever happens.
+//     at every instant (the least of a CPU node's and a GPU node's own
+//     figures), so N × fl × window is spent whatever happens.
 //   - Awake. Job j surely holds its requests over [L_j, a_j + W_j): it has
 //     started by L_j and cannot finish before a_j + W_j. At each instant
 //     the jobs surely running must fit on the awake nodes. For a set Q of
@@ -48,7 +49,7 @@
 //     every gap, known in advance.
 //   - Dynamic. A node's dynamic draw (above idle) is shared among its jobs
 //     in proportion to each one's busy CPUs (its requested CPUs times its
-//     class's utilization), on top of its GPUs' own draw above idle. For a
+//     utilization), on top of its GPUs' own draw above idle. For a
 //     job of class b, the least dynamic energy per second of work it can be
 //     charged is found over every load of the node it shares, every cap,
 //     and the simulator's kinds of CPU cap (one per node, and with
@@ -57,7 +58,10 @@
 //     min(W_j, ρ_min × (end − L_j)) − min(W_j, start − a_j) of its work
 //     inside the window [start, end), ρ_min its rate at the slowest clock,
 //     so its dynamic energy inside the window is at least that work times
-//     its least energy per second of work.
+//     its least energy per second of work. A job's figures here are its
+//     own (Input.Truth, the draw the simulator ran it on), and the slice
+//     share's least is taken over every job's utilization, so the
+//     argument holds job by job as it did class by class.
 //
 // The terms add up because they count disjoint parts of each node's draw:
 // the floor, an awake node's idle above the floor, a boot's or a

@@ -84,7 +84,10 @@ type host struct {
 	gpuHostWithIdle float64
 }
 
-func newHost(m *physics.Model, c physics.Curve, floorW float64) *host {
+// newHost computes what the bound needs of curve c under model m; utils
+// are the utilizations of every job of the list (their true figures), over
+// which the slice share's least is taken.
+func newHost(m *physics.Model, c physics.Curve, floorW float64, utils []float64) *host {
 	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), perBusy: map[physics.Boundness]float64{}, gpuHost: math.Inf(1),
 		withIdle: map[physics.Boundness]float64{}}
 	idle := c.Idle()
@@ -99,8 +102,7 @@ func newHost(m *physics.Model, c physics.Curve, floorW float64) *host {
 	// the sum of its slices' is the sum over them of slice × (curve(u) −
 	// idle); the ratio is at least perLoad × u / (curve(u) − idle) for the
 	// least such figure among the classes.
-	for _, b := range physics.Boundnesses() {
-		u := m.Class(b).Utilization
+	for _, u := range utils {
 		if w := c.At(u) - idle; u > 0 && w > 0 {
 			h.sliceShare = min(h.sliceShare, h.perLoad*u/w)
 		}
@@ -241,13 +243,13 @@ func (h *host) leastHostShare(m *physics.Model) float64 {
 // host's draw under a package cap (and, with sliceCaps, under f-oracle's
 // cap on its own slice of the CPUs, if less), plus for a GPU job its GPUs'
 // draw above idle under their own cap.
-func (f *family) perWork(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int, sliceCaps bool) float64 {
+func (f *family) perWork(m *physics.Model, h *host, b physics.Boundness, cpuMilli int64, gpus int, sliceCaps bool) float64 {
 	u := m.Class(b).Utilization
 	frac := float64(cpuMilli) / float64(f.CPUMilli)
-	c := f.host.curve
-	slice := f.host.sliceShare * frac
+	c := h.curve
+	slice := h.sliceShare * frac
 	if gpus == 0 {
-		e := frac * u * f.host.perBusy[b]
+		e := frac * u * h.perBusy[b]
 		if sliceCaps {
 			e = min(e, slice*leastDynamic(m, b, physics.NodeCPU(c, u)))
 		}
@@ -256,7 +258,7 @@ func (f *family) perWork(m *physics.Model, b physics.Boundness, cpuMilli int64, 
 	// A GPU job's host share is drawn whatever its pace, so its least per
 	// second, at the lowest cap, bounds it per second of work too (the
 	// rate is at most 1).
-	e := frac * u * f.host.gpuHost
+	e := frac * u * h.gpuHost
 	if sliceCaps {
 		low := physics.NodeCPU(c, u)
 		e = min(e, slice*(m.Draw(low, m.MinCapFraction)-low.Idle))
@@ -269,15 +271,15 @@ func (f *family) perWork(m *physics.Model, b physics.Boundness, cpuMilli int64, 
 // perWorkWithIdle is perWork in the joint form: the job's share of its
 // host's whole draw above the floor, idle included, under a package cap,
 // plus its GPUs' draw above their idle.
-func (f *family) perWorkWithIdle(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int) float64 {
+func (f *family) perWorkWithIdle(m *physics.Model, h *host, b physics.Boundness, cpuMilli int64, gpus int) float64 {
 	u := m.Class(b).Utilization
 	frac := float64(cpuMilli) / float64(f.CPUMilli)
 	if gpus == 0 {
-		return frac * u * f.host.withIdle[b]
+		return frac * u * h.withIdle[b]
 	}
 	g := f.GPU
 	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
-	return frac*u*f.host.gpuHostWithIdle + float64(gpus)*leastDynamic(m, b, one)
+	return frac*u*h.gpuHostWithIdle + float64(gpus)*leastDynamic(m, b, one)
 }
 
 // leastWhole bounds from below, over every cap, the whole draw of device d
@@ -307,13 +309,13 @@ func leastWhole(m *physics.Model, b physics.Boundness, d physics.Device) float64
 // perWorkOwnGPUs is perWorkWithIdle with the job's GPUs counted whole,
 // idle included, over their stretched time, instead of their draw above
 // idle (the second joint form, see Result.Joint).
-func (f *family) perWorkOwnGPUs(m *physics.Model, b physics.Boundness, cpuMilli int64, gpus int) float64 {
+func (f *family) perWorkOwnGPUs(m *physics.Model, h *host, b physics.Boundness, cpuMilli int64, gpus int) float64 {
 	if gpus == 0 {
-		return f.perWorkWithIdle(m, b, cpuMilli, gpus)
+		return f.perWorkWithIdle(m, h, b, cpuMilli, gpus)
 	}
 	u := m.Class(b).Utilization
 	frac := float64(cpuMilli) / float64(f.CPUMilli)
 	g := f.GPU
 	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
-	return frac*u*f.host.gpuHostWithIdle + float64(gpus)*leastWhole(m, b, one)
+	return frac*u*h.gpuHostWithIdle + float64(gpus)*leastWhole(m, b, one)
 }

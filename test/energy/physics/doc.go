@@ -91,5 +91,16 @@
 // costs, measured on the same taurus nodes (9.75 W off with the BMC
 // alive; 151.52 s and 18,966 J to boot; 6.1 s and 616 J to shut down). A
 // GPU node boots for as long plus a GPU driver start (60 s, assumption) at
-// the boot's average power, and draws the same off power.
+// the boot's average power, and draws the same off power, unless the file
+// gives a GPU node its own off and boot draw ([PowerStates.Off],
+// [PowerStates.Booting]; the hgx-power-states variant does).
+//
+// # A job's own figures
+//
+// A class's figures are what a controller could know of a job at best.
+// [Truth] draws each job's own clock sensitivity and utilization within
+// the model's [Spread] of its class's, from a seed and the job's ID, and
+// [Truths] hands out the model each job runs under ([Model.WithClass]).
+// The simulator's physics uses it; what it shows Joulie's controller does
+// not.
 package physics

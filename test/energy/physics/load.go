@@ -30,6 +30,15 @@ type doc struct {
 	Clock       clockDoc   `yaml:"clock"`
 	Classes     classesDoc `yaml:"classes"`
 	PowerStates powerDoc   `yaml:"powerStates"`
+	JobSpread   spreadDoc  `yaml:"jobSpread,omitempty"`
+}
+
+// spreadDoc is the optional jobSpread block; without it jobs run at their
+// class's figures.
+type spreadDoc struct {
+	Source           string  `yaml:"source,omitempty"`
+	ClockSensitivity float64 `yaml:"clockSensitivity"`
+	Utilization      float64 `yaml:"utilization"`
 }
 
 // classesDoc has one key per Boundness, so that a class the model does
@@ -101,6 +110,9 @@ type powerDoc struct {
 	ShutdownSeconds       float64 `yaml:"shutdownSeconds"`
 	ShutdownJoules        float64 `yaml:"shutdownJoules"`
 	GPUDriverStartSeconds float64 `yaml:"gpuDriverStartSeconds"`
+	// A GPU node's own draw off and booting; 0 or absent: a CPU node's.
+	GPUNodeOffWatts  float64 `yaml:"gpuNodeOffWatts,omitempty"`
+	GPUNodeBootWatts float64 `yaml:"gpuNodeBootWatts,omitempty"`
 }
 
 // stretchKeys are a class's two ways to say how a cap slows it.
@@ -363,6 +375,14 @@ func build(d *doc, modelName, file string, c, fallback *checker) (*Model, []erro
 	floorErr("gpuNode.host", g.Host.Idle(), g.Host.Max())
 	floorErr("a GPU", g.GPUIdleWatts, g.GPUMaxWatts())
 	m.Power = v.power(d.PowerStates, min(m.CPUNode.Idle(), g.Host.Idle()))
+	if gi := g.Host.Idle() + g.GPUIdleWatts; !(m.Power.GPUNodeOffWatts < gi) {
+		v.check(false, "powerStates.gpuNodeOffWatts", "%v W is not below a GPU node's idle draw with one GPU, %v W", m.Power.GPUNodeOffWatts, gi)
+	}
+	v.check(d.JobSpread.ClockSensitivity >= 0 && d.JobSpread.ClockSensitivity <= 1, "jobSpread.clockSensitivity",
+		"%v must lie in [0,1]: the half-width of a figure that itself lies in [0,1]", d.JobSpread.ClockSensitivity)
+	v.check(d.JobSpread.Utilization >= 0 && d.JobSpread.Utilization <= 1, "jobSpread.utilization",
+		"%v must lie in [0,1]: the half-width of a figure that itself lies in [0,1]", d.JobSpread.Utilization)
+	m.Spread = Spread{ClockSensitivity: d.JobSpread.ClockSensitivity, Utilization: d.JobSpread.Utilization}
 	if len(v.errs) > 0 {
 		return nil, v.errs
 	}
@@ -465,11 +485,14 @@ func (v *validator) power(pd powerDoc, idle float64) PowerStates {
 		return time.Duration(math.Round(s * float64(time.Second)))
 	}
 	p := PowerStates{
-		OffWatts:       pd.OffWatts,
-		Boot:           seconds("bootSeconds", pd.BootSeconds, false),
-		Shutdown:       seconds("shutdownSeconds", pd.ShutdownSeconds, false),
-		GPUDriverStart: seconds("gpuDriverStartSeconds", pd.GPUDriverStartSeconds, true),
+		OffWatts:        pd.OffWatts,
+		Boot:            seconds("bootSeconds", pd.BootSeconds, false),
+		Shutdown:        seconds("shutdownSeconds", pd.ShutdownSeconds, false),
+		GPUDriverStart:  seconds("gpuDriverStartSeconds", pd.GPUDriverStartSeconds, true),
+		GPUNodeOffWatts: pd.GPUNodeOffWatts, GPUNodeBootWatts: pd.GPUNodeBootWatts,
 	}
+	v.check(finite(pd.GPUNodeOffWatts) && pd.GPUNodeOffWatts >= 0, "powerStates.gpuNodeOffWatts", "%v must be a number of watts, 0 or more (0: offWatts)", pd.GPUNodeOffWatts)
+	v.check(finite(pd.GPUNodeBootWatts) && pd.GPUNodeBootWatts >= 0, "powerStates.gpuNodeBootWatts", "%v must be a number of watts, 0 or more (0: the boot's average)", pd.GPUNodeBootWatts)
 	if v.check(finite(pd.OffWatts) && pd.OffWatts > 0, "powerStates.offWatts", "%v must be a number of watts above 0", pd.OffWatts) {
 		v.check(pd.OffWatts < idle, "powerStates.offWatts", "%v W is not below the lowest idle draw of the nodes, %v W: off must draw less than idle", pd.OffWatts, idle)
 	}

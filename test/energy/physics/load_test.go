@@ -11,7 +11,7 @@ import (
 
 func TestEmbeddedFileHoldsTheIssueFigures(t *testing.T) {
 	f := Embedded()
-	if got, want := f.Names(), []string{"default", "sensitivity"}; !slices.Equal(got, want) {
+	if got, want := f.Names(), []string{"default", "cpu-clock-bound", "hgx-power-states", "nominal", "sensitivity"}; !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	m := f.Base()
@@ -82,8 +82,8 @@ func TestLoadReadsAFileLikeTheEmbeddedOne(t *testing.T) {
 			t.Errorf("%s: Source %q, want %q", name, got.Source, path)
 		}
 	}
-	if _, err := f.Variant("pessimistic"); err == nil || !strings.Contains(err.Error(), "default, sensitivity") {
-		t.Errorf("unknown variant: %v, want an error listing default, sensitivity", err)
+	if _, err := f.Variant("pessimistic"); err == nil || !strings.Contains(err.Error(), "default, cpu-clock-bound, hgx-power-states, nominal, sensitivity") {
+		t.Errorf("unknown variant: %v, want an error listing every variant", err)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)

@@ -151,6 +151,9 @@ type Model struct {
 	ClockFit ClockFit
 	// Power is what a node draws and takes to switch off and on.
 	Power PowerStates
+	// Spread is how far a job's true figures may lie from its class's
+	// (Truth); zero in a file without a jobSpread block.
+	Spread Spread
 
 	classes [len(boundnesses)]Class
 }

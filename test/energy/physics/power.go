@@ -16,6 +16,27 @@ type PowerStates struct {
 	// GPUDriverStart is how much longer a GPU node takes to boot, drawing
 	// BootWatts.
 	GPUDriverStart time.Duration
+	// GPUNodeOffWatts and GPUNodeBootWatts are a GPU node's own draw off
+	// and booting, where it differs from a CPU node's (0: OffWatts,
+	// BootWatts): an HGX board's standby rails and its GPUs powered from
+	// the start of POST are not a CPU server's.
+	GPUNodeOffWatts, GPUNodeBootWatts float64
+}
+
+// Off is what a node draws switched off.
+func (p PowerStates) Off(gpuNode bool) float64 {
+	if gpuNode && p.GPUNodeOffWatts > 0 {
+		return p.GPUNodeOffWatts
+	}
+	return p.OffWatts
+}
+
+// Booting is what a node draws while it boots.
+func (p PowerStates) Booting(gpuNode bool) float64 {
+	if gpuNode && p.GPUNodeBootWatts > 0 {
+		return p.GPUNodeBootWatts
+	}
+	return p.BootWatts
 }
 
 // BootTime is how long a node takes from off to ready: Boot, plus
@@ -27,9 +48,9 @@ func (p PowerStates) BootTime(gpuNode bool) time.Duration {
 	return p.Boot
 }
 
-// BootJoules is the energy of a boot: BootWatts over BootTime.
+// BootJoules is the energy of a boot: Booting over BootTime.
 func (p PowerStates) BootJoules(gpuNode bool) float64 {
-	return p.BootWatts * p.BootTime(gpuNode).Seconds()
+	return p.Booting(gpuNode) * p.BootTime(gpuNode).Seconds()
 }
 
 // ShutdownJoules is the energy of a shutdown: ShutdownWatts over Shutdown.

@@ -22,10 +22,23 @@ type Config struct {
 	Physics            string        // file, or "built-in"
 	PhysicsVariant     string
 	PhysicsSHA256      string
-	Trace              string // pod list replayed, if any
-	Command            string // the command line that produced the report
+	// TrueSpread is the spread of the jobs' true figures about their
+	// classes' (physics.Truth); zero: every job at its class's.
+	TrueSpread Spread
+	Trace      string // pod list replayed, if any
+	Command    string // the command line that produced the report
 	// Warnings say what a trace replay changed or left out.
 	Warnings []string
+}
+
+// Spread is physics.Spread as the report states it.
+type Spread struct{ ClockSensitivity, Utilization float64 }
+
+func (s Spread) describe() string {
+	if s == (Spread{}) {
+		return "every job at its class's clock sensitivity and utilization (no spread)"
+	}
+	return fmt.Sprintf("each job's clock sensitivity within ±%g and utilization within ±%g of its class's, drawn from the job list's seed, the same in every arm (an assumption, physics.yaml's jobSpread); Joulie's controller, cap rule and extender see only pods, requests and measured power, never a job's own figures", s.ClockSensitivity, s.Utilization)
 }
 
 // ChartProfile is the scheduler profile the Helm chart
@@ -80,6 +93,7 @@ func Markdown(cfg Config, st *Stats) []byte {
 		phys += ", variant " + cfg.PhysicsVariant
 	}
 	p("| physics | %s, sha256 %s |\n", phys, cfg.PhysicsSHA256)
+	p("| jobs' true figures | %s |\n", cfg.TrueSpread.describe())
 	p("| chart's scheduler profile | %s |\n", ChartProfile)
 	p("| operator's placement (%s) | %s |\n", strings.Join(tunedArms(), ", "), OperatorPlacement)
 	p("| boot wait, every arm | %s |\n", sim.BootWaitRule)

@@ -8,6 +8,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"joulie.io/joulie/test/energy/physics"
 )
 
 // resultHash digests everything a run reports: each job's node, profile,
@@ -42,8 +44,14 @@ func resultHash(r Result) string {
 // change meant to leave results alone (speed work, a refactoring) must
 // leave these as they are; a change meant to change results updates them
 // and says why in its commit. Taken with issue 22's physics (caps that
-// slow only when they bind, power states) and accounting (the window).
+// slow only when they bind, power states) and accounting (the window),
+// every job at its class's figures: the physics file's nominal variant,
+// its spread of 0 drawn through the seeded Truth as the command draws it.
 func TestResultsUnchanged(t *testing.T) {
+	nominal, err := physics.Embedded().Variant("nominal")
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]string{
 		"a-default/6": "c323777ed1cedf14",
 		"b-binpack/6": "13c74c48f8f54542",
@@ -81,7 +89,8 @@ func TestResultsUnchanged(t *testing.T) {
 	for _, seed := range []int64{6, 7} {
 		nodes, jobs := smallRun(t, seed, 600)
 		for _, arm := range Arms() {
-			r := run(t, arm, nodes, jobs, Options{Seed: seed, Window: Window{Start: time.Hour, End: 4 * time.Hour}})
+			r := run(t, arm, nodes, jobs, Options{Seed: seed, Model: nominal, Truth: physics.Truth{Spread: nominal.Spread, Seed: seed},
+				Window: Window{Start: time.Hour, End: 4 * time.Hour}})
 			key := fmt.Sprintf("%s/%d", arm, seed)
 			if got := resultHash(r); got != want[key] {
 				t.Errorf("%s: results digest %s, want %s", key, got, want[key])

@@ -95,7 +95,7 @@ func (s *simulation) nodeChanged(n *nodeState) {
 	cpuClock := s.cpuClock(n)
 	for _, idx := range n.running {
 		j := s.jobs[idx]
-		r := 1 / s.model.StretchAtClock(j.job.Boundness, s.jobClock(j, n, cpuClock))
+		r := 1 / j.phys.StretchAtClock(j.job.Boundness, s.jobClock(j, n, cpuClock))
 		if r == j.rate {
 			continue
 		}

@@ -128,19 +128,19 @@ func (n *nodeState) idleWatts() float64 {
 }
 
 // load is node n's CPU load: its jobs' requested CPUs, each kept busy at
-// its class's utilization, over the node's CPUs.
+// its job's true utilization, over the node's CPUs.
 func (s *simulation) load(n *nodeState) float64 {
 	var busyMilli float64
 	for _, idx := range n.running {
-		j := s.jobs[idx].job
-		busyMilli += float64(j.CPUMilli) * s.model.Class(j.Boundness).Utilization
+		j := s.jobs[idx]
+		busyMilli += float64(j.job.CPUMilli) * j.phys.Class(j.job.Boundness).Utilization
 	}
 	return busyMilli / float64(n.spec.CPUMilli)
 }
 
 // awakeWatts is the physics' draw of an awake node with its running jobs
 // under its caps. A job keeps its share of the CPUs it requested busy at
-// its class's utilization, and each of its GPUs at the same utilization.
+// its true utilization, and each of its GPUs at the same utilization.
 func (s *simulation) awakeWatts(n *nodeState) float64 {
 	load := s.load(n)
 	w := physics.Capped(n.host.At(load), s.model.EffectiveCap(n.cpuCap)*n.host.Max())
@@ -148,7 +148,7 @@ func (s *simulation) awakeWatts(n *nodeState) float64 {
 		used := 0
 		for _, idx := range n.running {
 			j := s.jobs[idx]
-			u := s.model.Class(j.job.Boundness).Utilization
+			u := j.phys.Class(j.job.Boundness).Utilization
 			c := s.gpuCapOf(j, n)
 			w += float64(j.job.GPUs) * physics.Capped(n.gpu.GPUWatts(u), s.model.EffectiveCap(c)*n.gpu.GPUMaxWatts())
 			used += j.job.GPUs
@@ -164,11 +164,11 @@ func (s *simulation) partsOf(n *nodeState) Parts {
 	ps := s.model.Power
 	switch n.state {
 	case off:
-		return Parts{Off: ps.OffWatts}
+		return Parts{Off: ps.Off(n.spec.GPUs > 0)}
 	case shuttingDown:
 		return Parts{Booting: ps.ShutdownWatts}
 	case booting:
-		return Parts{Booting: ps.BootWatts}
+		return Parts{Booting: ps.Booting(n.spec.GPUs > 0)}
 	}
 	idle := n.idleWatts()
 	return Parts{IdleAwake: idle, Dynamic: s.awakeWatts(n) - idle}

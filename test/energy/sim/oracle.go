@@ -27,19 +27,20 @@ func (s *simulation) oracleCap(j *jobState, n *nodeState) float64 {
 	if j.perfPod || s.opts.OracleUncapped {
 		return 1
 	}
-	u := s.model.Class(j.job.Boundness).Utilization
+	m := j.phys // foresight: the oracle knows the job's true figures
+	u := m.Class(j.job.Boundness).Utilization
 	slice := physics.CPUSlice(n.host, float64(j.job.CPUMilli)/float64(n.spec.CPUMilli), u)
 	if j.job.GPUs == 0 {
 		if s.spec.Oracle == OraclePhysical {
 			return 1
 		}
-		return s.model.MinEnergyCap(j.job.Boundness, slice)
+		return m.MinEnergyCap(j.job.Boundness, slice)
 	}
 	gpus := gpuDevice(n, j.job.GPUs, u)
 	if s.spec.Oracle == OraclePhysical {
-		return s.model.MinEnergyCap(j.job.Boundness, gpus)
+		return m.MinEnergyCap(j.job.Boundness, gpus)
 	}
-	return s.model.MinEnergyCap(j.job.Boundness, gpus, slice)
+	return m.MinEnergyCap(j.job.Boundness, gpus, slice)
 }
 
 // oracleNodeSteps is how finely the physical oracle searches a node's
@@ -64,8 +65,8 @@ func (s *simulation) oracleNodeCap(n *nodeState) float64 {
 		r := s.model.Clock(dev, f)
 		var work float64
 		for _, idx := range n.running {
-			j := s.jobs[idx].job
-			work += float64(j.CPUMilli) / s.model.StretchAtClock(j.Boundness, r)
+			j := s.jobs[idx]
+			work += float64(j.job.CPUMilli) / j.phys.StretchAtClock(j.job.Boundness, r)
 		}
 		return s.model.Draw(dev, f) / work
 	}
@@ -93,7 +94,7 @@ func (s *simulation) oracleSaving(n *nodeState, load float64) float64 {
 	for _, idx := range n.running {
 		j := s.jobs[idx]
 		frac := float64(j.job.CPUMilli) / float64(n.spec.CPUMilli)
-		slices = append(slices, physics.CappedSlice{Slice: physics.CPUSlice(n.host, frac, s.model.Class(j.job.Boundness).Utilization), Cap: j.cap})
+		slices = append(slices, physics.CappedSlice{Slice: physics.CPUSlice(n.host, frac, j.phys.Class(j.job.Boundness).Utilization), Cap: j.cap})
 	}
 	return s.model.SliceSaving(n.host, load, slices)
 }
@@ -131,7 +132,7 @@ func (s *simulation) cpuClock(n *nodeState) float64 {
 // or its own oracle cap; a CPU job runs at the node's CPU clock, or in
 // f-oracle at its own slice's.
 func (s *simulation) jobClock(j *jobState, n *nodeState, cpuClock float64) float64 {
-	u := s.model.Class(j.job.Boundness).Utilization
+	u := j.phys.Class(j.job.Boundness).Utilization
 	if j.job.GPUs > 0 {
 		c := s.gpuCapOf(j, n)
 		if c >= 1 {

@@ -272,7 +272,7 @@ func (s *simulation) settleOff(n *nodeState, woken bool) {
 	ps := s.model.Power
 	from, gap := n.stateAt, s.now-n.stateAt
 	boot, bootJ := ps.BootTime(n.spec.GPUs > 0), ps.BootJoules(n.spec.GPUs > 0)
-	offW := ps.OffWatts
+	offW := ps.Off(n.spec.GPUs > 0)
 	costOff := ps.ShutdownWatts*ps.Shutdown.Seconds() + offW*(gap-ps.Shutdown).Seconds()
 	if woken {
 		costOff += bootJ - offW*boot.Seconds()

@@ -119,3 +119,36 @@ func TestBootWaitIsCountedByOneRule(t *testing.T) {
 		t.Errorf("%d performance boot waits and %d boots, want 1 and 1", g.PerfBootWaits, g.Boots)
 	}
 }
+
+// Under the HGX bracket a GPU node draws its own figures off (45 W) and
+// booting (its idle, for its 7-minute boot), a CPU node the taurus ones.
+func TestGPUNodesDrawTheirOwnPowerStates(t *testing.T) {
+	m, err := physics.Embedded().Variant("hgx-power-states")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := workload.StandardCluster(1, 1)
+	gpuJob := workload.Job{ID: "gpu", Arrival: 3 * time.Hour, Class: workload.Standard, Boundness: physics.GPUCompute,
+		CPUMilli: 8000, MemoryMiB: 1024, GPUs: 1, Work: time.Minute}
+	jobs := []workload.Job{cpuJob("cpu", 0, 8, time.Hour), gpuJob}
+	r := run(t, ArmPowerOff, nodes, jobs, Options{Seed: 1, Model: m})
+	at := func(t0 time.Duration) Parts {
+		var p Parts
+		for _, s := range r.Power {
+			if s.T <= t0 {
+				p = s.Parts
+			}
+		}
+		return p
+	}
+	ps := m.Power
+	if p := at(2 * time.Hour); p.Off != ps.OffWatts+ps.Off(true) {
+		t.Errorf("both nodes off: %v W off, want %v + %v", p.Off, ps.OffWatts, ps.Off(true))
+	}
+	if p := at(3*time.Hour + time.Minute); p.Booting != ps.Booting(true) || p.Booting != m.GPUNode.Host.Idle()+8*m.GPUNode.GPUIdleWatts {
+		t.Errorf("the GPU node booting draws %v W, want its idle", p.Booting)
+	}
+	if g := r.Jobs[1]; g.Start-g.Arrival != ps.BootTime(true) || ps.BootTime(true) != 420*time.Second {
+		t.Errorf("the GPU job waited %s for the boot, want %s", g.Start-g.Arrival, ps.BootTime(true))
+	}
+}

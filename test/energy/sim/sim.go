@@ -30,6 +30,13 @@ type Options struct {
 	Seed int64
 	// Model is the physics; required.
 	Model *physics.Model
+	// Truth draws each job's true clock sensitivity and utilization
+	// around its class's (the zero Truth: the class's own). The physics
+	// runs every job on its true figures; what Joulie's controller, its
+	// cap rule and the extender are given (pods, requests, the agents'
+	// measured power, the catalog) never carries them, as on a real
+	// cluster. The oracles, which choose with foresight, do see them.
+	Truth physics.Truth
 	// Window is the steady-state accounting window (the workload's
 	// warm-up to the end of its arrivals); the zero Window accounts the
 	// whole run, from 0 to the last completion.
@@ -120,6 +127,10 @@ type jobState struct {
 	updated time.Duration
 	version int // invalidates completion events scheduled at an older rate
 	perfPod bool
+	// phys is the physics of the job's true figures (Options.Truth):
+	// everything the simulator computes of the job's draw and pace reads
+	// its class here, never from the run's model.
+	phys *physics.Model
 	// cap is the oracle's cap on the job's own shares (1: none).
 	cap float64
 	// waking is the node booting for this pending job (-1: none), and
@@ -198,12 +209,14 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 		return nil, fmt.Errorf("sim: scheduler for arm %s: %w", spec.Arm, err)
 	}
 	s.sched = sched
+	truths := opts.Truth.Models(opts.Model)
 	for i, j := range jobs {
 		pod := podObject(j)
 		if spec.GPUTaint && j.GPUs > 0 {
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, gpuToleration)
 		}
-		js := &jobState{job: j, node: -1, pod: pod, left: j.Work.Seconds(), perfPod: j.Class == workload.Performance, cap: 1, waking: -1}
+		js := &jobState{job: j, node: -1, pod: pod, left: j.Work.Seconds(), perfPod: j.Class == workload.Performance, cap: 1, waking: -1,
+			phys: truths.Of(j.Boundness, j.ID)}
 		s.jobs = append(s.jobs, js)
 		heap.Push(&s.events, event{t: j.Arrival, kind: evArrival, idx: i})
 	}
