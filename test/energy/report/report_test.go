@@ -801,16 +801,7 @@ func TestHeadlineComparesJoulieWithTheCompetentBaseline(t *testing.T) {
 	perCore := map[sim.Arm][2]float64{ // kWh per core-hour on seeds 1 and 2, 10 core-hours each
 		sim.ArmDefault: {1.2, 1.2}, sim.ArmBinPack: {1, 1}, sim.ArmBinPackTuned: {0.95, 0.95}, sim.ArmPowerOff: {0.8, 0.8}, sim.ArmJoulie: {0.76, 0.76},
 	}
-	var results []sim.Result
-	for i, seed := range []int64{1, 2} {
-		for arm, e := range perCore {
-			results = append(results, handResult(0.4, seed, arm, armCase{parts: sim.Parts{IdleAwake: 10 * e[i]}, coreH: 10, gpuH: 2, alloc: 0.4, watts: 1000}))
-		}
-	}
-	st, err := Compute(0.4, results)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := perCoreStats(t, perCore)
 	sum := Summary(st)
 	want := "Headline, load level 0.4, 2 seeds: energy per core-hour of j-joulie (Joulie as it ships) -5.0% against g-binpack-poweroff (-5.0% … -5.0%; performance p95 -9.1%), -20.0% against b-tuned (-20.0% … -20.0%; performance p95 +0.0%), -24.0% against b-binpack (-24.0% … -24.0%; performance p95 +0.0%)"
 	if len(sum) == 0 || !strings.HasPrefix(sum[0], want) {
@@ -854,15 +845,10 @@ func TestATuningRunSaysSo(t *testing.T) {
 	}
 }
 
-// The saving taken apart: each step is its arm against the arm before
-// it, paired by seed, and the steps present are those whose two arms
-// ran; on each seed the steps' ratios multiply to the last arm's against
-// b-binpack.
-func TestTheSavingTakenApartStepByStep(t *testing.T) {
-	perCore := map[sim.Arm][2]float64{ // kWh per core-hour on seeds 1 and 2, 10 core-hours each
-		sim.ArmDefault: {1.2, 1.2}, sim.ArmBinPack: {1, 1}, sim.ArmBinPackTuned: {0.95, 0.9}, sim.ArmPowerOff: {0.8, 0.81},
-		sim.ArmJoulieNoCaps: {0.84, 0.81}, sim.ArmJoulie: {0.756, 0.7695},
-	}
+// perCoreStats is level 0.4 on seeds 1 and 2 with each arm at the given
+// kWh per core-hour (10 core-hours a seed).
+func perCoreStats(t *testing.T, perCore map[sim.Arm][2]float64) *Stats {
+	t.Helper()
 	var results []sim.Result
 	for i, seed := range []int64{1, 2} {
 		for arm, e := range perCore {
@@ -873,6 +859,19 @@ func TestTheSavingTakenApartStepByStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// The saving taken apart: each step is its arm against the arm before
+// it, paired by seed, and the steps present are those whose two arms
+// ran; on each seed the steps' ratios multiply to the last arm's against
+// b-binpack.
+func TestTheSavingTakenApartStepByStep(t *testing.T) {
+	perCore := map[sim.Arm][2]float64{ // kWh per core-hour on seeds 1 and 2, 10 core-hours each
+		sim.ArmDefault: {1.2, 1.2}, sim.ArmBinPack: {1, 1}, sim.ArmBinPackTuned: {0.95, 0.9}, sim.ArmPowerOff: {0.8, 0.81},
+		sim.ArmJoulieNoCaps: {0.84, 0.81}, sim.ArmJoulie: {0.756, 0.7695},
+	}
+	st := perCoreStats(t, perCore)
 	want := map[sim.Arm]float64{ // mean of the two seeds' steps, in percent
 		sim.ArmBinPackTuned: (-5.0 + -10.0) / 2,
 		sim.ArmPowerOff:     (100*(0.8/0.95-1) + -10.0) / 2,

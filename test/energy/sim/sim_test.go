@@ -76,14 +76,19 @@ func TestUncappedEcoReproducesNoCaps(t *testing.T) {
 	nodes, jobs := smallRun(t, 3, 300)
 	full := intent.Default()
 	full.CPUEcoCapPctOfMax, full.GPUEcoCapPctOfMax = 100, 100
-	d := run(t, ArmQueueAware, nodes, jobs, Options{Seed: 3, Intent: &full})
-	e := run(t, ArmNoCaps, nodes, jobs, Options{Seed: 3, Intent: &full})
-	if d.EnergyJ != e.EnergyJ || d.Makespan != e.Makespan {
-		t.Errorf("energy %g J / %g J, makespan %s / %s", d.EnergyJ, e.EnergyJ, d.Makespan, e.Makespan)
+	sameRuns(t, run(t, ArmQueueAware, nodes, jobs, Options{Seed: 3, Intent: &full}), run(t, ArmNoCaps, nodes, jobs, Options{Seed: 3, Intent: &full}))
+}
+
+// sameRuns fails unless a capped arm with eco caps at 100% and its arm
+// without caps ran alike: the same energy, makespan and every job.
+func sameRuns(t *testing.T, capped, uncapped Result) {
+	t.Helper()
+	if capped.EnergyJ != uncapped.EnergyJ || capped.Makespan != uncapped.Makespan {
+		t.Errorf("energy %g J / %g J, makespan %s / %s", capped.EnergyJ, uncapped.EnergyJ, capped.Makespan, uncapped.Makespan)
 	}
-	for i := range d.Jobs {
-		if d.Jobs[i] != e.Jobs[i] {
-			t.Fatalf("job %d: %+v with eco caps at 100%%, %+v without caps", i, d.Jobs[i], e.Jobs[i])
+	for i := range capped.Jobs {
+		if capped.Jobs[i] != uncapped.Jobs[i] {
+			t.Fatalf("job %d: %+v with eco caps at 100%%, %+v without caps", i, capped.Jobs[i], uncapped.Jobs[i])
 		}
 	}
 }
@@ -95,16 +100,7 @@ func TestJoulieWithoutCapsIsJoulieButForItsCaps(t *testing.T) {
 	nodes, jobs := smallRun(t, 4, 300)
 	full := intent.Default()
 	full.CPUEcoCapPctOfMax, full.GPUEcoCapPctOfMax = 100, 100
-	j := run(t, ArmJoulie, nodes, jobs, Options{Seed: 4, Intent: &full})
-	n := run(t, ArmJoulieNoCaps, nodes, jobs, Options{Seed: 4, Intent: &full})
-	if j.EnergyJ != n.EnergyJ || j.Makespan != n.Makespan {
-		t.Errorf("energy %g J / %g J, makespan %s / %s", j.EnergyJ, n.EnergyJ, j.Makespan, n.Makespan)
-	}
-	for i := range j.Jobs {
-		if j.Jobs[i] != n.Jobs[i] {
-			t.Fatalf("job %d: %+v with eco caps at 100%%, %+v without caps", i, j.Jobs[i], n.Jobs[i])
-		}
-	}
+	sameRuns(t, run(t, ArmJoulie, nodes, jobs, Options{Seed: 4, Intent: &full}), run(t, ArmJoulieNoCaps, nodes, jobs, Options{Seed: 4, Intent: &full}))
 	// And at the shipped caps they differ: the caps do something.
 	if capped, uncapped := run(t, ArmJoulie, nodes, jobs, Options{Seed: 4}), run(t, ArmJoulieNoCaps, nodes, jobs, Options{Seed: 4}); capped.EnergyJ == uncapped.EnergyJ {
 		t.Errorf("j-joulie and j-joulie-nocaps used the same %g J at the shipped caps", capped.EnergyJ)
