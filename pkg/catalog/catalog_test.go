@@ -90,11 +90,14 @@ func TestFiguresArePlausible(t *testing.T) {
 		}
 		check(e.Vendor != "" && e.Name != "" && e.Source != "", "vendor, name and source must be set")
 		check(e.Generic == (e.Family == ""), "exactly the generic entries have no family")
-		check(e.MemoryGiB >= 16 && e.MemoryGiB <= 512, "%d GiB", e.MemoryGiB)
+		// The floors admit the oldest and smallest boards listed: the P100
+		// PCIe's 12 GiB, Pascal's FP16 without tensor cores (18.7 TFLOPS)
+		// and the 60 W A2 (18 TFLOPS).
+		check(e.MemoryGiB >= 12 && e.MemoryGiB <= 512, "%d GiB", e.MemoryGiB)
 		check(e.TDPWatts >= 50 && e.TDPWatts <= 1500, "TDP %g W", e.TDPWatts)
 		check(e.CapMaxWatts == e.TDPWatts, "cap maximum %g W is not the TDP %g W", e.CapMaxWatts, e.TDPWatts)
 		check(e.CapMinWatts >= e.TDPWatts/4 && e.CapMinWatts <= e.TDPWatts*0.6, "cap minimum %g W for TDP %g W", e.CapMinWatts, e.TDPWatts)
-		check(e.FP16TFLOPS >= 50 && e.FP16TFLOPS <= 5000, "%g TFLOPS", e.FP16TFLOPS)
+		check(e.FP16TFLOPS >= 15 && e.FP16TFLOPS <= 5000, "%g TFLOPS", e.FP16TFLOPS)
 		check(math.Abs(e.Density-e.FP16TFLOPS/989.5) < 0.0006, "density %g is not FP16 TFLOPS / H100 SXM", e.Density)
 		check(e.Generic == (e.IdleWatts == 0), "idle %g W: every model and no generic entry has an idle figure", e.IdleWatts)
 		check(e.IdleWatts < e.CapMinWatts, "idle %g W not below the lowest cap %g W", e.IdleWatts, e.CapMinWatts)

@@ -26,7 +26,10 @@
 // for performance pods: Decide names the nodes it holds, the controller
 // labels them joulie.io/warm-reserve, the extender turns every other pod
 // away from them, and a pending standard pod wakes a parked node rather
-// than count on them. With any, the first pods to come take them.
+// than count on them. A standard pod that no node outside the reserve
+// could take even empty (a CPU pod larger than every CPU-only node, on a
+// GPU node) would wait for ever: the reserve gives it a node, and refills
+// from what is parked. With any, the first pods to come take them.
 //
 // The life of a parkable node:
 //

@@ -168,8 +168,11 @@ type Result struct {
 	// wait for the wake rate limit; Unplaceable counts pending pods no
 	// node fits, awake or not; WaitingForReserve counts pending standard
 	// pods that only a node of the warm reserve fits, which they are kept
-	// off, and that wait for a node to free up.
-	WaitingForRate, Unplaceable, WaitingForReserve int
+	// off, and that wait for a node to free up. ReserveReleased counts the
+	// reserve nodes given up this pass to a pending standard pod that no
+	// other node could ever take, even empty: those nodes are not held,
+	// so the controller takes their label off and the pod may land.
+	WaitingForRate, Unplaceable, WaitingForReserve, ReserveReleased int
 }
 
 // WarmReserve is every family's WarmReserve, sorted by name.
@@ -190,6 +193,9 @@ type state struct {
 	free    nodeFree
 	claimed bool // a pending pod was placed on it in this pass
 	held    bool // held as its family's warm reserve in this pass
+	// released: a pending standard pod fits no node but this one of the
+	// reserve, even empty, so the reserve gives it up (onlyTheReserveEver).
+	released bool
 }
 
 // Decide returns the transitions to carry out now. It never moves a node
@@ -224,7 +230,8 @@ func Decide(in Input, s Params) Result {
 		d.holdReserves(fams)
 		d.park(fams)
 	}
-	res := Result{Transitions: d.out, Stranded: d.stranded, WaitingForRate: d.waiting, Unplaceable: d.unplaceable, WaitingForReserve: d.forReserve}
+	res := Result{Transitions: d.out, Stranded: d.stranded, WaitingForRate: d.waiting, Unplaceable: d.unplaceable, WaitingForReserve: d.forReserve,
+		ReserveReleased: d.reserveReleased}
 	slices.SortFunc(res.Transitions, func(a, b Transition) int { return strings.Compare(a.Node, b.Node) })
 	slices.SortFunc(res.Stranded, func(a, b Stranded) int { return strings.Compare(a.Pod, b.Pod) })
 	for _, name := range sortedKeys(fams) {
@@ -243,6 +250,8 @@ type decider struct {
 	stranded                         []Stranded
 	parkBudget, wakeBudget           int
 	waiting, unplaceable, forReserve int
+	reserveReleased                  int
+	dims                             dims // the pending pods' resources
 }
 
 // recent counts the nodes whose recorded state matches and changed within
@@ -467,6 +476,7 @@ func (d *decider) placePending() {
 	if len(pods) == 0 {
 		return // most passes: nothing waits, so no node's room is needed
 	}
+	d.dims = dims
 	for _, n := range d.nodes {
 		n.free = newNodeFree(n.Node, dims)
 	}
@@ -527,6 +537,16 @@ func (d *decider) placePending() {
 		}
 		n := d.pickParked(p, parked)
 		if n == nil {
+			if r := d.onlyTheReserveEver(p); r != nil {
+				// Waiting would be for ever: no node outside the reserve
+				// could take the pod even empty. The reserve gives it up,
+				// and the pass refills the reserve from what is parked.
+				r.released = true
+				r.free.take(p.req)
+				r.claimed = true
+				d.reserveReleased++
+				continue
+			}
 			if onlyReserve(p) {
 				d.forReserve++
 			} else {
@@ -545,6 +565,34 @@ func (d *decider) placePending() {
 		// It takes the next pods before another parked node is woken.
 		coming = append(coming, n)
 	}
+}
+
+// onlyTheReserveEver returns, for a standard pod that fits nowhere now, an
+// awake node of the warm reserve it fits when no node outside the reserve,
+// in whatever power state, could take it even with nothing on it: its
+// wait for a node to free up would never end, since the reserve is kept
+// idle. Nil otherwise, and for performance pods, which the reserve admits.
+func (d *decider) onlyTheReserveEver(p *pendingPod) *state {
+	if p.perf {
+		return nil
+	}
+	var reserve *state
+	for _, n := range d.nodes {
+		if n.cur == joulie.PowerWakeFailed {
+			continue
+		}
+		empty := newNodeFree(&Node{Node: n.Node.Node}, d.dims)
+		if !empty.hasRoom(p.req) || !schedulable(p, n.Node.Node, n.cur != joulie.PowerAwake) {
+			continue
+		}
+		if !warm(n) {
+			return nil // it may free up, or wake: the pod waits for it
+		}
+		if reserve == nil && n.cur == joulie.PowerAwake && n.Ready && !n.released && n.free.hasRoom(p.req) {
+			reserve = n
+		}
+	}
+	return reserve
 }
 
 // warm reports whether node n carries the warm reserve's label.
@@ -827,7 +875,7 @@ func (d *decider) holdReserves(fams map[string]*family) {
 		var cands []*state
 		for _, n := range f.nodes {
 			l := n.Node.Node.Labels
-			if !idle(n) || l[joulie.LabelReserved] == "true" || hasKey(l, LabelControlPlane) || hasKey(l, labelLegacyControlPlane) {
+			if !idle(n) || n.released || l[joulie.LabelReserved] == "true" || hasKey(l, LabelControlPlane) || hasKey(l, labelLegacyControlPlane) {
 				continue
 			}
 			cands = append(cands, n)

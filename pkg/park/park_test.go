@@ -710,6 +710,41 @@ func TestDecide(t *testing.T) {
 					t.Errorf("waiting for the reserve %d, unplaceable %d; want 1 and 0", r.WaitingForReserve, r.Unplaceable)
 				}
 			}},
+		// Found replaying a sparse cluster: a CPU pod larger than every
+		// CPU node, on the one GPU node of its family, which the reserve
+		// held idle for ever.
+		{name: "a standard pod that no node but the reserve could ever take is given the reserve node",
+			nodes:    []Node{node("a", cpuFam, 32, busy(2)), node("r", gpuFam, 64, warmReserve)},
+			settings: forPerformance(1),
+			pending:  []*corev1.Pod{pod("p", 48, 0)},
+			check: func(t *testing.T, r Result) {
+				holds()(t, r)
+				if r.ReserveReleased != 1 || r.WaitingForReserve != 0 || r.Unplaceable != 0 {
+					t.Errorf("released %d, waiting for the reserve %d, unplaceable %d; want 1, 0 and 0", r.ReserveReleased, r.WaitingForReserve, r.Unplaceable)
+				}
+			}},
+		{name: "a standard pod that a parked node outside the reserve fits wakes it rather than take the reserve",
+			nodes: []Node{node("a", cpuFam, 32, busy(2)), node("r", gpuFam, 64, warmReserve),
+				node("q", gpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: forPerformance(1),
+			pending:  []*corev1.Pod{pod("p", 48, 0)},
+			want:     []string{"q parked>waking#1"}, reason: "pending pod default/p fits no awake node but fits this one",
+			check: func(t *testing.T, r Result) {
+				holds("r")(t, r)
+				if r.ReserveReleased != 0 {
+					t.Errorf("released %d, want 0", r.ReserveReleased)
+				}
+			}},
+		{name: "a standard pod that a busy node outside the reserve could take waits for it",
+			nodes:    []Node{node("a", cpuFam, 64, busy(40)), node("r", cpuFam, 64, warmReserve)},
+			settings: forPerformance(1),
+			pending:  []*corev1.Pod{pod("p", 48, 0)},
+			check: func(t *testing.T, r Result) {
+				holds("r")(t, r)
+				if r.ReserveReleased != 0 || r.WaitingForReserve != 1 {
+					t.Errorf("released %d, waiting for the reserve %d; want 0 and 1", r.ReserveReleased, r.WaitingForReserve)
+				}
+			}},
 		{name: "a warm-reserve label left over still keeps standard pods off with reserveFor any",
 			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("r", cpuFam, 64, warmReserve),
 				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},

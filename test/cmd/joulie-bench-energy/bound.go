@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"joulie.io/joulie/test/energy/bound"
@@ -19,6 +20,14 @@ func seedBound(nodes []workload.Node, jobs []workload.Job, model *physics.Model,
 	if len(results) == 0 {
 		return report.Bound{}, fmt.Errorf("lower bound: no results")
 	}
+	// The jobs that fit no node did no work in any arm; nothing bounds it.
+	pending := map[string]bool{}
+	for _, u := range results[0].Unplaceable {
+		pending[u.ID] = true
+	}
+	if len(pending) > 0 {
+		jobs = slices.DeleteFunc(slices.Clone(jobs), func(j workload.Job) bool { return pending[j.ID] })
+	}
 	in := bound.Input{Jobs: jobs, Model: model, Truth: truthOf(model, seed), Start: results[0].Window.Start, End: results[0].Window.End, LatestStart: map[string]time.Duration{},
 		Families: bound.Families(nodes, func(n workload.Node) (physics.Curve, physics.GPUNode) { return sim.NodePhysics(model, n) })}
 	for _, r := range results {
@@ -35,9 +44,9 @@ func seedBound(nodes []workload.Node, jobs []workload.Job, model *physics.Model,
 		return report.Bound{}, fmt.Errorf("lower bound: %w", err)
 	}
 	in.SliceCaps = true
-	slices, err := bound.Compute(in)
+	sliceCapped, err := bound.Compute(in)
 	if err != nil {
 		return report.Bound{}, fmt.Errorf("lower bound with slice caps: %w", err)
 	}
-	return report.Bound{Physical: physical.Joules, SliceCaps: slices.Joules}, nil
+	return report.Bound{Physical: physical.Joules, SliceCaps: sliceCapped.Joules}, nil
 }

@@ -279,7 +279,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, simulate simulato
 	if err != nil {
 		return err
 	}
-	nodes, err := cluster(o, stderr)
+	nodes, nodeWarnings, err := cluster(o, stderr)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, simulate simulato
 	if err != nil {
 		return err
 	}
-	cfg.Warnings = warnings
+	// The node list's warnings (GPU models that fell back, CPU models
+	// the schema lacks) were printed as it was read; the report keeps
+	// them beside the pod list's.
+	cfg.Warnings = append(nodeWarnings, warnings...)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
@@ -491,18 +494,20 @@ func physicsHash(m *physics.Model) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func cluster(o *options, stderr io.Writer) ([]workload.Node, error) {
+// cluster is the simulated nodes, and what the node list's reader had to
+// say of them (printed at once, since a long run follows).
+func cluster(o *options, stderr io.Writer) ([]workload.Node, []string, error) {
 	if o.traceNodes == "" {
-		return workload.StandardCluster(o.cpuNodes, o.gpuNodes), nil
+		return workload.StandardCluster(o.cpuNodes, o.gpuNodes), nil, nil
 	}
 	nodes, warnings, err := workload.ReadNodes(o.traceNodes, catalog.Default())
 	if err != nil {
-		return nil, fmt.Errorf("--trace-nodes: %w", err)
+		return nil, nil, fmt.Errorf("--trace-nodes: %w", err)
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
-	return nodes, nil
+	return nodes, warnings, nil
 }
 
 // jobList is a seed's jobs, what the trace reader had to say of them,

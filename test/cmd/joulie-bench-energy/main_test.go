@@ -419,7 +419,10 @@ func TestBenchReplaysATrace(t *testing.T) {
 		t.Errorf("simulated %d nodes, want the trace's 2", f.nodes)
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	for _, want := range []string{"| workload | trace " + pods + " |", "| none (trace) | 1 | 3 | 1 |", "| none (trace) | 2: 1, 2 |", "| nodes | 2 (1 CPU-only, 1 GPU) |", "Warning: "} {
+	for _, want := range []string{"| workload | trace " + pods + " |", "| none (trace) | 1 | 3 | 1 | 0 |", "| none (trace) | 2: 1, 2 |", "| nodes | 2 (1 CPU-only, 1 GPU) |",
+		// The node list's fallbacks are in the report, not only on stderr.
+		"Warning: " + nodes + ": no CPU model on 1 node with GPUs",
+		"| what a seed changes in a replay | " + report.ReplaySeedRule + " |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -427,7 +430,8 @@ func TestBenchReplaysATrace(t *testing.T) {
 }
 
 // TestTraceStartAndEndReachTheReader: --trace-start and --trace-end
-// replay the pods created in between, as workload.ReadPods reads them.
+// replay the pods created in between and those still running at the
+// start, as workload.ReadPods reads them.
 func TestTraceStartAndEndReachTheReader(t *testing.T) {
 	dir, pods, nodes := writeTrace(t)
 	f := &fakeSim{}
@@ -441,11 +445,12 @@ func TestTraceStartAndEndReachTheReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 1 || jobs[0].ID != "p2" {
-		t.Fatalf("the reader kept %+v, want p2 alone", jobs)
+	// p1 (created at 100 s, running from 200 s) was running at the start.
+	if len(jobs) != 2 || jobs[0].ID != "p1" || jobs[1].ID != "p2" {
+		t.Fatalf("the reader kept %+v, want p1 and p2", jobs)
 	}
 	if got := f.hashes[0][1][sim.ArmDefault]; got != workload.Hash(jobs) {
-		t.Errorf("the run's job list %s is not the reader's p2 alone %s", got, workload.Hash(jobs))
+		t.Errorf("the run's job list %s is not the reader's p1 and p2 %s", got, workload.Hash(jobs))
 	}
 }
 

@@ -84,6 +84,7 @@ func Markdown(cfg Config, st *Stats) []byte {
 	p("| nodes | %d (%d CPU-only, %d GPU) |\n", cfg.CPUNodes+cfg.GPUNodes, cfg.CPUNodes, cfg.GPUNodes)
 	if cfg.Trace != "" {
 		p("| workload | trace %s |\n", cfg.Trace)
+		p("| what a seed changes in a replay | %s |\n", ReplaySeedRule)
 	} else {
 		p("| workload | generated, %s of arrivals per job list |\n", cfg.Horizon)
 	}
@@ -118,14 +119,30 @@ func Markdown(cfg Config, st *Stats) []byte {
 	for _, a := range armsRun(st) {
 		p("| %s | %s |\n", a, describe(a))
 	}
-	p("\n### Job lists\n\n| level | seed | jobs | truncated | job-list hash (SHA-256) |\n|---|---|---|---|---|\n")
+	p("\n### Job lists\n\n| level | seed | jobs | truncated | pending, fit no node | job-list hash (SHA-256) |\n|---|---|---|---|---|---|\n")
+	var pending []sim.Unplaceable
 	for _, l := range st.Levels {
 		for _, seed := range l.Seeds {
 			r := l.Run(l.Arms[0], seed)
-			p("| %s | %d | %d | %d | `%s` |\n", levelName(l.Level), seed, r.Jobs, r.Truncated, r.JobsHash)
+			p("| %s | %d | %d | %d | %d | `%s` |\n", levelName(l.Level), seed, r.Jobs, r.Truncated, len(r.Unplaceable), r.JobsHash)
+			if pending == nil {
+				pending = r.Unplaceable
+			}
 		}
 	}
-	p("\nEvery arm of a level and seed ran the job list of that hash to completion. Truncated jobs' work is a lower bound of their real work (a trace pod still running at the trace's end, or a generated job cut at 7 days).\n\n")
+	p("\nEvery arm of a level and seed ran the job list of that hash to completion. Truncated jobs' work is a lower bound of their real work (a trace pod still running at the trace's end, or a generated job cut at 7 days).\n")
+	if len(pending) > 0 {
+		p("\nPods that fit no node (they ask for more CPU, memory or GPUs than any node of the cluster has) stayed pending through the run in every arm, as on a real cluster: they did no work and are in no figure but this table. Those of the first job list:\n\n")
+		p("| pod | class | CPU (milli) | memory (MiB) | GPUs |\n|---|---|---|---|---|\n")
+		for i, u := range pending {
+			if i == maxPendingListed {
+				p("\n(and %d more)\n", len(pending)-maxPendingListed)
+				break
+			}
+			p("| %s | %s | %d | %d | %d |\n", u.ID, u.Class, u.CPUMilli, u.MemoryMiB, u.GPUs)
+		}
+	}
+	p("\n")
 
 	levels := append([]*Level{hl}, slices.DeleteFunc(slices.Clone(st.Levels), func(l *Level) bool { return l == hl })...)
 	for _, l := range levels {
@@ -509,6 +526,13 @@ func windows(l *Level) string {
 	}
 	return strings.Join(ws, "; ")
 }
+
+// ReplaySeedRule says what the seeds of a replayed trace are for.
+const ReplaySeedRule = "the trace fixes every pod's arrival, requests and recorded runtime, the same for every seed; a seed draws only what a pod list does not record: each pod's boundness class (from the seed and the pod's name, whatever the row order), its true clock sensitivity and utilization around its class's, and the scheduler's tie-breaks. The spread over seeds is the uncertainty those unrecorded figures leave, not a sampling of workloads"
+
+// maxPendingListed bounds the pods that fit no node the report names: a
+// trace replayed on too small a subset of its nodes can hold thousands.
+const maxPendingListed = 20
 
 func levelName(x float64) string {
 	if x == 0 {

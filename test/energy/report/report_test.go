@@ -482,7 +482,7 @@ func TestMarkdownKeyLines(t *testing.T) {
 		"| 0.2 | 1: 1 | 1h0m0s … 3h0m0s | 21.0% | 20.0% |",
 		"| 0.4 | 2: 1, 2 | 1h0m0s … 3h0m0s | 40.0% | 39.0% |",
 		"| g-binpack-poweroff | bin-packing + idle power-off",
-		"| 0.4 | 2 | 2 | 0 | `hash-0.4-2` |",
+		"| 0.4 | 2 | 2 | 0 | 0 | `hash-0.4-2` |",
 		"## Load level 0.4 (headline)",
 		"## Load level 0.2\n",
 		"### Against g-binpack-poweroff",
@@ -913,5 +913,31 @@ func TestTheSavingTakenApartStepByStep(t *testing.T) {
 	}
 	if strings.Contains(md, "| per-GPU caps |") {
 		t.Error("report.md shows the per-GPU step, whose arm did not run")
+	}
+}
+
+// The pods of a job list that fit no node are counted per job list and
+// named, with the requests that did not fit, so that a replay on too few
+// nodes says what it left out.
+func TestMarkdownNamesThePodsThatFitNoNode(t *testing.T) {
+	rs := handResults()
+	pending := []sim.Unplaceable{{ID: "huge", Class: "standard", CPUMilli: 900000, MemoryMiB: 1024}, {ID: "nine-gpus", Class: "performance", CPUMilli: 1000, MemoryMiB: 1024, GPUs: 9}}
+	for i := range rs {
+		rs[i].Unplaceable = pending
+	}
+	st, err := Compute(0.4, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(Markdown(Config{CPUNodes: 1, GPUNodes: 1, Horizon: 3 * h}, st))
+	for _, want := range []string{
+		"| 0.4 | 2 | 2 | 0 | 2 | `hash-0.4-2` |",
+		"stayed pending through the run in every arm",
+		"| huge | standard | 900000 | 1024 | 0 |",
+		"| nine-gpus | performance | 1000 | 1024 | 9 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
 	}
 }

@@ -55,6 +55,9 @@ type Run struct {
 	// Truncated counts jobs whose recorded work was cut (a trace pod still
 	// running at the trace's end, or a generated job cut at 7 days).
 	Truncated int
+	// Unplaceable are the jobs of the list that fit no node and stayed
+	// pending (sim.Result.Unplaceable); Jobs does not count them.
+	Unplaceable []sim.Unplaceable
 
 	// Window is the steady-state accounting window of the result.
 	Window sim.Window
@@ -603,7 +606,7 @@ const joulesPerKWh = 3.6e6
 
 func computeRun(r *sim.Result, drain time.Duration, refJCT map[string]time.Duration) (*Run, error) {
 	run := &Run{
-		Arm: r.Arm, Seed: r.Seed, Level: r.Level, JobsHash: r.JobsHash, Jobs: len(r.Jobs),
+		Arm: r.Arm, Seed: r.Seed, Level: r.Level, JobsHash: r.JobsHash, Jobs: len(r.Jobs), Unplaceable: r.Unplaceable,
 		Window: r.Window, EnergyKWh: r.EnergyJ / joulesPerKWh,
 		Parts: sim.Parts{
 			IdleAwake: r.EnergyParts.IdleAwake / joulesPerKWh, Dynamic: r.EnergyParts.Dynamic / joulesPerKWh,

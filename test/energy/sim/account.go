@@ -172,10 +172,8 @@ func (s *simulation) result() Result {
 			r.CPUNodes++
 		}
 	}
-	jobs := make([]workload.Job, 0, len(s.jobs))
 	first := time.Duration(-1)
 	for _, j := range s.jobs {
-		jobs = append(jobs, j.job)
 		if first < 0 || j.job.Arrival < first {
 			first = j.job.Arrival
 		}
@@ -192,7 +190,12 @@ func (s *simulation) result() Result {
 	if first > 0 {
 		r.Makespan -= first
 	}
-	r.JobsHash = workload.Hash(jobs)
+	// The hash is the input's, the pods left pending included, so that
+	// every arm of a job list shows the same hash.
+	r.JobsHash = workload.Hash(s.input)
+	for _, j := range s.unplaceable {
+		r.Unplaceable = append(r.Unplaceable, Unplaceable{ID: j.ID, Class: string(j.Class), CPUMilli: j.CPUMilli, MemoryMiB: j.MemoryMiB, GPUs: j.GPUs})
+	}
 	if s.opts.SeedWindow > 0 {
 		r.SeedMethod = s.seedMethod(series)
 	}

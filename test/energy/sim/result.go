@@ -19,6 +19,14 @@ type JobResult struct {
 	Truncated bool
 }
 
+// Unplaceable is a job that fit no node, with the requests that did not.
+type Unplaceable struct {
+	ID                  string
+	Class               string
+	CPUMilli, MemoryMiB int64
+	GPUs                int
+}
+
 // BootWaitRule is the one definition of a wait for a boot that every arm
 // counts by, as the report states it. Where a node comes back from
 // (cluster-autoscaler's scale-up, Joulie's parking, a wake for another
@@ -74,7 +82,12 @@ type Result struct {
 	// known (a replayed trace).
 	Level                     float64
 	Nodes, CPUNodes, GPUNodes int
-	Jobs                      []JobResult
+	// Jobs are the jobs that ran; Unplaceable the jobs of the list that
+	// fit no node (they ask for more CPU, memory or GPUs than any node
+	// has), which stayed pending through the run in every arm, as on a
+	// real cluster, and did no work.
+	Jobs        []JobResult
+	Unplaceable []Unplaceable
 	// Power is the cluster's power over the whole run, from 0 to the last
 	// completion, one sample per change.
 	Power []Sample

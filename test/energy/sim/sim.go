@@ -160,6 +160,10 @@ type simulation struct {
 	acct      accounts
 	perfOnEco int
 
+	// input is the job list as given; unplaceable are the jobs of it that
+	// fit no node (fitsSomeNode), left pending and out of jobs.
+	input, unplaceable []workload.Job
+
 	// ctl is the controller's view of the cluster (joulie.go).
 	ctl controllerView
 	// pendingPerf counts the performance jobs waiting in the queue.
@@ -210,9 +214,21 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 	}
 	s.sched = sched
 	truths := opts.Truth.Models(opts.Model)
-	for i, j := range jobs {
+	s.input = jobs
+	for _, j := range jobs {
+		fits, cpuNodeFits := fitsSomeNode(j, nodes)
+		if !fits {
+			// As on a real cluster the pod stays pending; it asks for
+			// nothing any node has, so it wakes and holds nothing.
+			s.unplaceable = append(s.unplaceable, j)
+			continue
+		}
+		i := len(s.jobs)
 		pod := podObject(j)
-		if spec.GPUTaint && j.GPUs > 0 {
+		// An operator who taints GPU nodes lets a CPU pod too large for
+		// every CPU node tolerate the taint, or it would never run; so
+		// every arm runs the same pods.
+		if spec.GPUTaint && (j.GPUs > 0 || !cpuNodeFits) {
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, gpuToleration)
 		}
 		js := &jobState{job: j, node: -1, pod: pod, left: j.Work.Seconds(), perfPod: j.Class == workload.Performance, cap: 1, waking: -1,
@@ -239,6 +255,20 @@ func newSimulation(spec ArmSpec, nodes []workload.Node, jobs []workload.Job, opt
 		s.parking.init(s)
 	}
 	return s, nil
+}
+
+// fitsSomeNode says whether j fits an empty node of nodes by its requests
+// (CPU, memory, GPUs), and whether one of those is a node without GPUs. A
+// pod that fits none would stay pending on any cluster of these nodes
+// whatever the scheduler or the power states.
+func fitsSomeNode(j workload.Job, nodes []workload.Node) (fits, cpuNode bool) {
+	for _, n := range nodes {
+		if j.CPUMilli <= n.CPUMilli && j.MemoryMiB <= n.MemoryMiB && j.GPUs <= n.GPUs {
+			fits = true
+			cpuNode = cpuNode || n.GPUs == 0
+		}
+	}
+	return fits, cpuNode
 }
 
 func (s *simulation) loop(ctx context.Context) error {

@@ -39,10 +39,13 @@ type TraceOptions struct {
 	GPUMix, CPUMix Mix
 	// Start and End choose a part of the trace, in the trace's clock
 	// (seconds from its start, as a Duration): only pods created in
-	// [Start, End) are replayed, and pods running past End are cut at it.
-	// End 0 is no end: the latest time in the pod list ends the trace.
-	// Arrivals count from the first replayed pod's creation, which
-	// arrives at 0.
+	// [Start, End) are replayed, and pods running past End are cut at it;
+	// a pod created before Start that had not ended by then (running, or
+	// still waiting to be scheduled) is replayed too, arriving at Start
+	// with the part of its run left after Start, as a cluster at Start
+	// holds it. End 0 is no end: the latest time in the pod list ends the
+	// trace. Arrivals count from the first replayed pod's creation (Start
+	// when a pod is carried over), which arrives at 0.
 	Start, End time.Duration
 }
 
@@ -52,9 +55,15 @@ type PodStats struct {
 	// Rows is the number of pods in the file; Jobs the number replayed.
 	Rows, Jobs int
 	// NeverScheduled pods have no scheduled_time; ZeroWork pods ran for
-	// 0 s; BeforeStart pods were created before TraceOptions.Start,
-	// AfterEnd pods at or after End. None is replayed.
+	// 0 s; BeforeStart pods were created before TraceOptions.Start and
+	// had ended by then, AfterEnd pods were created at or after End. None
+	// is replayed.
 	NeverScheduled, ZeroWork, BeforeStart, AfterEnd int
+	// RunningAtStart pods were created and scheduled before Start and ran
+	// past it; PendingAtStart pods were created before Start and scheduled
+	// after it. Both are replayed from Start: a running one with the rest
+	// of its run, a pending one with all of it.
+	RunningAtStart, PendingAtStart int
 	// Truncated jobs were still running at their end: pod_phase Running,
 	// no deletion_time, or deleted after End.
 	Truncated int
@@ -84,7 +93,10 @@ func (s PodStats) Warnings() []string {
 		w = append(w, fmt.Sprintf("%s: %s that ran for 0 s, not replayed", s.File, plural(s.ZeroWork, "pod")))
 	}
 	if s.BeforeStart > 0 {
-		w = append(w, fmt.Sprintf("%s: %s created before the chosen start (%v), not replayed; those still running then are missing from the replay's first hours", s.File, plural(s.BeforeStart, "pod"), s.Start))
+		w = append(w, fmt.Sprintf("%s: %s created and ended before the chosen start (%v), not replayed", s.File, plural(s.BeforeStart, "pod"), s.Start))
+	}
+	if n := s.RunningAtStart + s.PendingAtStart; n > 0 {
+		w = append(w, fmt.Sprintf("%s: %s created before the chosen start (%v) had not ended by then (%d running, %d waiting to be scheduled); they arrive at the start, a running pod with only the part of its run left after it", s.File, plural(n, "pod"), s.Start, s.RunningAtStart, s.PendingAtStart))
 	}
 	if s.AfterEnd > 0 {
 		w = append(w, fmt.Sprintf("%s: %s created at or after the end of the trace (%v), not replayed", s.File, plural(s.AfterEnd, "pod"), s.End))
@@ -127,7 +139,10 @@ type podRow struct {
 //     until the trace's end (deletion_time, if given, is then taken as the
 //     moment the trace last saw it) and is marked Truncated;
 //   - its arrival is its creation_time, counted from the earliest creation
-//     among the replayed pods: those created in [opts.Start, opts.End);
+//     among the replayed pods: those created in [opts.Start, opts.End),
+//     and those created before opts.Start that had not ended by then,
+//     which arrive at opts.Start and, when they were running then, keep
+//     only the part of their run after it;
 //   - num_gpu whole GPUs; a pod asking for part of a GPU (gpu_milli from 1
 //     to 999) gets a whole one, and counts in SharedGPU;
 //   - gpu_spec, '|'-separated, becomes GPUModels;
@@ -238,9 +253,6 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 		case !p.hasSched:
 			stats.NeverScheduled++
 			continue
-		case p.created < start:
-			stats.BeforeStart++
-			continue
 		case opts.End > 0 && p.created >= end:
 			stats.AfterEnd++
 			continue
@@ -252,12 +264,27 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 				stop = end
 			}
 		}
-		if stop <= p.sched {
+		begin, arrive := p.sched, p.created
+		if p.created < start {
+			// Carried over: what a cluster at start holds of the pod.
+			switch {
+			case stop <= start:
+				stats.BeforeStart++
+				continue
+			case p.sched < start:
+				stats.RunningAtStart++
+				begin = start
+			default:
+				stats.PendingAtStart++
+			}
+			arrive = start
+		}
+		if stop <= begin {
 			stats.ZeroWork++
 			continue
 		}
 		j := p.job
-		j.Work = time.Duration(stop-p.sched) * time.Second
+		j.Work = time.Duration(stop-begin) * time.Second
 		j.Source = "trace"
 		mix := cpuMix
 		if j.GPUs > 0 {
@@ -271,7 +298,7 @@ func ParsePods(r io.Reader, name string, opts TraceOptions) ([]Job, PodStats, er
 			stats.SharedGPU++
 		}
 		jobs = append(jobs, j)
-		created = append(created, p.created)
+		created = append(created, arrive)
 	}
 	if len(jobs) > 0 {
 		origin := slices.Min(created)

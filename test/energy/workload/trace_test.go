@@ -113,10 +113,12 @@ func TestReadPodsKeepsThePodsCreatedBetweenStartAndEnd(t *testing.T) {
 	for _, j := range jobs {
 		got[j.ID] = job{j.Arrival, j.Work, j.Truncated}
 	}
-	// pod-0001 (created at 1000 s) is before the start; pod-0007 (1800 s)
-	// and pod-0009 at or after the end. The first kept pod, pod-0006,
-	// arrives at 0; pods running past 1800 s are cut there.
+	// pod-0001 (created at 1000 s, running from 1010 s) was running at
+	// the start: it arrives at 0 with its run from 1100 s. pod-0007
+	// (1800 s) and pod-0009 are at or after the end. pod-0006, created at
+	// the start, arrives at 0 too; pods running past 1800 s are cut there.
 	want := map[string]job{
+		"openb-pod-0001": {0, 700 * time.Second, true},
 		"openb-pod-0006": {0, 650 * time.Second, true},
 		"openb-pod-0002": {100 * time.Second, 540 * time.Second, true},
 		"openb-pod-0003": {400 * time.Second, 270 * time.Second, true},
@@ -125,11 +127,11 @@ func TestReadPodsKeepsThePodsCreatedBetweenStartAndEnd(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("jobs %v, want %v", got, want)
 	}
-	if stats.BeforeStart != 1 || stats.AfterEnd != 2 || stats.NeverScheduled != 2 || stats.Origin != 1100*time.Second || stats.Start != 1100*time.Second {
-		t.Errorf("stats %+v: want 1 pod before the start, 2 after the end, 2 never scheduled, origin and start 1100 s", stats)
+	if stats.BeforeStart != 0 || stats.RunningAtStart != 1 || stats.AfterEnd != 2 || stats.NeverScheduled != 2 || stats.Origin != 1100*time.Second || stats.Start != 1100*time.Second {
+		t.Errorf("stats %+v: want 1 pod running at the start, 2 after the end, 2 never scheduled, origin and start 1100 s", stats)
 	}
-	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, podsFile+": 1 pod created before the chosen start (18m20s), not replayed") {
-		t.Errorf("warnings lack the pod before the start:\n%s", w)
+	if w := strings.Join(stats.Warnings(), "\n"); !strings.Contains(w, podsFile+": 1 pod created before the chosen start (18m20s) had not ended by then (1 running, 0 waiting to be scheduled)") {
+		t.Errorf("warnings lack the pod running at the start:\n%s", w)
 	}
 	for _, tc := range []struct {
 		opts TraceOptions
@@ -141,6 +143,57 @@ func TestReadPodsKeepsThePodsCreatedBetweenStartAndEnd(t *testing.T) {
 	} {
 		if _, _, err := ReadPods(podsFile, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// TestAReplayFromAStartHoldsWhatTheClusterRanThen: a window that starts
+// in the middle of a trace starts with the pods a cluster held then, not
+// with an empty cluster.
+func TestAReplayFromAStartHoldsWhatTheClusterRanThen(t *testing.T) {
+	const pods = `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+ended,1000,1024,0,0,,BE,Succeeded,0,900,10
+ends-at-start,1000,1024,0,0,,BE,Succeeded,0,1000,10
+long-running,64000,262144,8,1000,,LS,Running,0,,100
+running,2000,2048,0,0,,BE,Succeeded,200,1600,300
+waiting,4000,4096,1,1000,,BE,Succeeded,800,2500,1300
+never,1000,1024,0,0,,BE,Pending,500,,
+later,1000,1024,0,0,,LS,Succeeded,1500,1700,1500
+`
+	jobs, stats, err := ParsePods(strings.NewReader(pods), "mid.csv", TraceOptions{Start: 1000 * time.Second, End: 3000 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type job struct {
+		arrival, work time.Duration
+		truncated     bool
+	}
+	got := map[string]job{}
+	for _, j := range jobs {
+		got[j.ID] = job{j.Arrival, j.Work, j.Truncated}
+	}
+	// Arrivals count from the start. A pod running then keeps the rest of
+	// its run; one still waiting keeps all of it; the 8-GPU pod that runs
+	// through the whole trace holds its node from the first second.
+	want := map[string]job{
+		"long-running": {0, 2000 * time.Second, true},
+		"running":      {0, 600 * time.Second, false},
+		"waiting":      {0, 1200 * time.Second, false},
+		"later":        {500 * time.Second, 200 * time.Second, false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("jobs %v, want %v", got, want)
+	}
+	if stats.BeforeStart != 2 || stats.RunningAtStart != 2 || stats.PendingAtStart != 1 || stats.NeverScheduled != 1 || stats.Origin != 1000*time.Second {
+		t.Errorf("stats %+v: want 2 ended before the start, 2 running and 1 waiting then, 1 never scheduled, origin 1000 s", stats)
+	}
+	w := strings.Join(stats.Warnings(), "\n")
+	for _, s := range []string{
+		"mid.csv: 2 pods created and ended before the chosen start (16m40s), not replayed",
+		"mid.csv: 3 pods created before the chosen start (16m40s) had not ended by then (2 running, 1 waiting to be scheduled)",
+	} {
+		if !strings.Contains(w, s) {
+			t.Errorf("warnings\n%s\nlack %q", w, s)
 		}
 	}
 }
@@ -211,29 +264,30 @@ func TestReadNodesResolvesModelsAndWarnsAboutUnknownOnes(t *testing.T) {
 	// Each node keeps its CPU count and GPU model. The trace names no CPU
 	// model: CPU packages take the standard nodes' 2 × 360 W (EPYC 9654)
 	// and 2 × 350 W (Xeon 8480+). GPUs the catalog does not know take the
-	// H100 SXM's 700 W; known ones and a family's nearest their own.
+	// H100 SXM's 700 W (the trace's anonymized G1, G2 and G3); known ones,
+	// the trace's codes for them included, and a family's nearest their own.
 	want := []node{
-		{"openb-node-0001", 96000, 786432, 8, "V100M32", "generic-gpu", 700, 700},
-		{"openb-node-0002", 32000, 131072, 4, "V100M16", "generic-gpu", 700, 700},
+		{"openb-node-0001", 96000, 786432, 8, "V100M32", "nvidia-v100-sxm2-32gb", 700, 300},
+		{"openb-node-0002", 32000, 131072, 4, "V100M16", "nvidia-v100-sxm2-16gb", 700, 300},
 		{"openb-node-0003", 96000, 524288, 0, "", "", 720, 0},
-		{"openb-node-0004", 128000, 1048576, 1, "A10", "generic-gpu", 700, 700},
+		{"openb-node-0004", 128000, 1048576, 1, "A10", "nvidia-a10", 700, 150},
 		{"openb-node-0005", 96000, 393216, 8, "G2", "generic-gpu", 700, 700},
-		{"openb-node-0006", 96000, 786432, 8, "V100M32", "generic-gpu", 700, 700},
+		{"openb-node-0006", 96000, 786432, 8, "V100M32", "nvidia-v100-sxm2-32gb", 700, 300},
 		{"openb-node-0007", 64000, 262144, 2, "NVIDIA A100-SXM4-80GB", "nvidia-a100-sxm4-80gb", 700, 400},
 		{"openb-node-0008", 64000, 262144, 2, "NVIDIA H100 94GB", "nvidia-h100-nvl", 700, 400},
+		{"openb-node-0009", 32000, 131072, 4, "T4", "nvidia-t4", 700, 70},
+		{"openb-node-0010", 64000, 262144, 8, "P100", "nvidia-p100-sxm2-16gb", 700, 300},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("nodes\n%v\nwant\n%v", got, want)
 	}
 	unknown := "is not in the hardware catalog; they keep the model's name and their GPU count, take the catalog's generic-gpu entry and the standard NVIDIA H100 SXM's power, 700 W a GPU"
 	wantWarnings := []string{
-		nodesFile + `: GPU model "V100M32" on 2 nodes ` + unknown,
-		nodesFile + `: GPU model "V100M16" on 1 node ` + unknown,
-		nodesFile + `: GPU model "A10" on 1 node ` + unknown,
 		nodesFile + `: GPU model "G2" on 1 node ` + unknown,
 		nodesFile + `: GPU model "NVIDIA H100 94GB" on 1 node is not in the hardware catalog; they take the nearest model of its family, nvidia-h100-nvl (NVIDIA H100 NVL, 400 W)`,
+		nodesFile + `: GPU model "P100" on 1 node is not in the hardware catalog; they take the nearest model of its family, nvidia-p100-sxm2-16gb (NVIDIA P100 SXM2 16GB, 300 W)`,
 		nodesFile + `: no CPU model on 1 node without GPUs (the node list has no CPU model column); they keep their CPU count and take the standard CPU node's package power, 2 × AMD EPYC 9654, 720 W`,
-		nodesFile + `: no CPU model on 7 nodes with GPUs (the node list has no CPU model column); they keep their CPU count and take the standard GPU node's package power, 2 × Intel Xeon Platinum 8480+, 700 W`,
+		nodesFile + `: no CPU model on 9 nodes with GPUs (the node list has no CPU model column); they keep their CPU count and take the standard GPU node's package power, 2 × Intel Xeon Platinum 8480+, 700 W`,
 	}
 	if !slices.Equal(warnings, wantWarnings) {
 		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(warnings, "\n"), strings.Join(wantWarnings, "\n"))
