@@ -71,25 +71,65 @@ type host struct {
 	// a node with per-slice caps (f-oracle) charges: the node's dynamic draw
 	// over the sum of its slices' (physics.Model.SliceSaving's weight).
 	sliceShare float64
+	// m and floorW are the model and floor the figures below are taken
+	// under. Each is computed on first use and kept: with every job under
+	// its own true figures a host serves one job's class, and computing
+	// every class's figures up front was most of the bound's time.
+	m      *physics.Model
+	floorW float64
 	// perBusy[b] is the least node dynamic energy per second of CPU work
 	// and per unit of busy load of a CPU job of class b under a package
 	// cap; gpuHost the same for the host share of a GPU job, whose pace the
-	// package cap does not set.
-	perBusy map[physics.Boundness]float64
-	gpuHost float64
+	// package cap does not set (methods of the same names).
+	perBusyOf map[physics.Boundness]float64
+	gpuHostOf *float64
 	// withIdle[b] and gpuHostWithIdle are perBusy and gpuHost with the
 	// host's draw above the floor counted, its idle included (the
 	// joint form, see Result.Joint).
-	withIdle        map[physics.Boundness]float64
-	gpuHostWithIdle float64
+	withIdleOf        map[physics.Boundness]float64
+	gpuHostWithIdleOf *float64
+}
+
+func (h *host) perBusy(b physics.Boundness) float64 {
+	v, ok := h.perBusyOf[b]
+	if !ok {
+		v = h.leastPerBusy(h.m, b)
+		h.perBusyOf[b] = v
+	}
+	return v
+}
+
+func (h *host) withIdle(b physics.Boundness) float64 {
+	v, ok := h.withIdleOf[b]
+	if !ok {
+		v = h.leastWithIdle(h.m, b, h.floorW)
+		h.withIdleOf[b] = v
+	}
+	return v
+}
+
+func (h *host) gpuHost() float64 {
+	if h.gpuHostOf == nil {
+		v := h.leastHostShare(h.m)
+		h.gpuHostOf = &v
+	}
+	return *h.gpuHostOf
+}
+
+func (h *host) gpuHostWithIdle() float64 {
+	if h.gpuHostWithIdleOf == nil {
+		v := h.leastHostShareWithIdle(h.m, h.floorW)
+		h.gpuHostWithIdleOf = &v
+	}
+	return *h.gpuHostWithIdleOf
 }
 
 // newHost computes what the bound needs of curve c under model m; utils
 // are the utilizations of every job of the list (their true figures), over
 // which the slice share's least is taken.
 func newHost(m *physics.Model, c physics.Curve, floorW float64, utils []float64) *host {
-	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), perBusy: map[physics.Boundness]float64{}, gpuHost: math.Inf(1),
-		withIdle: map[physics.Boundness]float64{}}
+	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), m: m, floorW: floorW,
+		perBusyOf: map[physics.Boundness]float64{}, withIdleOf: map[physics.Boundness]float64{}}
 	idle := c.Idle()
 	// On each segment (curve(L) − idle)/L is w/L plus a constant, so its
 	// least over (0, 1] is at a point of the curve.
@@ -110,12 +150,6 @@ func newHost(m *physics.Model, c physics.Curve, floorW float64, utils []float64)
 	if math.IsInf(h.sliceShare, 1) {
 		h.sliceShare = 0
 	}
-	for _, b := range physics.Boundnesses() {
-		h.perBusy[b] = h.leastPerBusy(m, b)
-		h.withIdle[b] = h.leastWithIdle(m, b, floorW)
-	}
-	h.gpuHost = h.leastHostShare(m)
-	h.gpuHostWithIdle = h.leastHostShareWithIdle(m, floorW)
 	return h
 }
 
@@ -249,7 +283,7 @@ func (f *family) perWork(m *physics.Model, h *host, b physics.Boundness, cpuMill
 	c := h.curve
 	slice := h.sliceShare * frac
 	if gpus == 0 {
-		e := frac * u * h.perBusy[b]
+		e := frac * u * h.perBusy(b)
 		if sliceCaps {
 			e = min(e, slice*leastDynamic(m, b, physics.NodeCPU(c, u)))
 		}
@@ -258,7 +292,7 @@ func (f *family) perWork(m *physics.Model, h *host, b physics.Boundness, cpuMill
 	// A GPU job's host share is drawn whatever its pace, so its least per
 	// second, at the lowest cap, bounds it per second of work too (the
 	// rate is at most 1).
-	e := frac * u * h.gpuHost
+	e := frac * u * h.gpuHost()
 	if sliceCaps {
 		low := physics.NodeCPU(c, u)
 		e = min(e, slice*(m.Draw(low, m.MinCapFraction)-low.Idle))
@@ -275,11 +309,11 @@ func (f *family) perWorkWithIdle(m *physics.Model, h *host, b physics.Boundness,
 	u := m.Class(b).Utilization
 	frac := float64(cpuMilli) / float64(f.CPUMilli)
 	if gpus == 0 {
-		return frac * u * h.withIdle[b]
+		return frac * u * h.withIdle(b)
 	}
 	g := f.GPU
 	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
-	return frac*u*h.gpuHostWithIdle + float64(gpus)*leastDynamic(m, b, one)
+	return frac*u*h.gpuHostWithIdle() + float64(gpus)*leastDynamic(m, b, one)
 }
 
 // leastWhole bounds from below, over every cap, the whole draw of device d
@@ -317,5 +351,5 @@ func (f *family) perWorkOwnGPUs(m *physics.Model, h *host, b physics.Boundness, 
 	frac := float64(cpuMilli) / float64(f.CPUMilli)
 	g := f.GPU
 	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}
-	return frac*u*h.gpuHostWithIdle + float64(gpus)*leastWhole(m, b, one)
+	return frac*u*h.gpuHostWithIdle() + float64(gpus)*leastWhole(m, b, one)
 }
