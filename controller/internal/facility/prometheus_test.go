@@ -229,8 +229,11 @@ func TestAgainstARealPrometheus(t *testing.T) {
 		if err := p.Poll(ctx); err != nil {
 			return err
 		}
-		if it := val(p.Latest().ITPowerW); it != 120000 {
-			return fmt.Errorf("IT power still %g", it)
+		// Each figure is its own instant query, so a scrape can land
+		// between two of them: wait for both changed figures, not one
+		// (the ambient temperature once lagged the IT power under load).
+		if l := p.Latest(); val(l.ITPowerW) != 120000 || val(l.AmbientTempC) != 26 {
+			return fmt.Errorf("IT power %g and ambient %g °C, not yet the new 120000 W and 26 °C", val(l.ITPowerW), val(l.AmbientTempC))
 		}
 		return nil
 	})
