@@ -30,6 +30,12 @@
 // could take even empty (a CPU pod larger than every CPU-only node, on a
 // GPU node) would wait for ever: the reserve gives it a node, and refills
 // from what is parked. With any, the first pods to come take them.
+// A reserve node waits idle until a performance pod takes it, about one
+// gap between the family's performance arrivals: Params.ReserveMaxGap
+// prices that wait, and a family whose performance pods come more
+// seldom (or never) keeps no reserve at all, so that a sparse cluster of
+// many hardware families does not keep a node of each awake for little
+// demand.
 //
 // The life of a parkable node:
 //

@@ -35,6 +35,24 @@ type Params struct {
 	// from the lookback's arrivals (parking.reserveSizing): ReservePeak or
 	// ReserveMean.
 	ReserveSizing ReserveSizing
+	// ReserveMaxGap prices the warm reserve (parking.reserveMaxGap): a
+	// family keeps one only while its performance pods arrive at least
+	// every ReserveMaxGap on average over the lookback, the last of them
+	// within ReserveMaxGap. A reserve node waits idle for about the gap
+	// between two arrivals before it saves one a boot, so the reserve never
+	// spends more than ReserveMaxGap of a node's idle power per boot wait
+	// it saves; a family whose performance work is sparser (or absent)
+	// parks its idle nodes as any other, and its next performance pod
+	// waits for a boot. The default, 30 minutes (two arrivals an hour,
+	// the last within half an hour), was chosen on the energy benchmark's
+	// tuning seeds on a sparse cluster of six families (test/energy/
+	// README.md, "The reserve on a sparse cluster of six families"): it
+	// kept Joulie below idle power-off's energy with a tenth of its
+	// performance boot waits, where 10 minutes left five times as many
+	// waits and 0 used more energy than idle power-off. 0 keeps the
+	// reserve whatever the gap, floor and all (the seed documents' rule,
+	// before the setting).
+	ReserveMaxGap time.Duration
 	// ReserveFor says which pods the warm reserve is kept for
 	// (parking.reserveFor). With ReserveForAny the reserve's idle nodes go
 	// to whatever pod comes first, and a burst of standard pods can leave
@@ -122,6 +140,7 @@ func DefaultParams() Params {
 		BootTime:        5 * time.Minute,
 		Lookback:        time.Hour,
 		ReserveSizing:   ReservePeak,
+		ReserveMaxGap:   30 * time.Minute,
 		ReserveFor:      ReserveForPerformance,
 		ParksPerMinute:  5,
 		WakesPerMinute:  20,
@@ -146,6 +165,8 @@ func (s Params) Validate() error {
 		return fmt.Errorf("parking.lookback %s must be positive: the reserve divides the arrivals by it", s.Lookback)
 	case s.ReserveSizing != ReservePeak && s.ReserveSizing != ReserveMean:
 		return fmt.Errorf("parking.reserveSizing %q is not one of %s, %s", s.ReserveSizing, ReservePeak, ReserveMean)
+	case s.ReserveMaxGap < 0:
+		return fmt.Errorf("parking.reserveMaxGap %s is negative (0 keeps the reserve whatever the gap between performance arrivals)", s.ReserveMaxGap)
 	case s.ReserveFor != ReserveForAny && s.ReserveFor != ReserveForPerformance:
 		return fmt.Errorf("parking.reserveFor %q is not one of %s, %s", s.ReserveFor, ReserveForAny, ReserveForPerformance)
 	case s.ParksPerMinute < 0:

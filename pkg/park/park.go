@@ -133,9 +133,16 @@ func (t Transition) Wake() bool { return t.To == joulie.PowerWaking }
 type Family struct {
 	Name string
 	// Demand is the performance demand expected over one boot time, in
-	// nodes of the family; Reserve = ceil(Demand) + the floor.
+	// nodes of the family; Reserve = ceil(Demand) + the floor, or 0 when
+	// Sparse.
 	Demand  float64
 	Reserve int
+	// Arrivals counts the family's performance arrivals in the lookback.
+	// Sparse says they came too seldom for a reserve to pay
+	// (Params.ReserveMaxGap): on average more than the gap apart, or none
+	// within the last gap; the family then keeps no reserve.
+	Arrivals int
+	Sparse   bool
 	// Idle counts awake, Ready, schedulable nodes without workloads and
 	// not claimed by a pending pod; Waking includes the wakes of this pass.
 	Idle, Parking, Parked, Waking, WakeFailed int
@@ -744,6 +751,10 @@ func (d *decider) families() map[string]*family {
 	for _, f := range fams {
 		f.Demand = demand(f.nodes, d.in.Arrivals[f.Name], d.in.Now, d.s)
 		f.Reserve = int(math.Ceil(f.Demand-1e-9)) + d.s.ReserveFloor
+		f.Arrivals, f.Sparse = sparse(d.in.Arrivals[f.Name], d.in.Now, d.s)
+		if f.Sparse {
+			f.Reserve = 0
+		}
 		f.count()
 	}
 	return fams
@@ -813,6 +824,30 @@ func demand(nodes []*state, arrivals []Arrival, now time.Time, s Params) float64
 		peak = max(peak, in)
 	}
 	return peak
+}
+
+// sparse counts the arrivals of the lookback and reports whether they are
+// too sparse for a reserve to pay (Params.ReserveMaxGap): fewer than one
+// per gap over the lookback, or none within the last gap. A reserve node
+// sits idle for about one gap before an arrival takes it, so the gap is
+// the idle time the reserve spends per boot wait it saves.
+func sparse(arrivals []Arrival, now time.Time, s Params) (int, bool) {
+	n := 0
+	var last time.Time
+	for _, a := range arrivals {
+		if a.Time.After(now) || now.Sub(a.Time) > s.Lookback {
+			continue
+		}
+		n++
+		if a.Time.After(last) {
+			last = a.Time
+		}
+	}
+	if s.ReserveMaxGap <= 0 {
+		return n, false
+	}
+	// n arrivals over the lookback are on average Lookback/n apart.
+	return n, n == 0 || time.Duration(n)*s.ReserveMaxGap < s.Lookback || now.Sub(last) > s.ReserveMaxGap
 }
 
 // refillReserves wakes nodes of a family whose idle and waking nodes fall
@@ -955,10 +990,24 @@ func (d *decider) park(fams map[string]*family) {
 			break
 		}
 		d.parkBudget--
-		d.move(n, joulie.PowerParking, 0, "empty for %s; family %s keeps %d idle nodes for a reserve of %d",
-			d.in.Now.Sub(n.EmptySince).Round(time.Second), best.Name, best.Idle-1, best.Reserve)
+		if best.Sparse {
+			d.move(n, joulie.PowerParking, 0, "empty for %s; family %s keeps no reserve: %s",
+				d.in.Now.Sub(n.EmptySince).Round(time.Second), best.Name, d.sparseText(best))
+		} else {
+			d.move(n, joulie.PowerParking, 0, "empty for %s; family %s keeps %d idle nodes for a reserve of %d",
+				d.in.Now.Sub(n.EmptySince).Round(time.Second), best.Name, best.Idle-1, best.Reserve)
+		}
 		best.Idle--
 	}
+}
+
+// sparseText says why a Sparse family keeps no reserve, for a reason.
+func (d *decider) sparseText(f *family) string {
+	if f.Arrivals == 0 {
+		return fmt.Sprintf("no performance pod arrived in the last %s", d.s.Lookback)
+	}
+	return fmt.Sprintf("%d performance arrivals in the last %s, fewer than one per %s or none in the last %s (parking.reserveMaxGap)",
+		f.Arrivals, d.s.Lookback, d.s.ReserveMaxGap, d.s.ReserveMaxGap)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

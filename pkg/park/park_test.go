@@ -189,6 +189,33 @@ func forPerformance(floor int) func(*Params) {
 	return func(s *Params) { s.ReserveFor, s.ReserveFloor = ReserveForPerformance, floor }
 }
 
+// maxGap prices the reserve: a family keeps one only while its
+// performance pods arrive at least once per gap.
+func maxGap(gap time.Duration) func(*Params) {
+	return func(s *Params) { s.ReserveMaxGap = gap }
+}
+
+// shifted moves arrivals ago earlier.
+func shifted(as []Arrival, ago time.Duration) []Arrival {
+	for i := range as {
+		as[i].Time = as[i].Time.Add(-ago)
+	}
+	return as
+}
+
+// family checks the only family's reserve, arrivals and sparseness.
+func reserveOf(reserve, arrivals int, sparse bool) func(*testing.T, Result) {
+	return func(t *testing.T, r Result) {
+		t.Helper()
+		if len(r.Families) != 1 {
+			t.Fatalf("families %+v, want one", r.Families)
+		}
+		if f := r.Families[0]; f.Reserve != reserve || f.Arrivals != arrivals || f.Sparse != sparse {
+			t.Errorf("family %+v, want reserve %d, %d arrivals, sparse %v", f, reserve, arrivals, sparse)
+		}
+	}
+}
+
 // warmReserve labels a node as held for performance pods.
 var warmReserve = label(joulie.LabelWarmReserve, "true")
 
@@ -682,6 +709,50 @@ func TestDecide(t *testing.T) {
 			arrivals: map[string][]Arrival{cpuFam: arrivals(24, 64, 50*time.Minute)},
 			want:     []string{"b parked>waking#1", "c parked>waking#1", "d parked>waking#1"}},
 
+		// The reserve priced by the gap between performance arrivals
+		// (parking.reserveMaxGap).
+		{name: "a family without performance arrivals keeps no reserve once the gap is priced",
+			nodes:    []Node{node("a", cpuFam, 64), node("b", cpuFam, 64, busy(1))},
+			settings: maxGap(10 * time.Minute),
+			want:     []string{"a awake>parking"}, reason: "family cpu:amd-epyc-9654 keeps no reserve: no performance pod arrived in the last 1h0m0s",
+			check: reserveOf(0, 0, true)},
+		{name: "arrivals fewer than one per gap over the lookback keep no reserve, even with the last just now",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64, busy(1))},
+			// 4 arrivals 12 minutes apart and one a minute ago: 5 in the
+			// hour, where one per 10 minutes (6) would pay.
+			arrivals: map[string][]Arrival{cpuFam: append(arrivals(4, 32, 48*time.Minute), arrivals(1, 32, time.Minute)...)},
+			settings: maxGap(10 * time.Minute),
+			want:     []string{"a awake>parking", "b awake>parking"}, reason: "5 performance arrivals in the last 1h0m0s",
+			check: reserveOf(0, 5, true)},
+		{name: "arrivals at least one per gap, the last within it, keep the reserve",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64), node("d", cpuFam, 64, busy(1))},
+			// 6 arrivals of half a node, 9 minutes apart, the last 9
+			// minutes ago: the peak within one boot time is half a node,
+			// so ceil(0.5) + 1 = 2 stay.
+			arrivals: map[string][]Arrival{cpuFam: arrivals(6, 32, 54*time.Minute)},
+			settings: maxGap(10 * time.Minute),
+			want:     []string{"a awake>parking"},
+			check:    reserveOf(2, 6, false)},
+		{name: "a burst that ended longer than the gap ago keeps no reserve",
+			nodes: []Node{node("a", cpuFam, 64), node("b", cpuFam, 64), node("c", cpuFam, 64, busy(1))},
+			// 12 arrivals within two minutes, 30 minutes ago.
+			arrivals: map[string][]Arrival{cpuFam: shifted(arrivals(12, 32, 2*time.Minute), 30*time.Minute)},
+			settings: maxGap(10 * time.Minute),
+			want:     []string{"a awake>parking", "b awake>parking"},
+			check:    reserveOf(0, 12, true)},
+		{name: "a family whose performance work is sparse wakes nothing for a reserve",
+			nodes: []Node{node("a", cpuFam, 64, busy(3)), node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour)),
+				node("c", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: maxGap(10 * time.Minute)},
+		{name: "a family whose performance work is sparse holds no warm reserve",
+			nodes: []Node{node("a", cpuFam, 64, warmReserve), node("b", cpuFam, 64, busy(1))},
+			settings: func(s *Params) {
+				forPerformance(1)(s)
+				maxGap(10 * time.Minute)(s)
+			},
+			want:  []string{"a awake>parking"},
+			check: holds()},
+
 		// The warm reserve kept for performance pods (reserveFor:
 		// performance).
 		{name: "a pending standard pod does not count a warm-reserve node as room: it wakes a parked node",
@@ -811,8 +882,12 @@ func TestDecide(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := DefaultParams()
-			// Nothing is held unless a case asks for it (forPerformance).
-			s.ReserveFor = ReserveForAny
+			// Nothing is held unless a case asks for it (forPerformance),
+			// and the reserve is kept whatever the gap between performance
+			// arrivals unless a case prices it (maxGap): most cases are
+			// about the floor and the demand, which the gap rule would
+			// zero for want of arrivals.
+			s.ReserveFor, s.ReserveMaxGap = ReserveForAny, 0
 			if c.settings != nil {
 				c.settings(&s)
 			}
@@ -850,6 +925,7 @@ func TestParamsValidate(t *testing.T) {
 	}{
 		{"parking.settleTime", func(s *Params) { s.SettleTime = -time.Second }},
 		{"parking.reserveFloor", func(s *Params) { s.ReserveFloor = -1 }},
+		{"parking.reserveMaxGap", func(s *Params) { s.ReserveMaxGap = -time.Minute }},
 		{"parking.lookback", func(s *Params) { s.Lookback = 0 }},
 		{"parking.reserveSizing", func(s *Params) { s.ReserveSizing = "max" }},
 		{"parking.reserveFor", func(s *Params) { s.ReserveFor = "standard" }},

@@ -340,6 +340,7 @@ func check(c Config) []settings.Problem {
 	if pk.ReserveFor != park.ReserveForAny && pk.ReserveFor != park.ReserveForPerformance {
 		add("parking.reserveFor", "%q is not one of %s, %s", pk.ReserveFor, park.ReserveForAny, park.ReserveForPerformance)
 	}
+	nonNegative("parking.reserveMaxGap", pk.ReserveMaxGap)
 	nonNegative("parking.bootTime", pk.BootTime)
 	positive("parking.lookback", pk.Lookback)
 	if pk.ParksPerMinute < 0 {

@@ -149,6 +149,8 @@ var keys = slices.Concat([]key{
 		Ref: func(c *Config) any { return &c.Parking.Params.ReserveFloor }},
 	{Path: "parking.reserveSizing", Env: []string{"PARKING_RESERVE_SIZING"}, Usage: "how the reserve is sized from the lookback's performance arrivals: peak (the largest demand within one boot time) or mean (the mean rate over one boot time)",
 		Ref: func(c *Config) any { return (*string)(&c.Parking.Params.ReserveSizing) }},
+	{Path: "parking.reserveMaxGap", Env: []string{"PARKING_RESERVE_MAX_GAP"}, Usage: "a family keeps a warm reserve only while its performance pods arrive at least once per this gap over the lookback, the last within it, so the reserve spends at most this long of a node's idle power per boot wait it saves; 0 keeps the reserve whatever the gap",
+		Ref: func(c *Config) any { return &c.Parking.Params.ReserveMaxGap }},
 	{Path: "parking.reserveFor", Env: []string{"PARKING_RESERVE_FOR"}, Usage: "the pods the warm reserve is kept for: any (the first pods to come take its idle nodes) or performance (its nodes are labelled joulie.io/warm-reserve=true and the extender keeps other pods off them)",
 		Ref: func(c *Config) any { return (*string)(&c.Parking.Params.ReserveFor) }},
 	{Path: "parking.bootTime", Env: []string{"PARKING_BOOT_TIME"}, Usage: "time a parked node takes to be Ready; the reserve covers the performance demand arriving within it",

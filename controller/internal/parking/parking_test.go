@@ -69,8 +69,10 @@ func newFixture(t *testing.T) *fixture {
 	f.kf = informers.NewSharedInformerFactory(f.kube, 0)
 	f.jf = externalversions.NewSharedInformerFactory(f.jc, 0)
 	s := park.DefaultParams()
-	// No reserve, and none held: the tests that hold one say so.
-	s.ReserveFloor, s.ReserveFor = 0, park.ReserveForAny
+	// No reserve, and none held: the tests that hold one say so, with a
+	// floor kept whatever the gap between performance arrivals (these
+	// fixtures have none; pkg/park tests the gap rule).
+	s.ReserveFloor, s.ReserveFor, s.ReserveMaxGap = 0, park.ReserveForAny, 0
 	c, err := New(f.kube, f.jc, f.kf, f.jf, Options{Params: s, Waker: f.waker, Recorder: f.recorder,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return t0 }})
 	if err != nil {

@@ -65,6 +65,9 @@ type levelRun struct {
 // options is the command line, parsed and checked.
 type options struct {
 	cpuNodes, gpuNodes int
+	// sixFamilies, when above 0, replaces the standard cluster with
+	// workload.SixFamilies(sixFamilies).
+	sixFamilies int
 	// levels are the load levels run, each on seeds firstSeed …
 	// firstSeed + seeds − 1; a replayed trace runs one, level 0.
 	levels         []levelRun
@@ -93,6 +96,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs.IntVar(&o.cpuNodes, "nodes-cpu", 2000, "CPU-only nodes of the standard cluster (2 × EPYC 9654)")
 	fs.IntVar(&o.gpuNodes, "nodes-gpu", 500, "GPU nodes of the standard cluster (8 × H100)")
+	fs.IntVar(&o.sixFamilies, "six-families", 0, "instead of the standard cluster, a sparse one of six hardware families (2 CPU-only, H100, A100, L40S, T4) with this many nodes each (0: the standard cluster)")
 	levels := fs.String("levels", defaultLevels, "load levels and their seeds, level:seeds,…; a level is the allocated share of the cluster the job list is generated for, in (0, 1)")
 	seeds := fs.Int("seeds", 0, "run one level, --headline-level, on this many seeds (instead of --levels)")
 	fs.Float64Var(&o.headline, "headline-level", report.DefaultHeadline, "the load level the summary leads with; one of --levels")
@@ -110,6 +114,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once (each uses one core)")
 	fs.BoolVar(&o.seedMethod, "seed-method", true, "also run every arm at the headline level the seed document's way (fixed window, drops, jobs counted); false saves that second pass and leaves the section out")
 	reserveFor := fs.String("parking-reserve-for", string(park.DefaultParams().ReserveFor), "parking.reserveFor of the arms that park (j-joulie): any, or performance to keep the warm reserve for performance pods")
+	maxGap := fs.Duration("parking-reserve-max-gap", park.DefaultParams().ReserveMaxGap, "parking.reserveMaxGap of the arms that park (j-joulie): a family keeps a warm reserve only while its performance pods arrive at least once per this gap; 0 keeps it whatever the gap")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -122,13 +127,19 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["parking-reserve-for"] {
+	if set["parking-reserve-for"] || set["parking-reserve-max-gap"] {
 		s := park.DefaultParams()
-		s.ReserveFor = park.ReserveFor(*reserveFor)
-		if s.Validate() != nil {
+		s.ReserveFor, s.ReserveMaxGap = park.ReserveFor(*reserveFor), *maxGap
+		if s.ReserveFor != park.ReserveForAny && s.ReserveFor != park.ReserveForPerformance {
 			return nil, fmt.Errorf("--parking-reserve-for %q is not one of %s, %s", *reserveFor, park.ReserveForAny, park.ReserveForPerformance)
 		}
+		if s.ReserveMaxGap < 0 {
+			return nil, fmt.Errorf("--parking-reserve-max-gap %v is negative (0 keeps the reserve whatever the gap)", s.ReserveMaxGap)
+		}
 		o.parking = &s
+	}
+	if o.sixFamilies != 0 && (set["nodes-cpu"] || set["nodes-gpu"] || o.tracePods != "" || o.traceNodes != "") {
+		return nil, fmt.Errorf("--six-families %d is a cluster of its own: leave out --nodes-cpu, --nodes-gpu and the trace", o.sixFamilies)
 	}
 	if err := o.setLevels(*levels, *seeds, set); err != nil {
 		return nil, err
@@ -146,7 +157,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--trace-end %v is not after --trace-start %v", o.traceEnd, o.traceStart)
 	case o.tracePods == "" && (o.traceStart != 0 || o.traceEnd != 0):
 		return nil, fmt.Errorf("--trace-start %v and --trace-end %v choose a part of a replayed trace: give --trace-pods and --trace-nodes", o.traceStart, o.traceEnd)
-	case o.tracePods == "" && o.cpuNodes+o.gpuNodes < 1:
+	case o.sixFamilies < 0:
+		return nil, fmt.Errorf("--six-families %d: nodes per family cannot be negative", o.sixFamilies)
+	case o.tracePods == "" && o.sixFamilies == 0 && o.cpuNodes+o.gpuNodes < 1:
 		return nil, fmt.Errorf("--nodes-cpu %d and --nodes-gpu %d: the cluster needs at least one node", o.cpuNodes, o.gpuNodes)
 	case o.tracePods == "" && (o.cpuNodes < 0 || o.gpuNodes < 0):
 		return nil, fmt.Errorf("--nodes-cpu %d and --nodes-gpu %d: node counts cannot be negative", o.cpuNodes, o.gpuNodes)
@@ -497,6 +510,9 @@ func physicsHash(m *physics.Model) string {
 // cluster is the simulated nodes, and what the node list's reader had to
 // say of them (printed at once, since a long run follows).
 func cluster(o *options, stderr io.Writer) ([]workload.Node, []string, error) {
+	if o.sixFamilies > 0 {
+		return workload.SixFamilies(o.sixFamilies), nil, nil
+	}
 	if o.traceNodes == "" {
 		return workload.StandardCluster(o.cpuNodes, o.gpuNodes), nil, nil
 	}

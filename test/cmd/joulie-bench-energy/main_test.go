@@ -37,6 +37,9 @@ type fakeSim struct {
 	// reserveFor is the parking.reserveFor each arm was run with, "" for
 	// the defaults.
 	reserveFor map[sim.Arm]park.ReserveFor
+	// maxGap is the parking.reserveMaxGap each arm was run with, absent
+	// for the defaults.
+	maxGap map[sim.Arm]time.Duration
 	// watts replaces fakeWatts when set.
 	watts map[sim.Arm]float64
 }
@@ -52,10 +55,10 @@ func (f *fakeSim) run(ctx context.Context, arm sim.Arm, level float64, seed int6
 	f.mu.Lock()
 	if f.hashes == nil {
 		f.hashes, f.seedMethod, f.jobs = map[float64]map[int64]map[sim.Arm]string{}, map[float64]int{}, map[float64]int{}
-		f.reserveFor = map[sim.Arm]park.ReserveFor{}
+		f.reserveFor, f.maxGap = map[sim.Arm]park.ReserveFor{}, map[sim.Arm]time.Duration{}
 	}
 	if parking != nil {
-		f.reserveFor[arm] = parking.ReserveFor
+		f.reserveFor[arm], f.maxGap[arm] = parking.ReserveFor, parking.ReserveMaxGap
 	}
 	if f.hashes[level] == nil {
 		f.hashes[level] = map[int64]map[sim.Arm]string{}
@@ -268,9 +271,6 @@ func TestSimulateRecordsTheLevel(t *testing.T) {
 	}
 }
 
-// --parking-reserve-for reaches the simulator as the parking settings,
-// the controller's defaults but for parking.reserveFor; without it the
-// simulator gets none and keeps the defaults.
 // Every run checks that no arm spends less than the lower bound of its
 // seed's job list: a simulator that reports too little energy fails the
 // run, and no report is written.
@@ -288,6 +288,9 @@ func TestAnArmBelowTheLowerBoundFailsTheRun(t *testing.T) {
 	}
 }
 
+// --parking-reserve-for reaches the simulator as the parking settings,
+// the controller's defaults but for parking.reserveFor; without it the
+// simulator gets none and keeps the defaults.
 func TestParkingReserveForReachesTheSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -317,6 +320,28 @@ func TestParkingReserveForReachesTheSimulator(t *testing.T) {
 	if o.parking == nil || o.parking.ReserveFor != want.ReserveFor || o.parking.ReserveFloor != want.ReserveFloor ||
 		o.parking.SettleTime != want.SettleTime || o.parking.ReserveSizing != want.ReserveSizing {
 		t.Errorf("parking settings %+v, want the defaults with reserveFor any", o.parking)
+	}
+}
+
+// --parking-reserve-max-gap reaches the simulator with the other parking
+// defaults, 0 included (the reserve whatever the gap); --six-families
+// replaces the standard cluster.
+func TestReserveMaxGapAndSixFamiliesReachTheSimulator(t *testing.T) {
+	for _, gap := range []string{"0", "30m"} {
+		f := &fakeSim{}
+		var stderr bytes.Buffer
+		args := []string{"--six-families", "2", "--horizon", "1h", "--levels", "0.1:1", "--headline-level", "0.1", "--arms", "a-default,j-joulie",
+			"--out", filepath.Join(t.TempDir(), "energy"), "--seed-method=false", "--parking-reserve-max-gap", gap}
+		if err := run(context.Background(), args, &stderr, f.run); err != nil {
+			t.Fatalf("%s: run: %v\n%s", gap, err, stderr.String())
+		}
+		want, _ := time.ParseDuration(gap)
+		if got, ok := f.maxGap[sim.ArmJoulie]; !ok || got != want || f.reserveFor[sim.ArmJoulie] != park.DefaultParams().ReserveFor {
+			t.Errorf("--parking-reserve-max-gap %s: j-joulie ran with gap %v (set %v) and reserveFor %q, want %v and the default", gap, got, ok, f.reserveFor[sim.ArmJoulie], want)
+		}
+		if f.nodes != 12 {
+			t.Errorf("--six-families 2 ran on %d nodes, want 12", f.nodes)
+		}
 	}
 }
 
@@ -351,6 +376,10 @@ func TestFlagsAreChecked(t *testing.T) {
 	}{
 		{"no reference arm", []string{"--arms", "b-binpack,d-queue-aware"}, "include a-default"},
 		{"reserve for", []string{"--parking-reserve-for", "standard"}, `--parking-reserve-for "standard" is not one of any, performance`},
+		{"negative reserve gap", []string{"--parking-reserve-max-gap", "-1m"}, "--parking-reserve-max-gap -1m0s is negative"},
+		{"six families and a node count", []string{"--six-families", "3", "--nodes-gpu", "4"}, "--six-families 3 is a cluster of its own"},
+		{"six families and a trace", []string{"--six-families", "3", "--trace-pods", "p.csv", "--trace-nodes", "n.csv"}, "--six-families 3 is a cluster of its own"},
+		{"negative six families", []string{"--six-families", "-1"}, "--six-families -1"},
 		{"unknown arm", []string{"--arms", "a-default,z-magic"}, `unknown arm "z-magic"`},
 		{"no seeds", []string{"--seeds", "0"}, "--seeds 0"},
 		{"seeds and levels", []string{"--seeds", "3", "--levels", "0.4:3"}, `--seeds 3 and --levels "0.4:3": give one`},

@@ -16,7 +16,10 @@ import (
 // so the parked node is woken before anyone needs it, and the next
 // performance job starts on it as it arrives. Later a burst of two
 // performance jobs exceeds the reserve: the second waits for a boot, and
-// the run says so.
+// the run says so. The reserve is kept whatever the gap between
+// performance arrivals (parking.reserveMaxGap 0): the first arrives after
+// two quiet hours, which the priced reserve would not wait through
+// (TestASparseFamilyKeepsNoReserve).
 func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
 	m := physics.Default()
 	nodes := workload.StandardCluster(3, 0)
@@ -32,7 +35,9 @@ func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
 		perf("burst-1", 6*time.Hour),
 		perf("burst-2", 6*time.Hour),
 	}
-	r := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1})
+	always := park.DefaultParams()
+	always.ReserveMaxGap = 0
+	r := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Parking: &always})
 	byID := map[string]JobResult{}
 	for _, j := range r.Jobs {
 		byID[j.ID] = j
@@ -53,7 +58,7 @@ func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
 	}
 	// Counted in the window only when burst-2 arrived inside it.
 	for _, w := range []Window{{Start: 5 * time.Hour, End: 7 * time.Hour}, {Start: 0, End: 5 * time.Hour}} {
-		rw := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Window: w})
+		rw := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Window: w, Parking: &always})
 		if want := map[bool]int{true: 1, false: 0}[w.Start > 0]; rw.PerfBootWaitsInWindow != want {
 			t.Errorf("window %v: %d performance boot waits arrived in it, want %d", w, rw.PerfBootWaitsInWindow, want)
 		}
@@ -76,6 +81,66 @@ func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
 	parked := at(time.Hour).Off == m.Power.OffWatts
 	if !parked {
 		t.Error("no node was off at 1 h, when one of the two empty nodes is above the reserve")
+	}
+}
+
+// The reserve priced by the gap between performance arrivals (the
+// default parking.reserveMaxGap): on the same three nodes, a family with
+// no performance pod yet keeps no idle node, so both empty nodes are off
+// after the settle time and the first performance job waits for a boot.
+// Two more arrive within minutes of it, and the gap rule still holds
+// nothing (three in the hour are fewer than one per gap), so the
+// performance job after them waits too; with the reserve kept whatever
+// the gap, neither would.
+func TestASparseFamilyKeepsNoReserve(t *testing.T) {
+	m := physics.Default()
+	nodes := workload.StandardCluster(3, 0)
+	perf := func(id string, at time.Duration) workload.Job {
+		j := cpuJob(id, at, 300, 20*time.Minute)
+		j.Class = workload.Performance
+		return j
+	}
+	jobs := []workload.Job{
+		cpuJob("busy", 0, 300, 8*time.Hour),
+		perf("first", 2*time.Hour),
+		perf("second", 2*time.Hour+3*time.Minute),
+		perf("third", 2*time.Hour+6*time.Minute),
+		perf("later", 3*time.Hour),
+	}
+	priced := park.DefaultParams()
+	if priced.ReserveMaxGap <= 0 {
+		t.Fatalf("the default parking.reserveMaxGap is %v: this test is about the priced reserve", priced.ReserveMaxGap)
+	}
+	r := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Parking: &priced})
+	offAt := func(r Result, at time.Duration) float64 {
+		var p Parts
+		for _, s := range r.Power {
+			if s.T <= at {
+				p = s.Parts
+			}
+		}
+		return p.Off
+	}
+	if got, want := offAt(r, time.Hour+50*time.Minute), 2*m.Power.OffWatts; got != want {
+		t.Errorf("off draw at 1 h 50 min %v W, want both empty nodes off (%v W): a family without performance pods keeps no reserve", got, want)
+	}
+	waited := map[string]bool{}
+	for _, j := range r.Jobs {
+		waited[j.ID] = j.BootWait > 0
+	}
+	if !waited["first"] || !waited["later"] {
+		t.Errorf("boot waits %v, want first and later to wait: the sparse family keeps no reserve for them", waited)
+	}
+	always := priced
+	always.ReserveMaxGap = 0
+	ra := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Parking: &always})
+	for _, j := range ra.Jobs {
+		if (j.ID == "first" || j.ID == "later") && j.BootWait > 0 {
+			t.Errorf("reserve kept whatever the gap: %s waited %s for a boot, want none", j.ID, j.BootWait)
+		}
+	}
+	if r.EnergyJ >= ra.EnergyJ {
+		t.Errorf("energy %v with the priced reserve, %v with the reserve kept whatever the gap: want less without the idle reserve", r.EnergyJ, ra.EnergyJ)
 	}
 }
 
@@ -129,7 +194,9 @@ func TestWarmReserveKeepsStandardPodsOffForPerformancePods(t *testing.T) {
 		{park.ReserveForPerformance, true, false},
 	} {
 		s := park.DefaultParams()
-		s.ReserveFor = tc.reserveFor
+		// The performance job is the first: only the reserve kept
+		// whatever the gap has a node waiting for it.
+		s.ReserveFor, s.ReserveMaxGap = tc.reserveFor, 0
 		r := run(t, ArmJoulie, nodes, jobs, Options{Seed: 1, Parking: &s})
 		byID := map[string]JobResult{}
 		for _, j := range r.Jobs {

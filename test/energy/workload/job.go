@@ -132,6 +132,52 @@ func StandardCluster(cpuNodes, gpuNodes int) []Node {
 	return nodes
 }
 
+// SixFamilies returns a small cluster of six hardware families, perFamily
+// nodes each: two CPU-only (2 × EPYC 9654 as the standard CPU node, 2 ×
+// Xeon Platinum 8480+) and four GPU (8 × H100 SXM as the standard GPU
+// node, 8 × A100 SXM4 80GB, 4 × L40S and 4 × T4, the last two on 2 ×
+// Xeon Gold 6448Y). It is the sparse, many-family cluster that issue 39
+// asks the warm reserve to be checked on: each family's performance
+// demand is small, so a reserve per family is a large share of the
+// cluster. Names are <family>-NN.
+func SixFamilies(perFamily int) []Node {
+	cat := catalog.Default()
+	type shape struct {
+		prefix, cpu string
+		sockets     int
+		memoryMiB   int64
+		gpus        int
+		gpu         string
+	}
+	shapes := []shape{
+		{"epyc", standardCPUModel, standardSockets, standardCPUNodeMemoryMiB, 0, ""},
+		{"xeon", standardHostCPUModel, standardSockets, 1024 * 1024, 0, ""},
+		{"h100", standardHostCPUModel, standardSockets, standardGPUNodeMemoryMiB, standardGPUsPerNode, standardGPUModel},
+		{"a100", standardHostCPUModel, standardSockets, standardGPUNodeMemoryMiB, 8, "NVIDIA A100-SXM4-80GB"},
+		{"l40s", "Intel Xeon Gold 6448Y", 2, 1024 * 1024, 4, "NVIDIA L40S"},
+		{"t4", "Intel Xeon Gold 6448Y", 2, 512 * 1024, 4, "Tesla T4"},
+	}
+	nodes := make([]Node, 0, len(shapes)*perFamily)
+	for _, sh := range shapes {
+		c, _ := cat.ResolveCPU(sh.cpu)
+		for i := range perFamily {
+			n := Node{
+				Name:        fmt.Sprintf("%s-%02d", sh.prefix, i),
+				CPUMilli:    int64(sh.sockets) * int64(c.Threads) * 1000,
+				MemoryMiB:   sh.memoryMiB,
+				CPUModel:    sh.cpu,
+				CPUTDPWatts: float64(sh.sockets) * c.TDPWatts,
+			}
+			if sh.gpus > 0 {
+				g, _ := cat.ResolveGPU(sh.gpu)
+				n.GPUs, n.GPUModel, n.GPU, n.GPUMaxWatts = sh.gpus, sh.gpu, g, g.TDPWatts
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes
+}
+
 // hashVersion starts the canonical form; change it when the form changes,
 // so that hashes of different forms never match.
 const hashVersion = "joulie-energy-workload-v1\n"

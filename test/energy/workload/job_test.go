@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"joulie.io/joulie/pkg/catalog"
 	"joulie.io/joulie/test/energy/physics"
 )
 
@@ -88,5 +89,35 @@ func TestStandardClusterHasTheBenchmarkShapes(t *testing.T) {
 	// The catalog's TDPs: 2 × 360 W, 2 × 350 W, and 700 W an H100 SXM.
 	if cpu.CPUTDPWatts != 720 || cpu.GPUMaxWatts != 0 || gpu.CPUTDPWatts != 700 || gpu.GPUMaxWatts != 700 {
 		t.Errorf("power figures: CPU node %v W of CPUs, %v W a GPU; GPU node %v W, %v W", cpu.CPUTDPWatts, cpu.GPUMaxWatts, gpu.CPUTDPWatts, gpu.GPUMaxWatts)
+	}
+}
+
+func TestSixFamiliesResolvesEachFamilyInTheCatalog(t *testing.T) {
+	nodes := SixFamilies(2)
+	if len(nodes) != 12 {
+		t.Fatalf("%d nodes, want 12", len(nodes))
+	}
+	cat := catalog.Default()
+	cpus, gpus := map[string]bool{}, map[string]bool{}
+	for _, n := range nodes {
+		c, ex := cat.ResolveCPU(n.CPUModel)
+		if ex == catalog.ExactnessGeneric || n.CPUTDPWatts != 2*c.TDPWatts || n.CPUMilli != 2*int64(c.Threads)*1000 {
+			t.Errorf("%s: CPU %q resolved %s (%v), %v W, %d mCPU", n.Name, n.CPUModel, c.ID, ex, n.CPUTDPWatts, n.CPUMilli)
+		}
+		if n.GPUs == 0 {
+			cpus[c.ID] = true
+			continue
+		}
+		// The model's own datasheet power, not the H100's fallback.
+		if _, gex := cat.ResolveGPU(n.GPUModel); gex == catalog.ExactnessGeneric || n.GPUMaxWatts != n.GPU.TDPWatts || n.GPUMaxWatts <= 0 {
+			t.Errorf("%s: GPU %q resolved %q at %v W", n.Name, n.GPUModel, n.GPU.ID, n.GPUMaxWatts)
+		}
+		gpus[n.GPU.ID] = true
+	}
+	if len(cpus) != 2 || len(gpus) != 4 {
+		t.Errorf("CPU-only families %v and GPU families %v, want 2 and 4", cpus, gpus)
+	}
+	if t4 := nodes[len(nodes)-1]; t4.GPUMaxWatts != 70 || t4.GPUs != 4 {
+		t.Errorf("last node %+v, want a T4 node (4 × 70 W)", t4)
 	}
 }
