@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	joulie "joulie.io/joulie/pkg/apis/joulie/v1alpha1"
+	"joulie.io/joulie/pkg/scoring"
 	"joulie.io/joulie/pkg/workload"
 )
 
@@ -504,7 +505,7 @@ func (d *decider) placePending() {
 	}
 	fitIn := func(p *pendingPod, list []*state, off bool) *state {
 		for _, n := range list {
-			if n.free.hasRoom(p.req) && schedulable(p, n.Node.Node, off) && admits(p, n) {
+			if n.free.hasRoom(p.req) && schedulable(p, n.Node.Node, off) && takes(p, n) {
 				return n
 			}
 		}
@@ -614,6 +615,21 @@ func warm(n *state) bool {
 // away until the controller removes it.
 func admits(p *pendingPod, n *state) bool {
 	return p.perf || !warm(n)
+}
+
+// takes reports whether pending pod p may land on node n as it is now, as
+// far as the extender's filter goes (scoring.Filter): admits, and for a
+// performance pod a node whose labels say eco or draining does not count
+// as room, since the extender keeps the pod off it. Counting it left a
+// performance pod waiting, a parked node unwoken, until the plan turned
+// that node back (over an hour, seen on the sparse six-family cluster).
+// Parked nodes are judged by admits alone: their labels are the plan's
+// of before the park, and the plan places a woken node anew.
+func takes(p *pendingPod, n *state) bool {
+	if !admits(p, n) {
+		return false
+	}
+	return !p.perf || scoring.Filter(true, nil, scoring.LabelsOf(n.Node.Node)) == scoring.Admit
 }
 
 // pickParked chooses the parked node to wake for p, or nil when none fits.

@@ -709,6 +709,25 @@ func TestDecide(t *testing.T) {
 			arrivals: map[string][]Arrival{cpuFam: arrivals(24, 64, 50*time.Minute)},
 			want:     []string{"b parked>waking#1", "c parked>waking#1", "d parked>waking#1"}},
 
+		// What the extender's filter keeps a performance pod off.
+		{name: "a pending performance pod does not count an awake eco node as room: it wakes a parked node",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("e", cpuFam, 64, emptyFor(5*time.Minute), label(joulie.LabelPowerProfile, string(joulie.ProfileEco))),
+				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0, performance)},
+			want:     []string{"b parked>waking#1"}, reason: "pending pod default/p"},
+		{name: "… nor a draining one",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("e", cpuFam, 64, emptyFor(5*time.Minute), label(joulie.LabelDraining, "true")),
+				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0, performance)},
+			want:     []string{"b parked>waking#1"}},
+		{name: "a pending standard pod counts an awake eco node as room",
+			nodes: []Node{node("a", cpuFam, 64, busy(64)), node("e", cpuFam, 64, label(joulie.LabelPowerProfile, string(joulie.ProfileEco))),
+				node("b", cpuFam, 64, in(joulie.PowerParked, time.Hour))},
+			settings: noFloor,
+			pending:  []*corev1.Pod{pod("p", 16, 0)}},
+
 		// The reserve priced by the gap between performance arrivals
 		// (parking.reserveMaxGap).
 		{name: "a family without performance arrivals keeps no reserve once the gap is priced",
