@@ -46,6 +46,7 @@
 //	parked ──(a pod is bound to it)──▶ waking
 //	parked ──(a pending pod fits only here, or the family's reserve is short)──▶ waking
 //	waking ──(Ready, heartbeat and Lease renewed since the wake, agent up)──▶ awake
+//	waking ──(Ready, Lease renewed since, agent answered the wake awake: it never went off)──▶ awake
 //	waking ──(not back within ResumeTimeout, attempts left)──▶ waking (attempt+1)
 //	waking ──(not back within ResumeTimeout, no attempts left)──▶ wake-failed
 //	wake-failed ──(back: an operator powered it on)──▶ awake

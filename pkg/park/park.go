@@ -305,7 +305,19 @@ func backSince(n *state, t time.Time) bool {
 // parked spec parked, never awake, so the answer alone tells the two
 // apart.
 func stayedOn(n *state) bool {
-	return n.AgentAnswered && n.AgentState == joulie.PowerAwake && n.Ready && n.Renewed.After(n.Since)
+	return answeredSince(n, n.Since)
+}
+
+// answeredSince reports whether n's agent has answered its spec as it is
+// now awake, and the node is Ready with its Lease renewed since t. Under a
+// waking spec that is a host that never went off (a wake that caught the
+// park before the agent powered off, say): its agent runs, since it
+// answered a spec written after t, and its kubelet runs, so the host is
+// on, though its next Ready heartbeat may be minutes away. Waiting for
+// that heartbeat left such a node waking through resume timeouts while a
+// pod waited for it (TestParkingUnderFaults, under make check's load).
+func answeredSince(n *state, t time.Time) bool {
+	return n.AgentAnswered && n.AgentState == joulie.PowerAwake && n.Ready && n.Renewed.After(t)
 }
 
 // strand records that the pods bound to n wait for it while it stays off.
@@ -339,6 +351,9 @@ func (d *decider) progress() {
 			switch {
 			case backSince(n, n.Since):
 				d.move(n, joulie.PowerAwake, n.WakeAttempts, "Ready, with a heartbeat and Lease renewed since the wake and the agent up, %s after wake attempt %d",
+					now.Sub(n.Since).Round(time.Second), n.WakeAttempts)
+			case answeredSince(n, n.Since):
+				d.move(n, joulie.PowerAwake, n.WakeAttempts, "the host is on: its agent answered the wake awake and the node is Ready with its Lease renewed since, %s after wake attempt %d (it never went off, so no fresh heartbeat is waited for)",
 					now.Sub(n.Since).Round(time.Second), n.WakeAttempts)
 			case now.Sub(n.Since) < d.s.ResumeTimeout:
 			case n.WakeAttempts < d.s.MaxWakeAttempts:
