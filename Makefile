@@ -107,8 +107,14 @@ demo: ## Joulie on a cluster in a box: simulated nodes, live view, kubectl jouli
 
 test: test-unit test-tooling test-helm test-package test-install test-integration test-images ## run all tests
 
+# make check runs the Go suites in their short mode (go test -short): the
+# fault and race runs of the integration tests and the demo's interrupt
+# test shortened or left out, each saying so (testing.Short). make
+# check-full runs them whole (SHORT empty), as do their own targets.
+SHORT ?= -short
+
 test-unit: deps ## unit tests of the product module, with the race detector
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race $(SHORT) -count=1 ./...
 
 # The harness runs a real kube-apiserver, etcd and kube-scheduler in the
 # test process (test/README.md). Its first build compiles Kubernetes: about
@@ -118,7 +124,7 @@ test-unit: deps ## unit tests of the product module, with the race detector
 # chart's rendering (CRDs, RBAC, admission policy, Deployments) first, with
 # the pinned helm.
 test-integration: deps $(HELM) ## integration tests against a real API server and scheduler
-	cd test && JOULIE_HELM=$(HELM) $(GO) test -race -count=1 -timeout 30m ./...
+	cd test && JOULIE_HELM=$(HELM) $(GO) test -race $(SHORT) -count=1 -timeout 30m ./...
 
 # The eco race's long run: the short one in test-integration runs 20 s per
 # guard mode; this runs ECO_RACE_DURATION per mode, ECO_RACE_COUNT times
@@ -347,7 +353,9 @@ bench-energy-brackets: ## the headline level under each physics bracket, into te
 check: deps lint verify test ## every check and test CI runs (about 10.5 minutes warm)
 	@echo "make check: all checks passed"
 
-check-full: check test-fleet ## make check and the runs too long for it: the fleet rollout
+check-full: ## make check with every suite whole (no -short), and the runs too long for it: the fleet rollout
+	$(MAKE) --no-print-directory check SHORT=
+	$(MAKE) --no-print-directory test-fleet
 	@echo "make check-full: all checks passed"
 
 clean: ## remove build outputs

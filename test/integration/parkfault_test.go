@@ -91,11 +91,14 @@ const (
 //	    nor parked once its host is on and its agent reports awake
 //	    (pfParkedOn).
 //
-// JOULIE_PARK_FAULT_DURATION sets how long faults are injected (40s in
-// make check; make test-park-faults runs minutes, repeatedly);
-// JOULIE_PARK_FAULT_SEED replays a run's random choices.
+// JOULIE_PARK_FAULT_DURATION sets how long faults are injected (40s, 20s
+// in make check's short mode; make test-park-faults runs minutes,
+// repeatedly); JOULIE_PARK_FAULT_SEED replays a run's random choices.
 func TestParkingUnderFaults(t *testing.T) {
 	d := 40 * time.Second
+	if testing.Short() {
+		d = 20 * time.Second
+	}
 	if v := os.Getenv("JOULIE_PARK_FAULT_DURATION"); v != "" {
 		var err error
 		if d, err = time.ParseDuration(v); err != nil || d <= 0 {

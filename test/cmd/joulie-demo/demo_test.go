@@ -282,6 +282,11 @@ func TestCompareRunsTheSameWorkloadWithoutJoulie(t *testing.T) {
 // Ctrl-C ends the run early; the demo still writes the report of what it
 // saw and leaves nothing behind.
 func TestInterruptedDemoStillReports(t *testing.T) {
+	if testing.Short() {
+		// It runs alone, after the two parallel demos, so its run adds
+		// to make check's whole.
+		t.Skip("a demo of its own, interrupted: make check-full runs it")
+	}
 	var progress int
 	var sent bool
 	out := runDemo(t, func(line string, p *os.Process) {
