@@ -131,8 +131,8 @@ test-unit: deps ## unit tests of the product module, with the race detector
 test-integration: deps $(HELM) ## integration tests against a real API server and scheduler
 	cd test && JOULIE_HELM=$(HELM) $(GO) test -race $(SHORT) -count=1 -timeout 30m ./integration ./...
 
-# The eco race's long run: the short one in test-integration runs 20 s per
-# guard mode; this runs ECO_RACE_DURATION per mode, ECO_RACE_COUNT times
+# The eco race's long run: the short one in test-integration runs 10 s per
+# guard mode (20 s without -short); this runs ECO_RACE_DURATION per mode, ECO_RACE_COUNT times
 # (hundreds of guard transitions each).
 ECO_RACE_DURATION ?= 5m
 ECO_RACE_COUNT ?= 3
@@ -142,7 +142,7 @@ test-eco-race: deps $(HELM) ## the scheduling path under node flips for minutes,
 		-run 'TestNoPerformancePodRunsUnderAnEcoCap' ./integration
 
 # The parking fault test's long run: the short one in test-integration
-# injects faults for 40 s; this runs PARK_FAULT_DURATION, PARK_FAULT_COUNT
+# injects faults for 20 s (40 s without -short); this runs PARK_FAULT_DURATION, PARK_FAULT_COUNT
 # times (each run with its own random seed, logged for a replay through
 # JOULIE_PARK_FAULT_SEED).
 PARK_FAULT_DURATION ?= 5m
@@ -355,7 +355,7 @@ bench-energy-brackets: ## the headline level under each physics bracket, into te
 			--arms $(BENCH_ENERGY_BRACKET_ARMS) --physics-variant $$b --out bench/energy-brackets/$$b $(BENCH_ENERGY_FLAGS) || exit 1; \
 	done
 
-check: deps lint verify test ## every check and test CI runs (about 10.5 minutes warm)
+check: deps lint verify test ## every check and test CI runs (about 14.5 minutes warm, the Go suites with -short)
 	@echo "make check: all checks passed"
 
 check-full: ## make check with every suite whole (no -short), and the runs too long for it: the fleet rollout

@@ -23,11 +23,7 @@ import (
 func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
 	m := physics.Default()
 	nodes := workload.StandardCluster(3, 0)
-	perf := func(id string, at time.Duration) workload.Job {
-		j := cpuJob(id, at, 300, time.Hour)
-		j.Class = workload.Performance
-		return j
-	}
+	perf := func(id string, at time.Duration) workload.Job { return perfJob(id, at, time.Hour) }
 	jobs := []workload.Job{
 		cpuJob("busy", 0, 300, 8*time.Hour),
 		perf("first", 2*time.Hour),
@@ -95,11 +91,7 @@ func TestParkingKeepsAReserveAndWakesForPendingPods(t *testing.T) {
 func TestASparseFamilyKeepsNoReserve(t *testing.T) {
 	m := physics.Default()
 	nodes := workload.StandardCluster(3, 0)
-	perf := func(id string, at time.Duration) workload.Job {
-		j := cpuJob(id, at, 300, 20*time.Minute)
-		j.Class = workload.Performance
-		return j
-	}
+	perf := func(id string, at time.Duration) workload.Job { return perfJob(id, at, 20*time.Minute) }
 	jobs := []workload.Job{
 		cpuJob("busy", 0, 300, 8*time.Hour),
 		perf("first", 2*time.Hour),
@@ -142,6 +134,13 @@ func TestASparseFamilyKeepsNoReserve(t *testing.T) {
 	if r.EnergyJ >= ra.EnergyJ {
 		t.Errorf("energy %v with the priced reserve, %v with the reserve kept whatever the gap: want less without the idle reserve", r.EnergyJ, ra.EnergyJ)
 	}
+}
+
+// perfJob is a performance job of 300 CPUs arriving at at.
+func perfJob(id string, at, work time.Duration) workload.Job {
+	j := cpuJob(id, at, 300, work)
+	j.Class = workload.Performance
+	return j
 }
 
 // Nodes without the parkable label are never parked, whatever the arm.
