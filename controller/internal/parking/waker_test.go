@@ -120,9 +120,11 @@ func TestRetryPowerCyclesAHostTheBMCReportsOn(t *testing.T) {
 				t.Fatalf("attempt 2: %v", err)
 			}
 			// ipmi_sim powers the host up again a second or two after
-			// the cycle's power down.
+			// the cycle's power down; the commands it logs can show the
+			// power up before it reports the host on, so wait for both
+			// (the report lagged the log under go test -p 4).
 			deadline := time.Now().Add(10 * time.Second)
-			for !slices.Equal(sim.Commands(t), tc.want) && time.Now().Before(deadline) {
+			for !(slices.Equal(sim.Commands(t), tc.want) && sim.PowerIsOn(t)) && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			if got := sim.Commands(t); !slices.Equal(got, tc.want) {
