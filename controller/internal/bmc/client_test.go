@@ -142,7 +142,9 @@ func TestPowerCycleRestartsAHostThatIsOnAndPowersUpOneThatIsOff(t *testing.T) {
 			// The BMC powers the host up again after its power cycle
 			// interval (ipmi_sim: about a second), not within the call.
 			deadline := time.Now().Add(10 * time.Second)
-			for !slices.Equal(sim.Commands(t), tc.want) && time.Now().Before(deadline) {
+			// ipmi_sim can log the power up before it reports the host
+			// on: wait for both.
+			for !(slices.Equal(sim.Commands(t), tc.want) && sim.PowerIsOn(t)) && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			if got := sim.Commands(t); !slices.Equal(got, tc.want) {
