@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Diurnal names the daily shape of the arrival rate.
@@ -37,6 +38,18 @@ var openbHourly = [24]float64{
 // list, relative to its mean over a day (so the curve's mean is 1), and
 // the curve's highest value.
 func (c *Config) dayShape() (shape func(t float64) float64, peak float64) {
+	f, peak := c.dayShape24()
+	if c.Day <= 0 || c.Day == 24*time.Hour {
+		return f, peak
+	}
+	// A compressed day: the 24 h curve run faster, so that its mean stays
+	// 1 over each Day.
+	scale := 86400 / c.Day.Seconds()
+	return func(t float64) float64 { return f(t * scale) }, peak
+}
+
+// dayShape24 is dayShape over a 24 h day.
+func (c *Config) dayShape24() (shape func(t float64) float64, peak float64) {
 	switch c.Diurnal {
 	case DiurnalSinusoid:
 		amp := (c.DayNightRatio - 1) / (c.DayNightRatio + 1)

@@ -81,3 +81,39 @@ func TestSinusoidModeKeepsTheOldLists(t *testing.T) {
 		t.Errorf("seed 7, 3,000 jobs: hash %s changed", h)
 	}
 }
+
+// A compressed day runs the whole openb curve within Day: a list drawn
+// with Day 4 min has the same hour-by-hour shape, in 10 s "hours", as one
+// drawn over real days, and as many jobs per day.
+func TestACompressedDayKeepsTheCurve(t *testing.T) {
+	c := smallConfig()
+	c.Jobs = sample
+	c.Day = 4 * time.Minute
+	scale := float64(c.Day) / float64(24*time.Hour)
+	c.Lifetime = Lifetime{P50: time.Duration(float64(c.Lifetime.P50) * scale), P90: time.Duration(float64(c.Lifetime.P90) * scale),
+		P99: time.Duration(float64(c.Lifetime.P99) * scale), Max: time.Duration(float64(c.Lifetime.Max) * scale)}
+	jobs := Generate(21, c)
+	var h [24]float64
+	for _, j := range jobs {
+		h[int(j.Arrival/(c.Day/24))%24]++
+	}
+	if r := correlation(h, openbHourly); r < 0.9 {
+		t.Errorf("arrivals by compressed hour %v correlate %.3f with the openb counts, want above 0.9", h, r)
+	}
+	if ratio := h[18] / h[14]; ratio < 3 || ratio > 4.5 {
+		t.Errorf("hour 18 over hour 14: %.2f, want about 3.5", ratio)
+	}
+	// The same load: jobs a day in proportion to the shorter lifetimes.
+	real := smallConfig()
+	real.Jobs = sample
+	perDay := func(js []Job, day time.Duration) float64 {
+		return float64(len(js)) / (float64(js[len(js)-1].Arrival) / float64(day))
+	}
+	if a, b := perDay(jobs, c.Day), perDay(Generate(21, real), 24*time.Hour); math.Abs(a/b-1) > 0.05 {
+		t.Errorf("%.0f jobs a compressed day against %.0f a real one: the compressed day should carry the same load", a, b)
+	}
+	c.Day = -time.Second
+	if err := c.Validate(); err == nil {
+		t.Error("Validate took a negative Day")
+	}
+}

@@ -74,7 +74,12 @@ type Config struct {
 	// PeakHour is the hour of the day (0 ≤ h < 24, from the start of the
 	// list) at which arrivals peak, with DiurnalSinusoid.
 	PeakHour float64
-	Bursts   Bursts
+	// Day is how long the daily cycle lasts: 0 is 24 h, as in a real
+	// cluster. A shorter Day compresses the whole daily curve into it, as
+	// the demo does to show a busy and a quiet phase within minutes;
+	// PeakHour and the openb hours then count in 24ths of Day.
+	Day    time.Duration
+	Bursts Bursts
 
 	// GPUSizes is the GPU stream's distribution of whole GPUs per job,
 	// 0 included.
@@ -251,6 +256,9 @@ func (c Config) Validate() error {
 	}
 	if !(0 <= c.Window.Start && c.Window.Start < c.Window.End) {
 		fail("Window %v to %v: want 0 ≤ Start < End", c.Window.Start, c.Window.End)
+	}
+	if c.Day < 0 {
+		fail("Day %v: want 0 (24 h) or a positive length of the daily cycle", c.Day)
 	}
 	switch c.Diurnal {
 	case DiurnalOpenB:
