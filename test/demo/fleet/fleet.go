@@ -128,6 +128,15 @@ type Snapshot struct {
 	// PowerW of successive snapshots, one per tick, equals it; sampled
 	// less often, it agrees within one tick's energy per sample.
 	PowerW, EnergyJ float64
+	// CapsSavedJ and ParkingSavedJ take apart what Joulie kept EnergyJ
+	// from being, counted over the same ticks. CapsSavedJ: on each host
+	// that is on, the draw the physics gives its loads with no cap less
+	// its capped draw. ParkingSavedJ: on each host that is off or
+	// booting, its idle draw less its draw (a boot that draws more than
+	// idle counts against). Neither counts that capped work runs longer,
+	// nor that a pod waiting for a boot starts later: those show in the
+	// runs' totals and times.
+	CapsSavedJ, ParkingSavedJ float64
 }
 
 // NodeState is one node.

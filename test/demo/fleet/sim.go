@@ -37,6 +37,9 @@ type sim struct {
 	now     time.Time
 	powerW  float64 // the cluster's draw since the last tick
 	energyJ float64
+	// What the caps and the switched-off hosts kept from being drawn,
+	// counted tick by tick as energyJ is (Snapshot says how).
+	capsSavedJ, parkingSavedJ float64
 }
 
 type simNode struct {
@@ -62,13 +65,17 @@ type simNode struct {
 
 	// Power since the last tick, and the cap fractions it was computed
 	// with, which also set how fast pods progress until the next tick.
-	cpuFrac  float64
-	cpuLoad  float64 // the host's CPU load at the last power()
-	gpuFrac  []float64
-	pkgW     float64 // each package
-	gpuW     []float64
-	watts    float64
-	gpuOwner []string // pod key holding each GPU, "" when free
+	cpuFrac float64
+	cpuLoad float64 // the host's CPU load at the last power()
+	gpuFrac []float64
+	pkgW    float64 // each package
+	gpuW    []float64
+	watts   float64
+	// uncappedW is what the host would draw at the same loads with no
+	// cap; idleW what it draws on, idle and uncapped: the two figures
+	// the energy the caps and the parking save is counted against.
+	uncappedW, idleW float64
+	gpuOwner         []string // pod key holding each GPU, "" when free
 
 	pkgEnergyJ []float64
 	gpuEnergyJ []float64
@@ -333,6 +340,15 @@ func (s *sim) step(now time.Time) (finished []string, errs []error) {
 	sec := dt.Seconds()
 	s.energyJ += s.powerW * sec
 	for _, n := range s.nodes {
+		// Against the same tick's draw energyJ counts: a cap saves the
+		// uncapped draw at the same loads less the capped one; a host off
+		// or booting saves its idle draw less what it draws (a boot
+		// drawing more than idle counts against the parking).
+		if n.host == HostOn {
+			s.capsSavedJ += (n.uncappedW - n.watts) * sec
+		} else {
+			s.parkingSavedJ += (n.idleW - n.watts) * sec
+		}
 		for i := range n.pkgEnergyJ {
 			n.pkgEnergyJ[i] += n.pkgW * sec
 		}
@@ -414,6 +430,8 @@ func (n *simNode) podDevice(m *physics.Model, p *simPod) physics.Device {
 func (s *sim) power(n *simNode) {
 	m := s.model
 	f := n.fam
+	g := f.gpuNode()
+	n.idleW = f.Host.At(0) + float64(f.GPUs)*g.GPUWatts(0)
 	if n.host != HostOn {
 		// Off: the BMC's standby draw; booting: the boot's average draw
 		// (physics.yaml's powerStates, measured on taurus nodes).
@@ -451,11 +469,12 @@ func (s *sim) power(n *simNode) {
 	// its maximum, so a package never draws more than its cap.
 	n.pkgW = host * f.PackageMaxW / f.Host.Max()
 	n.watts = host
-	g := f.gpuNode()
+	n.uncappedW = f.Host.At(n.cpuLoad)
 	for i := range util {
 		n.gpuFrac[i] = capFraction(n.gpuCapW[i], f.GPUMaxW)
 		n.gpuW[i] = physics.Capped(g.GPUWatts(util[i]), m.EffectiveCap(n.gpuFrac[i])*g.GPUMaxWatts())
 		n.watts += n.gpuW[i]
+		n.uncappedW += g.GPUWatts(util[i])
 	}
 }
 
@@ -507,7 +526,7 @@ func podClass(pod *corev1.Pod) string {
 func (s *sim) snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := Snapshot{Time: s.now, PowerW: s.powerW, EnergyJ: s.energyJ}
+	snap := Snapshot{Time: s.now, PowerW: s.powerW, EnergyJ: s.energyJ, CapsSavedJ: s.capsSavedJ, ParkingSavedJ: s.parkingSavedJ}
 	byNode := make(map[string]*NodeState, len(s.order))
 	for _, name := range s.order {
 		n := s.nodes[name]

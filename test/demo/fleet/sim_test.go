@@ -299,3 +299,63 @@ func TestPodRecordTellsDrainingFromEco(t *testing.T) {
 		t.Errorf("profiles at start %v, want %v", got, want)
 	}
 }
+
+// The saving's parts are counted against the same ticks as the energy:
+// a capped node saves what an identical uncapped one at the same load
+// draws beyond it, a switched-off node its idle draw less the BMC's, a
+// booting one its idle draw less the boot's (negative when a boot draws
+// more). Nothing else saves anything.
+func TestCapsAndParkingSavingsAreCountedPerTick(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	m := physics.Default()
+	s := newSim(m, time.Hour, t0) // boots outlast the test
+	for _, n := range []string{"capped", "free", "idle", "off", "booting"} {
+		s.addNode(n, family(t, "h100"), nil)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for i := range 8 {
+		body := fmt.Sprintf(`{"apiVersion":"joulie.io/http-backend/v1","node":"capped","action":"gpu.set_power_cap_watts","gpu":%d,"watts":420}`, i)
+		resp, err := http.Post(srv.URL+"/sim/capped/control", "application/json", strings.NewReader(body))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("cap GPU %d: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+	}
+	for _, n := range []string{"capped", "free"} {
+		if _, err := s.start(testPod("job-"+n, n, 32, 8, time.Hour, physics.GPUCompute, "performance"), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	s.switchOff(s.nodes["off"], PowerOffByAgent)
+	s.switchOff(s.nodes["booting"], PowerOffByAgent)
+	s.boot1(s.nodes["booting"], WakeByLAN, t0)
+	s.mu.Unlock()
+
+	var caps, parking float64
+	now := t0
+	for i := range 50 {
+		before := s.snapshot()
+		watts := map[string]float64{}
+		for _, n := range before.Nodes {
+			watts[n.Name] = n.Watts
+		}
+		dt := time.Duration(100+10*(i%3)) * time.Millisecond
+		now = now.Add(dt)
+		if _, errs := s.step(now); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		caps += (watts["free"] - watts["capped"]) * dt.Seconds()
+		parking += (2*watts["idle"] - watts["off"] - watts["booting"]) * dt.Seconds()
+	}
+	snap := s.snapshot()
+	if caps <= 0 || math.Abs(snap.CapsSavedJ-caps) > 1e-6*caps {
+		t.Errorf("caps saved %v J, want the uncapped twin's extra draw %v J", snap.CapsSavedJ, caps)
+	}
+	if math.Abs(snap.ParkingSavedJ-parking) > 1e-6*math.Abs(parking) || parking == 0 {
+		t.Errorf("parking saved %v J, want %v J from the idle twin against the off and booting nodes", snap.ParkingSavedJ, parking)
+	}
+	t.Logf("over 5 s: caps saved %.0f J, parking %.0f J (off %.0f W, boot %.0f W, idle %.0f W)",
+		snap.CapsSavedJ, snap.ParkingSavedJ, m.Power.OffWatts, m.Power.BootWatts, snap.Nodes[2].Watts)
+}
