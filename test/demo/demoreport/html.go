@@ -109,11 +109,12 @@ var page = template.Must(template.New(FileHTML).Funcs(template.FuncMap{
 	},
 	"profile": changeProfile,
 	"minutes": func(s float64) float64 { return s / 60 },
-	"saving": func(runs []Run) string {
-		if len(runs) != 2 || runs[1].Summary.EnergyJ <= 0 {
-			return ""
+	"neg":     func(x float64) float64 { return -x },
+	"pct": func(part, whole float64) string {
+		if whole <= 0 {
+			return "-"
 		}
-		return fmt.Sprintf("%.1f%%", 100*(1-runs[0].Summary.EnergyJ/runs[1].Summary.EnergyJ))
+		return fmt.Sprintf("%+.1f%%", 100*part/whole)
 	},
 }).Parse(pageTemplate))
 
@@ -159,7 +160,29 @@ Workload: {{.Workload.Jobs}} pods from seed {{.Workload.Seed}}, arriving over {{
 <td>{{.Summary.Parks}} / {{.Summary.Wakes}} ({{.Summary.WakesByBMC}} through a BMC)</td><td>{{f1 (minutes .Summary.ParkedNodeSeconds)}}</td></tr>
 {{end}}</table>
 <p>A draining node is labelled eco, so the scheduler places no new performance pod there, and keeps its performance caps until the performance pods placed before have finished: a pod bound just before the drain began may start there, uncapped.</p>
-{{with saving .Runs}}<p>Energy saved with Joulie against the run without it: <strong>{{.}}</strong>.</p>{{end}}
+{{with .Comparison}}
+<h2>What Joulie saved, and what it cost</h2>
+{{if .Why}}<p>No comparison: {{.Why}}.</p>{{else}}
+<p>The same {{.Pods}} pods with Joulie and without it (the default scheduler, no caps, every node on), each run's energy counted until its last pod finished
+({{secs .JoulieSeconds}} s with Joulie, {{secs .BaselineSeconds}} s without).
+Energy saved with Joulie against the run without it: <strong>{{f1 .SavedPct}}%</strong>.
+The saving is taken apart by accounting: parking is what the parked nodes did not draw against their idle draw, a boot's draw counted against it;
+caps what the caps kept from being drawn at the same loads; placement and the rest is what remains, where the pods ran less what capped work cost in running longer.</p>
+<table>
+<tr><th></th><th>energy (kJ)</th><th>against the run without Joulie</th></tr>
+<tr><td>without Joulie</td><td>{{kj .BaselineJ}}</td><td></td></tr>
+<tr><td>with Joulie</td><td>{{kj .JoulieJ}}</td><td>{{pct (neg .SavedJ) .BaselineJ}}</td></tr>
+<tr><td>saved</td><td>{{kj .SavedJ}}</td><td>{{pct .SavedJ .BaselineJ}}</td></tr>
+<tr><td>&nbsp;&nbsp;by parking</td><td>{{kj .ParkingJ}}</td><td>{{pct .ParkingJ .BaselineJ}}</td></tr>
+<tr><td>&nbsp;&nbsp;by caps</td><td>{{kj .CapsJ}}</td><td>{{pct .CapsJ .BaselineJ}}</td></tr>
+<tr><td>&nbsp;&nbsp;by placement and the rest</td><td>{{kj .PlacementJ}}</td><td>{{pct .PlacementJ .BaselineJ}}</td></tr>
+</table>
+<table>
+<tr><th>class</th><th>mean wait (s), with / without</th><th>p95 wait (s), with / without</th><th>run time / work, with / without</th><th>waited for a boot</th></tr>
+{{with .Performance}}<tr><td>performance</td><td>{{f1 .MeanWaitSeconds}} / {{f1 .BaselineMeanWaitSeconds}}</td><td>{{f1 .P95WaitSeconds}} / {{f1 .BaselineP95WaitSeconds}}</td><td>{{f2 .MeanStretch}} / {{f2 .BaselineMeanStretch}}</td><td>{{.WaitedForBoot}}</td></tr>{{end}}
+{{with .Standard}}<tr><td>standard</td><td>{{f1 .MeanWaitSeconds}} / {{f1 .BaselineMeanWaitSeconds}}</td><td>{{f1 .P95WaitSeconds}} / {{f1 .BaselineP95WaitSeconds}}</td><td>{{f2 .MeanStretch}} / {{f2 .BaselineMeanStretch}}</td><td>{{.WaitedForBoot}}</td></tr>{{end}}
+</table>
+{{end}}{{end}}
 
 <h2>{{.Power.Title}}</h2>
 <img src="{{.Power.URI}}" alt="{{.Power.Title}}">

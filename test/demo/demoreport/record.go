@@ -56,10 +56,14 @@ type Observation struct {
 	// Time is the moment the fleet's figures are for.
 	Time            time.Time
 	PowerW, EnergyJ float64
-	Nodes           []NodeState
-	Pending         int
-	Running         int
-	Done            int
+	// CapsSavedJ and ParkingSavedJ are the fleet's counters of what the
+	// caps and the switched-off hosts kept from being drawn (the fleet's
+	// Snapshot says how they are counted).
+	CapsSavedJ, ParkingSavedJ float64
+	Nodes                     []NodeState
+	Pending                   int
+	Running                   int
+	Done                      int
 }
 
 // PerfOnEco counts the performance pods running on eco nodes. A
@@ -104,7 +108,7 @@ func (r *Recorder) Observe(o Observation) {
 		states[s.State()]++
 	}
 	r.run.Samples = append(r.run.Samples, Sample{
-		T: t, PowerW: o.PowerW, EnergyJ: o.EnergyJ,
+		T: t, PowerW: o.PowerW, EnergyJ: o.EnergyJ, CapsSavedJ: o.CapsSavedJ, ParkingSavedJ: o.ParkingSavedJ,
 		Pending: o.Pending, Running: o.Running, Done: o.Done, PerfOnEco: o.PerfOnEco(), States: states,
 	})
 	// A node's energy: its power held until the next observation, the
@@ -178,6 +182,8 @@ func summarize(run *Run) Summary {
 		first, last := run.Samples[0], run.Samples[n-1]
 		s.DurationSeconds = last.T
 		s.EnergyJ = last.EnergyJ - first.EnergyJ
+		s.CapsSavedJ = last.CapsSavedJ - first.CapsSavedJ
+		s.ParkingSavedJ = last.ParkingSavedJ - first.ParkingSavedJ
 		s.IntegralJ = leftSum(run.Samples)
 		if span := last.T - first.T; span > 0 {
 			s.MeanPowerW = s.IntegralJ / span
@@ -224,6 +230,9 @@ func summarize(run *Run) Summary {
 			c.Pods++
 			if p.Started >= 0 {
 				wait = append(wait, p.Started-p.Created)
+				if bootedFor(run.Nodes, p) {
+					c.WaitedForBoot++
+				}
 				switch {
 				case class != ClassPerformance:
 				case p.startedOnEco():
@@ -242,10 +251,28 @@ func summarize(run *Run) Summary {
 		}
 		c.MeanWaitSeconds, c.MeanRanSeconds, c.MeanStretch = mean(wait), mean(ran), mean(stretch)
 		c.P95RanSeconds = percentile(ran, 0.95)
+		c.P95WaitSeconds = percentile(wait, 0.95)
 		s.Done += c.Done
 		s.Classes = append(s.Classes, c)
 	}
 	return s
+}
+
+// bootedFor says pod p waited for a boot: the node it started on began
+// booting after the pod was created and before it started.
+func bootedFor(nodes []Node, p Pod) bool {
+	for _, n := range nodes {
+		if n.Name != p.Node {
+			continue
+		}
+		for k, c := range n.Timeline {
+			if c.PowerState == StateBooting && (k == 0 || n.Timeline[k-1].PowerState != StateBooting) &&
+				c.T >= p.Created && c.T <= p.Started {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // leftSum integrates the sampled power: each sample's power held until

@@ -17,7 +17,7 @@ import (
 )
 
 // Version is report.json's format; a change of its fields changes it.
-const Version = "joulie.io/demo-report/v2"
+const Version = "joulie.io/demo-report/v3"
 
 // Files in the report directory.
 const (
@@ -39,6 +39,9 @@ type Report struct {
 	// the cluster at the end of the Joulie run; empty when the plugin was
 	// not there to run.
 	KubectlJoulieStatus string `json:"kubectlJoulieStatus,omitempty"`
+	// Comparison sets the run with Joulie against the run without it,
+	// when both ran (Compare).
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // Workload says which job list the runs replayed.
@@ -86,9 +89,14 @@ type Sample struct {
 	// integrated since it started (per physics step).
 	PowerW  float64 `json:"powerW"`
 	EnergyJ float64 `json:"energyJ"`
-	Pending int     `json:"pending"`
-	Running int     `json:"running"`
-	Done    int     `json:"done"`
+	// CapsSavedJ and ParkingSavedJ are the fleet's counters, since it
+	// started, of the energy the caps and the switched-off hosts kept
+	// from being drawn.
+	CapsSavedJ    float64 `json:"capsSavedJ"`
+	ParkingSavedJ float64 `json:"parkingSavedJ"`
+	Pending       int     `json:"pending"`
+	Running       int     `json:"running"`
+	Done          int     `json:"done"`
 	// PerfOnEco counts performance pods running on nodes whose profile
 	// is eco and that are not draining.
 	PerfOnEco int `json:"perfOnEco"`
@@ -194,12 +202,16 @@ type Summary struct {
 	// last; IntegralJ is the left Riemann sum of the sampled power over
 	// the same span. They agree to within the power's change over one
 	// physics step per sample (Check).
-	EnergyJ    float64 `json:"energyJ"`
-	IntegralJ  float64 `json:"integralJ"`
-	MeanPowerW float64 `json:"meanPowerW"`
-	PeakPowerW float64 `json:"peakPowerW"`
-	Pods       int     `json:"pods"`
-	Done       int     `json:"done"`
+	EnergyJ   float64 `json:"energyJ"`
+	IntegralJ float64 `json:"integralJ"`
+	// CapsSavedJ and ParkingSavedJ are what the caps and the parked
+	// hosts kept from being drawn over the same span.
+	CapsSavedJ    float64 `json:"capsSavedJ"`
+	ParkingSavedJ float64 `json:"parkingSavedJ"`
+	MeanPowerW    float64 `json:"meanPowerW"`
+	PeakPowerW    float64 `json:"peakPowerW"`
+	Pods          int     `json:"pods"`
+	Done          int     `json:"done"`
 	// PerfOnEcoMax is the most performance pods any sample saw running
 	// on eco nodes; PerfStartedOnEco the performance pods that started
 	// on an eco node, PerfStartedDraining those that started on a
@@ -225,9 +237,13 @@ type ClassSummary struct {
 	// Wait is from creation to start, Ran from start to end; Stretch is
 	// Ran over the pod's work (1 at full speed).
 	MeanWaitSeconds float64 `json:"meanWaitSeconds"`
+	P95WaitSeconds  float64 `json:"p95WaitSeconds"`
 	MeanRanSeconds  float64 `json:"meanRanSeconds"`
 	P95RanSeconds   float64 `json:"p95RanSeconds"`
 	MeanStretch     float64 `json:"meanStretch"`
+	// WaitedForBoot counts the pods that started on a node whose boot
+	// began while they waited.
+	WaitedForBoot int `json:"waitedForBoot"`
 }
 
 // Write writes report.json and report.html into dir, creating it.

@@ -20,7 +20,7 @@ var t0 = time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)
 // is being parked at 28, parked (off) from 30, waking at 40, booting from
 // 42 and awake again from 46.
 type fakeFleet struct {
-	energyJ float64
+	energyJ, capsJ, parkingJ float64
 }
 
 func (f *fakeFleet) observation(k int) Observation {
@@ -49,7 +49,7 @@ func (f *fakeFleet) observation(k int) Observation {
 	case k >= 42 && k < 46:
 		nodes[2].PowerState, nodes[2].Host, nodes[2].BootPct, nodes[2].WokenBy = StateWaking, "booting", float64(k-42)*25, WokenByBMC
 	}
-	o := Observation{Time: t0.Add(time.Duration(k) * time.Second), EnergyJ: f.energyJ}
+	o := Observation{Time: t0.Add(time.Duration(k) * time.Second), EnergyJ: f.energyJ, CapsSavedJ: f.capsJ, ParkingSavedJ: f.parkingJ}
 	for i := range nodes {
 		// Power rises and falls with the load, less on the capped nodes.
 		nodes[i].Watts = 300 + 200*math.Sin(float64(k+5*i)/20)*math.Sin(float64(k+5*i)/20)
@@ -72,6 +72,14 @@ func (f *fakeFleet) observation(k int) Observation {
 	o.Nodes = nodes
 	o.Running, o.Done, o.Pending = 12, k, max(0, 5-k)
 	f.energyJ += o.PowerW // one second
+	for _, n := range nodes {
+		switch {
+		case n.Host == "off" || n.Host == "booting":
+			f.parkingJ += 300 - n.Watts
+		case n.CPUCapPct < 100:
+			f.capsJ += n.Watts/0.7 - n.Watts
+		}
+	}
 	return o
 }
 
@@ -268,12 +276,15 @@ func TestEnergyToleranceCoversSamplesBetweenSteps(t *testing.T) {
 }
 
 func sampleReport() *Report {
-	return &Report{
+	r := &Report{
 		Version: Version, Started: t0, Cluster: "embedded",
 		Workload: Workload{Seed: 1, Jobs: 3, Hash: "abc", ArrivalsSeconds: 3},
 		Settings: []Setting{{"joulie-controller", "RECONCILE_INTERVAL", "5s"}},
 		Runs:     []Run{recordRun(RunJoulie, 60), recordRun(RunBaseline, 50)},
 	}
+	c := Compare(r.Runs[0], r.Runs[1])
+	r.Comparison = &c
+	return r
 }
 
 func TestWriteAndReadBack(t *testing.T) {
@@ -303,7 +314,7 @@ func TestWriteAndReadBack(t *testing.T) {
 	if n := strings.Count(page, `src="data:image/svg`); n != 8 {
 		t.Errorf("report.html embeds %d plots, want 8 (power, durations, and profiles, power states and pods of each run)", n)
 	}
-	for _, want := range []string{"job-000002", "pool-b", "RECONCILE_INTERVAL", "Energy saved with Joulie", "Nodes per power state",
+	for _, want := range []string{"job-000002", "pool-b", "RECONCILE_INTERVAL", "Energy saved with Joulie", "by parking", "by placement and the rest", "waited for a boot", "Nodes per power state",
 		`<span class="parked">parked</span>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html does not mention %q", want)
