@@ -145,10 +145,12 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if d.nodes, err = clusterNodes(setupCtx, d.kc, names); err != nil {
 		return err
 	}
-	if d.jobs, d.arrivals, err = demoJobs(o.Seed, d.nodes, o.Duration, o.MaxPods); err != nil {
+	var level float64
+	if d.jobs, d.arrivals, level, err = demoJobs(o.Seed, d.nodes, o.Duration, o.MaxPods); err != nil {
 		return err
 	}
 	d.settings = append(d.settings, demoreport.Setting{Component: "joulie-demo", Name: "--duration", Value: o.Duration.String()},
+		demoreport.Setting{Component: "joulie-demo", Name: "load level", Value: fmt.Sprintf("%.2f (requested share of CPUs and GPUs; the benchmark's headline is %.1f)", level, workload.DefaultLoadLevel)},
 		demoreport.Setting{Component: "joulie-demo", Name: "--step", Value: o.Step.String()},
 		demoreport.Setting{Component: "joulie-demo", Name: "--boot-time", Value: o.BootTime.String()})
 	if d.cluster != nil {
@@ -217,6 +219,11 @@ func (d *demo) run(ctx context.Context) (err error) {
 		}
 		if err != nil {
 			return err
+		}
+		if ctx.Err() == nil {
+			c := demoreport.Compare(rep.Runs[0], rep.Runs[1])
+			rep.Comparison = &c
+			fmt.Fprintf(d.out, "\n%s", c.Text())
 		}
 	}
 	if o.Kubeconfig != "" {
@@ -450,7 +457,7 @@ func (d *demo) waitUncapped(ctx context.Context) error {
 // observation is a fleet snapshot as the report records it, with the
 // pods of namespace ns counted: pending from what was submitted.
 func observation(s fleet.Snapshot, ns string, submitted int) demoreport.Observation {
-	o := demoreport.Observation{Time: s.Time, PowerW: s.PowerW, EnergyJ: s.EnergyJ}
+	o := demoreport.Observation{Time: s.Time, PowerW: s.PowerW, EnergyJ: s.EnergyJ, CapsSavedJ: s.CapsSavedJ, ParkingSavedJ: s.ParkingSavedJ}
 	for _, n := range s.Nodes {
 		o.Nodes = append(o.Nodes, demoreport.NodeState{
 			Name: n.Name, Family: n.Family, Path: n.Path, Profile: n.Profile, Draining: n.Draining,
@@ -507,6 +514,14 @@ func podRecords(s fleet.Snapshot, ns string, jobs []workload.Job, start time.Tim
 	return pods
 }
 
+// settleStatus is how long the final status waits for the agents to
+// apply the controller's last change: a few of their sync intervals.
+const settleStatus = 30 * time.Second
+
+// agentBehindWarning is what kubectl joulie status warns of a node whose
+// agent has not applied its profile's generation.
+const agentBehindWarning = "the agent has not applied generation"
+
 // kubectlJoulieStatus runs the kubectl plugin's status against the
 // cluster, as an operator would at the end of the run, shows it and
 // returns it for the report; a plugin that is missing or fails is said
@@ -522,14 +537,37 @@ func (d *demo) kubectlJoulieStatus(ctx context.Context, bins string) string {
 		d.say("kubectl joulie: %v", err)
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	// The controller may have changed a profile in the run's last
+	// seconds (a node parked once the work was done); the status is
+	// taken once every agent has answered the profile it was last given,
+	// as an operator would look after the cluster settles, or says the
+	// change is in flight.
+	deadline := time.Now().Add(settleStatus)
 	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "status", "--kubeconfig", kubeconfig)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		d.say("kubectl joulie status: %v: %s", err, strings.TrimSpace(errOut.String()))
-		return ""
+	for {
+		out.Reset()
+		errOut.Reset()
+		runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cmd := exec.CommandContext(runCtx, bin, "status", "--kubeconfig", kubeconfig)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			d.say("kubectl joulie status: %v: %s", err, strings.TrimSpace(errOut.String()))
+			return ""
+		}
+		if !strings.Contains(out.String()+errOut.String(), agentBehindWarning) {
+			break
+		}
+		if time.Now().After(deadline) {
+			d.say("kubectl joulie status: an agent has still not applied the profile the controller last wrote, %s after the run; the status below shows that change in flight", settleStatus)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(time.Second):
+		}
 	}
 	text := out.String() + errOut.String()
 	d.say("kubectl joulie status (the plugin, against this cluster):\n%s", strings.TrimRight(text, "\n"))

@@ -54,29 +54,48 @@ func clusterNodes(ctx context.Context, kc kubernetes.Interface, names []string) 
 }
 
 // demoJobs is the benchmark's generator scaled to the demo: the same
-// shapes, class shares and burstiness, with lifetimes and arrivals
-// shrunk from hours to seconds so that a run of duration shows the whole
-// cycle. Arrivals last half the run, and the longest job a third of it,
-// so the last pods finish before the run ends even when capped.
-func demoJobs(seed int64, nodes []demoNode, duration time.Duration, maxJobs int) ([]workload.Job, time.Duration, error) {
+// shapes, class shares, burstiness and daily curve, with lifetimes and
+// arrivals shrunk from hours to seconds so that a run of duration shows
+// a whole day, its busy evening and its quiet morning. Arrivals last half
+// the run, one compressed day, and the longest job a third of it, so the
+// last pods finish before the run ends even when capped.
+//
+// The offered load is the benchmark's headline level (40% of the CPUs
+// and GPUs requested, in the steady state the short lifetimes reach
+// within seconds), unless the day would hold more than maxJobs pods: the
+// load is then lowered to fit, since a list cut at maxJobs would lose its
+// evening. level is the load the list was drawn for.
+func demoJobs(seed int64, nodes []demoNode, duration time.Duration, maxJobs int) (jobs []workload.Job, arrivals time.Duration, level float64, err error) {
 	cfg := workload.DefaultConfig()
 	cfg.Nodes = nil
 	for _, n := range nodes {
 		cfg.Nodes = append(cfg.Nodes, n.Node)
 	}
-	arrivals := duration / 2
+	arrivals = duration / 2
 	cfg.Horizon = arrivals
+	cfg.Day = arrivals
 	cfg.Jobs = maxJobs
 	cfg.Lifetime = workload.Lifetime{P50: duration / 20, P90: duration / 8, P99: duration / 4, Max: duration / 3}
 	cfg.Bursts.Spread = duration / 20
+	level = workload.DefaultLoadLevel
+	cfg.TargetCPUUtilization, cfg.TargetGPUUtilization = level, level
+	// Both streams' rates are linear in the two targets, so scaling them
+	// scales the expected count (90% of maxJobs leaves room for the
+	// bursts' spread).
+	ld := cfg.Load()
+	if want := (ld.GPUStreamPerHour + ld.CPUStreamPerHour) * arrivals.Hours(); want > 0.9*float64(maxJobs) {
+		f := 0.9 * float64(maxJobs) / want
+		level *= f
+		cfg.TargetCPUUtilization, cfg.TargetGPUUtilization = level, level
+	}
 	if err := cfg.Validate(); err != nil {
-		return nil, 0, fmt.Errorf("the demo's workload does not fit its nodes: %w", err)
+		return nil, 0, 0, fmt.Errorf("the demo's workload does not fit its nodes: %w", err)
 	}
-	jobs := workload.Generate(seed, cfg)
+	jobs = workload.Generate(seed, cfg)
 	if len(jobs) == 0 {
-		return nil, 0, fmt.Errorf("the workload generator made no jobs for %d nodes over %s", len(nodes), arrivals)
+		return nil, 0, 0, fmt.Errorf("the workload generator made no jobs for %d nodes over %s", len(nodes), arrivals)
 	}
-	return jobs, arrivals, nil
+	return jobs, arrivals, level, nil
 }
 
 // jobPod is the Pod a job is submitted as: its class annotation and

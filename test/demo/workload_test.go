@@ -28,15 +28,26 @@ func nodesLikeTheFleet() []demoNode {
 }
 
 func TestDemoWorkloadFitsTheRun(t *testing.T) {
-	d := 5 * time.Minute
-	jobs, arrivals, err := demoJobs(1, nodesLikeTheFleet(), d, 600)
+	d := 4 * time.Minute
+	jobs, arrivals, level, err := demoJobs(1, nodesLikeTheFleet(), d, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if arrivals != d/2 {
 		t.Errorf("arrivals over %s, want half the run", arrivals)
 	}
-	if len(jobs) < 100 || len(jobs) > 600 {
+	if level != workload.DefaultLoadLevel {
+		t.Errorf("load level %v on the default 16 nodes, want the benchmark's %v", level, workload.DefaultLoadLevel)
+	}
+	// Fewer pods allowed: the load comes down, the day stays whole.
+	few, _, fewLevel, err := demoJobs(1, nodesLikeTheFleet(), d, 150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fewLevel >= level || len(few) > 150 || few[len(few)-1].Arrival < arrivals*9/10 {
+		t.Errorf("with at most 150 pods: level %v, %d pods, the last at %s; want a lower level and the whole day", fewLevel, len(few), few[len(few)-1].Arrival)
+	}
+	if len(jobs) < 100 || len(jobs) > 1000 {
 		t.Errorf("%d jobs, want a few hundred", len(jobs))
 	}
 	var perf, gpu int
@@ -51,10 +62,30 @@ func TestDemoWorkloadFitsTheRun(t *testing.T) {
 			gpu++
 		}
 	}
+	// A compressed day: the whole of it arrives (the list is not cut at
+	// max-pods before the evening), busier in the evening hours 17-23
+	// than in the morning hours 8-14, as the benchmark's openb curve.
+	var busy, quiet int
+	hour := arrivals / 24
+	for _, j := range jobs {
+		switch h := int(j.Arrival / hour); {
+		case h >= 17 && h < 24:
+			busy++
+		case h >= 8 && h < 15:
+			quiet++
+		}
+	}
+	if last := jobs[len(jobs)-1].Arrival; last < arrivals*9/10 {
+		t.Errorf("the last job arrives at %s of a %s day: the list was cut before the day's end", last, arrivals)
+	}
+	if float64(busy) < 1.5*float64(quiet) {
+		t.Errorf("%d jobs in the evening hours against %d in the morning: want a busy and a quiet phase", busy, quiet)
+	}
+	t.Logf("%d jobs over %s: %d in the evening hours, %d in the morning", len(jobs), arrivals, busy, quiet)
 	if perf == 0 || perf == len(jobs) || gpu == 0 || gpu == len(jobs) {
 		t.Errorf("%d jobs: %d performance, %d with GPUs; want both classes and both kinds", len(jobs), perf, gpu)
 	}
-	again, _, _ := demoJobs(1, nodesLikeTheFleet(), d, 600)
+	again, _, _, _ := demoJobs(1, nodesLikeTheFleet(), d, 1000)
 	if workload.Hash(again) != workload.Hash(jobs) {
 		t.Error("the same seed gives another workload")
 	}

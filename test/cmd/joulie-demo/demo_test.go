@@ -43,7 +43,7 @@ func TestShortDemo(t *testing.T) {
 	// going eco; that each path can cap at all is
 	// TestEcoCapsBothPathsAndSlowsPods's (test/demo/fleet), where the
 	// fleet is driven directly.
-	out := runDemo(t, nil, "--duration", "70s", "--nodes", "6", "--daemon-nodes", "2", "--max-pods", "150", "--boot-time", "8s")
+	out, _ := runDemo(t, nil, "--compare=false", "--duration", "70s", "--nodes", "6", "--daemon-nodes", "2", "--max-pods", "150", "--boot-time", "8s")
 
 	// What the report says.
 	rep, err := demoreport.Read(out)
@@ -147,7 +147,7 @@ func demoBinaries(t *testing.T) string {
 // report is, and left nothing behind: no process of its tree, no port
 // they listened on, nothing in its TMPDIR. interrupt, if given, is called
 // with each line of its output and may send it a signal.
-func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...string) string {
+func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...string) (dir, stdout string) {
 	t.Helper()
 	helm, err := harness.PinnedHelm("../../..")
 	if err != nil {
@@ -185,10 +185,10 @@ func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...s
 			}
 		}
 	})
-	var stdout strings.Builder
+	var printed strings.Builder
 	sc := bufio.NewScanner(pipe)
 	for sc.Scan() {
-		stdout.WriteString(sc.Text() + "\n")
+		printed.WriteString(sc.Text() + "\n")
 		if interrupt != nil {
 			interrupt(sc.Text(), cmd.Process)
 		}
@@ -198,10 +198,10 @@ func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...s
 	wg.Wait()
 	t.Logf("joulie-demo ran %s", time.Since(started).Round(time.Second))
 	if err != nil {
-		t.Fatalf("joulie-demo: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("joulie-demo: %v\nstdout:\n%s\nstderr:\n%s", err, printed.String(), stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "report: "+out) {
-		t.Errorf("joulie-demo did not say where the report is:\n%s", stdout.String())
+	if !strings.Contains(printed.String(), "report: "+out) {
+		t.Errorf("joulie-demo did not say where the report is:\n%s", printed.String())
 	}
 
 	// Nothing left behind.
@@ -231,15 +231,17 @@ func runDemo(t *testing.T, interrupt func(line string, p *os.Process), args ...s
 		}
 		t.Errorf("the demo left %v in its temporary directory", names)
 	}
-	return out
+	return out, printed.String()
 }
 
-// --compare replays the same workload without Joulie: two runs in one
-// report, the second with no cap applied anywhere, both over every pod of
-// the one job list.
-func TestCompareRunsTheSameWorkloadWithoutJoulie(t *testing.T) {
+// The default run is the comparison: the same workload replayed without
+// Joulie, two runs in one report, the second with no cap applied
+// anywhere, both over every pod of the one job list, and at the end what
+// Joulie saved, taken apart, and what it cost, on screen and in the
+// report.
+func TestDefaultRunComparesWithoutJoulie(t *testing.T) {
 	t.Parallel()
-	out := runDemo(t, nil, "--compare", "--duration", "40s", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "60", "--boot-time", "5s")
+	out, printed := runDemo(t, nil, "--duration", "50s", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "60", "--boot-time", "5s")
 	rep, err := demoreport.Read(out)
 	if err != nil {
 		t.Fatal(err)
@@ -258,6 +260,44 @@ func TestCompareRunsTheSameWorkloadWithoutJoulie(t *testing.T) {
 		if len(run.Samples) < 5 {
 			t.Errorf("run %s has %d samples", run.Name, len(run.Samples))
 		}
+	}
+	// The comparison: of the two runs' own figures, its parts adding up,
+	// and printed as the report holds it.
+	c := rep.Comparison
+	if c == nil {
+		t.Fatal("the report holds no comparison")
+	}
+	if c.Why != "" {
+		t.Fatalf("no comparison: %s", c.Why)
+	}
+	j, b := rep.Runs[0].Summary, rep.Runs[1].Summary
+	t.Logf("the comparison as printed:\n%s", c.Text())
+	if c.JoulieJ != j.EnergyJ || c.BaselineJ != b.EnergyJ || c.ParkingJ != j.ParkingSavedJ-b.ParkingSavedJ || c.CapsJ != j.CapsSavedJ-b.CapsSavedJ {
+		t.Errorf("comparison %+v is not of the runs' figures (with Joulie %+v, without %+v)", c, j, b)
+	}
+	if sum := c.ParkingJ + c.CapsJ + c.PlacementJ; sum < c.SavedJ-1 || sum > c.SavedJ+1 {
+		t.Errorf("parts %.0f + %.0f + %.0f J do not add up to the saving %.0f J", c.ParkingJ, c.CapsJ, c.PlacementJ, c.SavedJ)
+	}
+	// Without Joulie nothing is parked or capped; with it, a run that
+	// parked nodes saved by it, and one that capped eco nodes by that.
+	if b.ParkingSavedJ != 0 || b.CapsSavedJ != 0 {
+		t.Errorf("without Joulie the fleet counted %.0f J saved by parking and %.0f J by caps", b.ParkingSavedJ, b.CapsSavedJ)
+	}
+	if j.CapsSavedJ <= 0 {
+		t.Errorf("with Joulie the caps saved %.0f J", j.CapsSavedJ)
+	}
+	if j.ParkedNodeSeconds > 0 && c.ParkingJ <= 0 {
+		t.Errorf("nodes were parked for %.0f s, yet parking saved %.0f J", j.ParkedNodeSeconds, c.ParkingJ)
+	}
+	for _, line := range c.Lines() {
+		if !strings.Contains(printed, line+"\n") {
+			t.Errorf("joulie-demo did not print %q", line)
+		}
+	}
+	// The operator's view is taken on a settled cluster, or the demo says
+	// a change is in flight.
+	if strings.Contains(rep.KubectlJoulieStatus, "the agent has not applied generation") && !strings.Contains(printed, "change in flight") {
+		t.Errorf("the final kubectl joulie status shows an agent behind and the demo did not say a change was in flight:\n%s", rep.KubectlJoulieStatus)
 	}
 	if n := len(rep.Runs[0].Summary.EcoCappedNodes); n == 0 {
 		t.Errorf("the run with Joulie capped no eco node")
@@ -289,7 +329,7 @@ func TestInterruptedDemoStillReports(t *testing.T) {
 	}
 	var progress int
 	var sent bool
-	out := runDemo(t, func(line string, p *os.Process) {
+	out, _ := runDemo(t, func(line string, p *os.Process) {
 		// The run's second progress line, 10 s in: pods are under way.
 		if strings.HasPrefix(line, "[joulie ") {
 			progress++
@@ -298,7 +338,7 @@ func TestInterruptedDemoStillReports(t *testing.T) {
 			sent = true
 			_ = p.Signal(syscall.SIGINT)
 		}
-	}, "--duration", "5m", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "100", "--parking=false")
+	}, "--compare=false", "--duration", "5m", "--nodes", "4", "--daemon-nodes", "2", "--max-pods", "100", "--parking=false")
 	if !sent {
 		t.Fatal("the run printed no progress line to interrupt at")
 	}

@@ -50,13 +50,13 @@ func parseFlags(args []string, stderr io.Writer) (demo.Options, error) {
 	var o demo.Options
 	fs := flag.NewFlagSet("joulie-demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&o.Duration, "duration", 5*time.Minute, "how long a run lasts (pods arrive over the first half); Ctrl-C ends it early and still reports")
+	fs.DurationVar(&o.Duration, "duration", 4*time.Minute, "the longest a run lasts (a compressed day of pods arrives over the first half; a run ends when its last pod finishes); Ctrl-C ends it early and still reports")
 	fs.IntVar(&o.Nodes, "nodes", 16, "simulated nodes, in at least three hardware families")
 	fs.IntVar(&o.DaemonNodes, "daemon-nodes", 2, "of which this many run their own joulie-agentd on a fixture sysfs tree and fake NVML (the rest share one pool-mode agent)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed of the workload generator")
-	fs.IntVar(&o.MaxPods, "max-pods", 600, "stop generating pods after this many")
+	fs.IntVar(&o.MaxPods, "max-pods", 1000, "the most pods a run creates: a day that would hold more is drawn at a lower load")
 	fs.StringVar(&o.Out, "out", "demo-report", "directory the report is written to")
-	fs.BoolVar(&o.Compare, "compare", false, "run the same workload a second time without Joulie (no caps, no extender) and compare")
+	fs.BoolVar(&o.Compare, "compare", true, "run the same workload a second time without Joulie (no caps, no extender, every node on) and say what Joulie saved; --compare=false runs Joulie only (the default with --kubeconfig)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "run the simulated fleet on this existing cluster instead of an embedded one (see test/README.md for the caveats)")
 	fs.StringVar(&o.BinDir, "bin-dir", "", "directory of joulie-agentd, joulie-controller and joulie-extender (default: this program's own directory; make demo builds them into bin/)")
 	fs.StringVar(&o.Helm, "helm", "", "the pinned helm (default: $JOULIE_HELM, else what make print-helm says)")
@@ -75,6 +75,14 @@ func parseFlags(args []string, stderr io.Writer) (demo.Options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", demo.ErrUsage, fs.Args())
+	}
+	// The comparison turns Joulie off, which the demo can do only on its
+	// own cluster: on another it is off unless asked for (and Validate
+	// then says why it cannot be).
+	compareSet := false
+	fs.Visit(func(f *flag.Flag) { compareSet = compareSet || f.Name == "compare" })
+	if o.Kubeconfig != "" && !compareSet {
+		o.Compare = false
 	}
 	return o, nil
 }

@@ -29,3 +29,28 @@ func TestBadCommandLineIsUsage(t *testing.T) {
 		}
 	}
 }
+
+// The comparison is the default run; on a cluster of the user's, which
+// the demo cannot turn Joulie off on, it is off unless asked for.
+func TestCompareIsTheDefaultOnTheEmbeddedCluster(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--compare=false"}, false},
+		{[]string{"--kubeconfig", "/x"}, false},
+		{[]string{"--kubeconfig", "/x", "--compare=false"}, false},
+	} {
+		o, err := parseFlags(c.args, io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if o.Compare != c.want {
+			t.Errorf("%v: compare %v, want %v", c.args, o.Compare, c.want)
+		}
+		if err := o.Validate(); err != nil {
+			t.Errorf("%v: %v", c.args, err)
+		}
+	}
+}
