@@ -53,6 +53,20 @@ func testPod(name, node string, cpus, gpus int, work time.Duration, b physics.Bo
 	return p
 }
 
+// capGPUs caps the first gpus GPUs of node at watts through the HTTP
+// contract, as the pool agent does.
+func capGPUs(t *testing.T, srv *httptest.Server, node string, gpus int, watts float64) {
+	t.Helper()
+	for i := range gpus {
+		body := fmt.Sprintf(`{"apiVersion":"joulie.io/http-backend/v1","node":%q,"action":"gpu.set_power_cap_watts","gpu":%d,"watts":%g}`, node, i, watts)
+		resp, err := http.Post(srv.URL+"/sim/"+node+"/control", "application/json", strings.NewReader(body))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("cap GPU %d of %s: %v %v", i, node, resp, err)
+		}
+		resp.Body.Close()
+	}
+}
+
 func control(t *testing.T, srv *httptest.Server, body string) (int, wireAnswer) {
 	t.Helper()
 	resp, err := http.Post(srv.URL+"/nodes/n/control", "application/json", strings.NewReader(body))
@@ -77,14 +91,7 @@ func TestCapThroughHTTPLowersPowerAndStretchesPods(t *testing.T) {
 	s.addNode("free", family(t, "h100"), nil)
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	for i := range 8 {
-		body := fmt.Sprintf(`{"apiVersion":"joulie.io/http-backend/v1","node":"capped","action":"gpu.set_power_cap_watts","gpu":%d,"watts":420}`, i)
-		resp, err := http.Post(srv.URL+"/sim/capped/control", "application/json", strings.NewReader(body))
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("cap GPU %d: %v %v", i, resp, err)
-		}
-		resp.Body.Close()
-	}
+	capGPUs(t, srv, "capped", 8, 420)
 	work := 10 * time.Second
 	for _, n := range []string{"capped", "free"} {
 		if _, err := s.start(testPod("job-"+n, n, 32, 8, work, physics.GPUCompute, "performance"), t0); err != nil {
@@ -314,14 +321,7 @@ func TestCapsAndParkingSavingsAreCountedPerTick(t *testing.T) {
 	}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	for i := range 8 {
-		body := fmt.Sprintf(`{"apiVersion":"joulie.io/http-backend/v1","node":"capped","action":"gpu.set_power_cap_watts","gpu":%d,"watts":420}`, i)
-		resp, err := http.Post(srv.URL+"/sim/capped/control", "application/json", strings.NewReader(body))
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("cap GPU %d: %v %v", i, resp, err)
-		}
-		resp.Body.Close()
-	}
+	capGPUs(t, srv, "capped", 8, 420)
 	for _, n := range []string{"capped", "free"} {
 		if _, err := s.start(testPod("job-"+n, n, 32, 8, time.Hour, physics.GPUCompute, "performance"), t0); err != nil {
 			t.Fatal(err)
