@@ -38,12 +38,10 @@ type Comparison struct {
 	Standard    ClassCost `json:"standard"`
 }
 
-// ClassCost is one class's times in the two runs.
+// ClassCost is one class's figures in the two runs.
 type ClassCost struct {
-	MeanWaitSeconds, BaselineMeanWaitSeconds float64
-	P95WaitSeconds, BaselineP95WaitSeconds   float64
-	MeanStretch, BaselineMeanStretch         float64
-	WaitedForBoot                            int
+	Joulie   ClassSummary `json:"joulie"`
+	Baseline ClassSummary `json:"baseline"`
 }
 
 // Compare sets joulie against baseline. Runs whose pods did not all
@@ -84,12 +82,12 @@ func classCost(j, b Summary, class string) ClassCost {
 	var cost ClassCost
 	for _, x := range j.Classes {
 		if x.Class == class {
-			cost.MeanWaitSeconds, cost.P95WaitSeconds, cost.MeanStretch, cost.WaitedForBoot = x.MeanWaitSeconds, x.P95WaitSeconds, x.MeanStretch, x.WaitedForBoot
+			cost.Joulie = x
 		}
 	}
 	for _, x := range b.Classes {
 		if x.Class == class {
-			cost.BaselineMeanWaitSeconds, cost.BaselineP95WaitSeconds, cost.BaselineMeanStretch = x.MeanWaitSeconds, x.P95WaitSeconds, x.MeanStretch
+			cost.Baseline = x
 		}
 	}
 	return cost
@@ -119,12 +117,12 @@ func (c Comparison) Lines() []string {
 		part("caps (eco nodes' limits, at the same loads)", c.CapsJ),
 		part("placement and the rest (packing, capped work running longer)", c.PlacementJ),
 	}
-	p, s := c.Performance, c.Standard
+	p, pb, s, sb := c.Performance.Joulie, c.Performance.Baseline, c.Standard.Joulie, c.Standard.Baseline
 	lines = append(lines,
 		fmt.Sprintf("  cost: performance pods waited %.1f s on average (p95 %.1f s) against %.1f s (p95 %.1f s); %d of them for a boot",
-			p.MeanWaitSeconds, p.P95WaitSeconds, p.BaselineMeanWaitSeconds, p.BaselineP95WaitSeconds, p.WaitedForBoot),
+			p.MeanWaitSeconds, p.P95WaitSeconds, pb.MeanWaitSeconds, pb.P95WaitSeconds, p.WaitedForBoot),
 		fmt.Sprintf("        performance pods ran %.2f× their work against %.2f×; standard pods %.2f× against %.2f× (waited %.1f s against %.1f s)",
-			p.MeanStretch, p.BaselineMeanStretch, s.MeanStretch, s.BaselineMeanStretch, s.MeanWaitSeconds, s.BaselineMeanWaitSeconds))
+			p.MeanStretch, pb.MeanStretch, s.MeanStretch, sb.MeanStretch, s.MeanWaitSeconds, sb.MeanWaitSeconds))
 	return lines
 }
 

@@ -38,7 +38,7 @@ func TestCompareTakesTheSavingApart(t *testing.T) {
 	near("parking", c.ParkingJ, 120e3)
 	near("caps", c.CapsJ, 50e3)
 	near("placement and the rest", c.PlacementJ, 30e3)
-	if c.Performance.WaitedForBoot != 3 || c.Performance.P95WaitSeconds != 9 || c.Standard.MeanStretch != 1.1 || c.Standard.BaselineMeanStretch != 1.1 {
+	if c.Performance.Joulie.WaitedForBoot != 3 || c.Performance.Joulie.P95WaitSeconds != 9 || c.Standard.Joulie.MeanStretch != 1.1 || c.Standard.Baseline.MeanStretch != 1.1 {
 		t.Errorf("costs %+v %+v", c.Performance, c.Standard)
 	}
 	text := c.Text()

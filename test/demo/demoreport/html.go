@@ -110,6 +110,11 @@ var page = template.Must(template.New(FileHTML).Funcs(template.FuncMap{
 	"profile": changeProfile,
 	"minutes": func(s float64) float64 { return s / 60 },
 	"neg":     func(x float64) float64 { return -x },
+	// costs is each class's costs, by class name (range goes in name
+	// order: performance, then standard).
+	"costs": func(c *Comparison) map[string]ClassCost {
+		return map[string]ClassCost{ClassPerformance: c.Performance, ClassStandard: c.Standard}
+	},
 	"pct": func(part, whole float64) string {
 		if whole <= 0 {
 			return "-"
@@ -179,8 +184,8 @@ caps what the caps kept from being drawn at the same loads; placement and the re
 </table>
 <table>
 <tr><th>class</th><th>mean wait (s), with / without</th><th>p95 wait (s), with / without</th><th>run time / work, with / without</th><th>waited for a boot</th></tr>
-{{with .Performance}}<tr><td>performance</td><td>{{f1 .MeanWaitSeconds}} / {{f1 .BaselineMeanWaitSeconds}}</td><td>{{f1 .P95WaitSeconds}} / {{f1 .BaselineP95WaitSeconds}}</td><td>{{f2 .MeanStretch}} / {{f2 .BaselineMeanStretch}}</td><td>{{.WaitedForBoot}}</td></tr>{{end}}
-{{with .Standard}}<tr><td>standard</td><td>{{f1 .MeanWaitSeconds}} / {{f1 .BaselineMeanWaitSeconds}}</td><td>{{f1 .P95WaitSeconds}} / {{f1 .BaselineP95WaitSeconds}}</td><td>{{f2 .MeanStretch}} / {{f2 .BaselineMeanStretch}}</td><td>{{.WaitedForBoot}}</td></tr>{{end}}
+{{range $name, $c := costs .}}<tr><td>{{$name}}</td><td>{{f1 $c.Joulie.MeanWaitSeconds}} / {{f1 $c.Baseline.MeanWaitSeconds}}</td><td>{{f1 $c.Joulie.P95WaitSeconds}} / {{f1 $c.Baseline.P95WaitSeconds}}</td><td>{{f2 $c.Joulie.MeanStretch}} / {{f2 $c.Baseline.MeanStretch}}</td><td>{{$c.Joulie.WaitedForBoot}}</td></tr>
+{{end}}
 </table>
 {{end}}{{end}}
 
