@@ -90,7 +90,7 @@ type Result struct {
 // family is a Family with what the computation keeps of it.
 type family struct {
 	Family
-	hostKey string   // its host curve, which hostOf computes per model
+	hostKey string   // its host curve, whose figures hostOf keeps
 	cap     [3]int64 // CPUs, memory, GPUs of one node
 	index   int
 }
@@ -111,7 +111,7 @@ func Compute(in Input) (Result, error) {
 	floorW := min(ps.Off(false), ps.Booting(false), ps.Off(true), ps.Booting(true), ps.ShutdownWatts)
 	fams := make([]*family, len(in.Families))
 	// Each job runs under its own true figures; the hosts' figures are
-	// computed once per distinct model and curve.
+	// computed once per curve and clock sensitivity (hostOf).
 	truths := in.Truth.Models(m)
 	jobModels := make([]*physics.Model, len(in.Jobs))
 	seenU := map[float64]bool{}
@@ -132,18 +132,15 @@ func Compute(in Input) (Result, error) {
 			utils = append(utils, u)
 		}
 	}
-	type hostKey struct {
-		curve string
-		m     *physics.Model
-	}
-	hosts := map[hostKey]*host{}
+	// A host's figures are kept per curve; those that depend on a job's
+	// class are kept inside it by the one figure of the class they read.
+	hosts := map[string]*host{}
 	curves := map[string]physics.Curve{}
-	hostOf := func(f *family, jm *physics.Model) *host {
-		k := hostKey{f.hostKey, jm}
-		if hosts[k] == nil {
-			hosts[k] = newHost(jm, curves[f.hostKey], floorW, utils)
+	hostOf := func(f *family) *host {
+		if hosts[f.hostKey] == nil {
+			hosts[f.hostKey] = newHost(m, curves[f.hostKey], floorW, utils)
 		}
-		return hosts[k]
+		return hosts[f.hostKey]
 	}
 	for i, f := range in.Families {
 		if f.Nodes < 1 || f.CPUMilli <= 0 || f.MemoryMiB <= 0 || f.GPUs < 0 {
@@ -183,13 +180,13 @@ func Compute(in Input) (Result, error) {
 			}
 		}
 		eps, err := leastPerWork(fams, j, func(f *family) float64 {
-			return f.perWork(jm, hostOf(f, jm), j.Boundness, j.CPUMilli, j.GPUs, in.SliceCaps)
+			return f.perWork(jm, hostOf(f), j.Boundness, j.CPUMilli, j.GPUs, in.SliceCaps)
 		})
 		if err != nil {
 			return Result{}, err
 		}
-		joint, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkWithIdle(jm, hostOf(f, jm), j.Boundness, j.CPUMilli, j.GPUs) })
-		own, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkOwnGPUs(jm, hostOf(f, jm), j.Boundness, j.CPUMilli, j.GPUs) })
+		joint, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkWithIdle(jm, hostOf(f), j.Boundness, j.CPUMilli, j.GPUs) })
+		own, _ := leastPerWork(fams, j, func(f *family) float64 { return f.perWorkOwnGPUs(jm, hostOf(f), j.Boundness, j.CPUMilli, j.GPUs) })
 		w := workInside(jm, j, latest, in.Start, in.End)
 		res.Dynamic += eps * w
 		jointWork += joint * w

@@ -72,38 +72,46 @@ type host struct {
 	// over the sum of its slices' (physics.Model.SliceSaving's weight).
 	sliceShare float64
 	// m and floorW are the model and floor the figures below are taken
-	// under. Each is computed on first use and kept: with every job under
-	// its own true figures a host serves one job's class, and computing
-	// every class's figures up front was most of the bound's time.
+	// under: the list's base model, whose class-independent parts (the
+	// clock fit, the lowest cap) every job's true model shares.
 	m      *physics.Model
 	floorW float64
-	// perBusy[b] is the least node dynamic energy per second of CPU work
-	// and per unit of busy load of a CPU job of class b under a package
-	// cap; gpuHost the same for the host share of a GPU job, whose pace the
-	// package cap does not set (methods of the same names).
-	perBusyOf map[physics.Boundness]float64
+	// perBusyAt[β] is the least node dynamic energy per second of CPU work
+	// and per unit of busy load of a CPU job whose clock sensitivity is β,
+	// under a package cap; gpuHost the same for the host share of a GPU
+	// job, whose pace the package cap does not set (methods of the same
+	// names). The clock sensitivity is the only figure of a job's class
+	// that they read, so they are kept by it: with every job under its own
+	// true figures a list holds a few hundred classes but a few dozen
+	// sensitivities, and computing these per class was most of the bound's
+	// time. Each is computed on first use.
+	perBusyAt map[float64]float64
 	gpuHostOf *float64
-	// withIdle[b] and gpuHostWithIdle are perBusy and gpuHost with the
+	// withIdleAt[β] and gpuHostWithIdle are perBusy and gpuHost with the
 	// host's draw above the floor counted, its idle included (the
 	// joint form, see Result.Joint).
-	withIdleOf        map[physics.Boundness]float64
+	withIdleAt        map[float64]float64
 	gpuHostWithIdleOf *float64
 }
 
-func (h *host) perBusy(b physics.Boundness) float64 {
-	v, ok := h.perBusyOf[b]
+// perBusy is perBusyAt for a job of class b under its model m.
+func (h *host) perBusy(m *physics.Model, b physics.Boundness) float64 {
+	beta := m.Class(b).ClockSensitivity
+	v, ok := h.perBusyAt[beta]
 	if !ok {
-		v = h.leastPerBusy(h.m, b)
-		h.perBusyOf[b] = v
+		v = h.leastPerBusy(m, b)
+		h.perBusyAt[beta] = v
 	}
 	return v
 }
 
-func (h *host) withIdle(b physics.Boundness) float64 {
-	v, ok := h.withIdleOf[b]
+// withIdle is withIdleAt for a job of class b under its model m.
+func (h *host) withIdle(m *physics.Model, b physics.Boundness) float64 {
+	beta := m.Class(b).ClockSensitivity
+	v, ok := h.withIdleAt[beta]
 	if !ok {
-		v = h.leastWithIdle(h.m, b, h.floorW)
-		h.withIdleOf[b] = v
+		v = h.leastWithIdle(m, b, h.floorW)
+		h.withIdleAt[beta] = v
 	}
 	return v
 }
@@ -129,7 +137,7 @@ func (h *host) gpuHostWithIdle() float64 {
 // which the slice share's least is taken.
 func newHost(m *physics.Model, c physics.Curve, floorW float64, utils []float64) *host {
 	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), m: m, floorW: floorW,
-		perBusyOf: map[physics.Boundness]float64{}, withIdleOf: map[physics.Boundness]float64{}}
+		perBusyAt: map[float64]float64{}, withIdleAt: map[float64]float64{}}
 	idle := c.Idle()
 	// On each segment (curve(L) − idle)/L is w/L plus a constant, so its
 	// least over (0, 1] is at a point of the curve.
@@ -283,7 +291,7 @@ func (f *family) perWork(m *physics.Model, h *host, b physics.Boundness, cpuMill
 	c := h.curve
 	slice := h.sliceShare * frac
 	if gpus == 0 {
-		e := frac * u * h.perBusy(b)
+		e := frac * u * h.perBusy(m, b)
 		if sliceCaps {
 			e = min(e, slice*leastDynamic(m, b, physics.NodeCPU(c, u)))
 		}
@@ -309,7 +317,7 @@ func (f *family) perWorkWithIdle(m *physics.Model, h *host, b physics.Boundness,
 	u := m.Class(b).Utilization
 	frac := float64(cpuMilli) / float64(f.CPUMilli)
 	if gpus == 0 {
-		return frac * u * h.withIdle(b)
+		return frac * u * h.withIdle(m, b)
 	}
 	g := f.GPU
 	one := physics.Device{Idle: g.GPUIdleWatts, Natural: g.GPUWatts(u), Max: g.GPUMaxWatts()}

@@ -83,3 +83,21 @@ func noArmBelowTheBound(t *testing.T, m *physics.Model, truth physics.Truth, arm
 	}
 	t.Logf("physical bound %+v", physical)
 }
+
+// BenchmarkCompute is the bound of one seed's list on a cluster of the
+// standard run's shape at a fifth of its size, with every job at its own
+// true figures (the default spread), as the report computes it per seed.
+func BenchmarkCompute(b *testing.B) {
+	m := physics.Default()
+	cfg := workload.DefaultConfig()
+	cfg.Nodes = workload.StandardCluster(40, 10)
+	cfg.Jobs, cfg.Horizon = 3000, 0
+	jobs := workload.Generate(1, cfg)
+	fams := Families(cfg.Nodes, func(n workload.Node) (physics.Curve, physics.GPUNode) { return sim.NodePhysics(m, n) })
+	in := Input{Jobs: jobs, Families: fams, Model: m, Truth: physics.Truth{Spread: m.Spread, Seed: 1}, Start: time.Hour, End: 20 * time.Hour}
+	for b.Loop() {
+		if _, err := Compute(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
