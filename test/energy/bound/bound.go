@@ -114,23 +114,29 @@ func Compute(in Input) (Result, error) {
 	// computed once per curve and clock sensitivity (hostOf).
 	truths := in.Truth.Models(m)
 	jobModels := make([]*physics.Model, len(in.Jobs))
-	seenU := map[float64]bool{}
-	var utils []float64
-	for _, b := range physics.Boundnesses() {
-		if u := m.Class(b).Utilization; !seenU[u] {
+	// The utilizations and clock sensitivities of every class and every
+	// job's true figures, each once: the hosts' figures are taken over them.
+	seenU, seenB := map[float64]bool{}, map[float64]bool{}
+	var utils, betas []float64
+	figures := func(c physics.Class) {
+		if u := c.Utilization; !seenU[u] {
 			seenU[u] = true
 			utils = append(utils, u)
 		}
+		if b := c.ClockSensitivity; !seenB[b] {
+			seenB[b] = true
+			betas = append(betas, b)
+		}
+	}
+	for _, b := range physics.Boundnesses() {
+		figures(m.Class(b))
 	}
 	for i, j := range in.Jobs {
 		if !j.Boundness.Valid() {
 			return Result{}, fmt.Errorf("bound: job %s: unknown boundness class %q", j.ID, j.Boundness)
 		}
 		jobModels[i] = truths.Of(j.Boundness, j.ID)
-		if u := jobModels[i].Class(j.Boundness).Utilization; !seenU[u] {
-			seenU[u] = true
-			utils = append(utils, u)
-		}
+		figures(jobModels[i].Class(j.Boundness))
 	}
 	// A host's figures are kept per curve; those that depend on a job's
 	// class are kept inside it by the one figure of the class they read.
@@ -138,7 +144,7 @@ func Compute(in Input) (Result, error) {
 	curves := map[string]physics.Curve{}
 	hostOf := func(f *family) *host {
 		if hosts[f.hostKey] == nil {
-			hosts[f.hostKey] = newHost(m, curves[f.hostKey], floorW, utils)
+			hosts[f.hostKey] = newHost(m, curves[f.hostKey], floorW, utils, betas)
 		}
 		return hosts[f.hostKey]
 	}

@@ -360,3 +360,27 @@ func TestOwnGPUsFormBoundsCappedGPUWork(t *testing.T) {
 	}
 	t.Logf("joint %.0f J, separate %.0f J, brute force %.0f J", got.Joint, got.Separate, want)
 }
+
+// The bound takes g and the stretch from a clock's powers, once for every
+// clock sensitivity; they must be the model's stretch and g themselves, at
+// every clock and sensitivity, or the bound would follow a physics of its
+// own.
+func TestClockPowersAreTheModelsStretch(t *testing.T) {
+	m := physics.Default()
+	b := physics.Boundnesses()[0]
+	for _, beta := range []float64{0, 0.02, 0.2, 0.5, 0.98, 1} {
+		c := m.Class(b)
+		c.ClockSensitivity = beta
+		mb := m.WithClass(b, c)
+		for _, r := range []float64{m.ClockFit.MinClock, 0.45, 0.7, 0.999, 1} {
+			p := powersAt(m, r)
+			if got, want := p.stretch(beta), mb.StretchAtClock(b, r); got != want {
+				t.Errorf("β %v, clock %v: stretch %v from the powers, the model's %v", beta, r, got, want)
+			}
+			k, a := m.ClockFit.K, m.ClockFit.A
+			if got, want := p.g(beta), (1-beta)*math.Pow(r, k)+beta*math.Pow(r, k-a); got != want {
+				t.Errorf("β %v, clock %v: g %v from the powers, want %v", beta, r, got, want)
+			}
+		}
+	}
+}

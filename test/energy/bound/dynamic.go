@@ -1,6 +1,7 @@
 package bound
 
 import (
+	"fmt"
 	"math"
 
 	"joulie.io/joulie/test/energy/physics"
@@ -38,15 +39,22 @@ func leastG(m *physics.Model, beta, lo float64) float64 { return leastGOn(m, bet
 
 // leastGOn is the least of g over clocks [lo, hi].
 func leastGOn(m *physics.Model, beta, lo, hi float64) float64 {
-	k, a := m.ClockFit.K, m.ClockFit.A
-	g := func(r float64) float64 { return (1-beta)*math.Pow(r, k) + beta*math.Pow(r, k-a) }
+	g := func(r float64) float64 { return powersAt(m, r).g(beta) }
 	best := min(g(lo), g(hi))
-	if beta > 0 && beta < 1 && a > k {
-		if r := math.Pow(beta*(a-k)/((1-beta)*k), 1/a); r > lo && r < hi {
-			best = min(best, g(r))
-		}
+	if r, ok := turningPoint(m, beta); ok && r > lo && r < hi {
+		best = min(best, g(r))
 	}
 	return best
+}
+
+// turningPoint is the clock at which g, for clock sensitivity beta, turns,
+// if it does.
+func turningPoint(m *physics.Model, beta float64) (float64, bool) {
+	k, a := m.ClockFit.K, m.ClockFit.A
+	if beta > 0 && beta < 1 && a > k {
+		return math.Pow(beta*(a-k)/((1-beta)*k), 1/a), true
+	}
+	return 0, false
 }
 
 // floored says whether the floor clock, not the cap, sets d's clock under
@@ -89,8 +97,10 @@ type host struct {
 	gpuHostOf *float64
 	// withIdleAt[β] and gpuHostWithIdle are perBusy and gpuHost with the
 	// host's draw above the floor counted, its idle included (the
-	// joint form, see Result.Joint).
+	// joint form, see Result.Joint). withIdleAt is computed for every β of
+	// betas, the list's clock sensitivities, at once (leastWithIdle).
 	withIdleAt        map[float64]float64
+	betas             []float64
 	gpuHostWithIdleOf *float64
 }
 
@@ -107,11 +117,13 @@ func (h *host) perBusy(m *physics.Model, b physics.Boundness) float64 {
 
 // withIdle is withIdleAt for a job of class b under its model m.
 func (h *host) withIdle(m *physics.Model, b physics.Boundness) float64 {
+	if h.withIdleAt == nil {
+		h.withIdleAt = h.leastWithIdle(h.betas, h.floorW)
+	}
 	beta := m.Class(b).ClockSensitivity
 	v, ok := h.withIdleAt[beta]
 	if !ok {
-		v = h.leastWithIdle(m, b, h.floorW)
-		h.withIdleAt[beta] = v
+		panic(fmt.Sprintf("bound: clock sensitivity %v is none of the list's", beta))
 	}
 	return v
 }
@@ -135,9 +147,9 @@ func (h *host) gpuHostWithIdle() float64 {
 // newHost computes what the bound needs of curve c under model m; utils
 // are the utilizations of every job of the list (their true figures), over
 // which the slice share's least is taken.
-func newHost(m *physics.Model, c physics.Curve, floorW float64, utils []float64) *host {
+func newHost(m *physics.Model, c physics.Curve, floorW float64, utils, betas []float64) *host {
 	h := &host{curve: c, perLoad: math.Inf(1), sliceShare: math.Inf(1), m: m, floorW: floorW,
-		perBusyAt: map[float64]float64{}, withIdleAt: map[float64]float64{}}
+		perBusyAt: map[float64]float64{}, betas: betas}
 	idle := c.Idle()
 	// On each segment (curve(L) − idle)/L is w/L plus a constant, so its
 	// least over (0, 1] is at a point of the curve.
@@ -165,33 +177,84 @@ func newHost(m *physics.Model, c physics.Curve, floorW float64, utils []float64)
 // where the least is bounded piece by piece.
 const clockSteps = 64
 
-// leastWithIdle bounds from below, over every load L and package cap, the
-// host's draw above the floor fl times the stretch of class b at its
-// clock, over L. Where the cap binds above the floor clock the draw is
-// idle + (curve(L) − idle) r^K, so the product over L is (idle − fl) ×
-// stretch(r)/L + (curve(L) − idle)/L × g(r); on a piece of loads and a
-// piece [r1, r2] of clocks the stretch is least at r2, 1/L at the piece's
-// top load, and g's least on [r1, r2] is exact. The floor clock's regime
-// is bounded as in leastPerBusy, with the idle draw kept.
-func (h *host) leastWithIdle(m *physics.Model, b physics.Boundness, floorW float64) float64 {
-	beta := m.Class(b).ClockSensitivity
+// clockPowers are the powers of a clock r that g and the stretch are made
+// of, for any clock sensitivity β: r^K, r^(K − A), and r^−A − 1 (0 at
+// full clock, where the stretch is 1).
+type clockPowers struct{ k, ka, ma float64 }
+
+func powersAt(m *physics.Model, r float64) clockPowers {
+	k, a := m.ClockFit.K, m.ClockFit.A
+	p := clockPowers{k: math.Pow(r, k), ka: math.Pow(r, k-a)}
+	if r < 1 {
+		p.ma = math.Pow(r, -a) - 1
+	}
+	return p
+}
+
+// g is leastGOn's g at the clock, for sensitivity beta.
+func (p clockPowers) g(beta float64) float64 { return (1-beta)*p.k + beta*p.ka }
+
+// stretch is physics.Model.StretchAtClock at the clock, for sensitivity
+// beta.
+func (p clockPowers) stretch(beta float64) float64 { return 1 + beta*p.ma }
+
+// leastWithIdle bounds from below, for each clock sensitivity β of betas,
+// over every load L and package cap, the host's draw above the floor fl
+// times the stretch at its clock of a job of sensitivity β, over L. Where
+// the cap binds above the floor clock the draw is idle + (curve(L) − idle)
+// r^K, so the product over L is (idle − fl) × stretch(r)/L + (curve(L) −
+// idle)/L × g(r); on a piece of loads and a piece [r1, r2] of clocks the
+// stretch is least at r2, 1/L at the piece's top load, and g's least on
+// [r1, r2] is exact. The floor clock's regime is bounded as in
+// leastPerBusy, with the idle draw kept.
+//
+// Both stretch and g are sums of powers of the clock weighted by β, so
+// each piece's powers are taken once for every β: taking them per β was
+// most of the bound's time.
+func (h *host) leastWithIdle(betas []float64, floorW float64) map[float64]float64 {
+	m := h.m
 	low := m.MinCapFraction
 	idle := h.curve.Idle() - floorW
-	best := math.Inf(1)
+	best := make([]float64, len(betas))
+	// turn[i] is g's turning point for betas[i] and g there (leastGOn),
+	// the same for every piece; NaN where g has none.
+	turn, gTurn := make([]float64, len(betas)), make([]float64, len(betas))
+	for i, beta := range betas {
+		best[i], turn[i] = math.Inf(1), math.NaN()
+		if r, ok := turningPoint(m, beta); ok {
+			turn[i], gTurn[i] = r, powersAt(m, r).g(beta)
+		}
+	}
 	h.pieces(func(lo, hi, perLoad float64) {
 		top := physics.NodeCPU(h.curve, hi)
 		rlo := m.Clock(top, low)
-		for i := range clockSteps {
-			r1 := rlo + (1-rlo)*float64(i)/clockSteps
-			r2 := rlo + (1-rlo)*float64(i+1)/clockSteps
-			best = min(best, idle*m.StretchAtClock(b, r2)/hi+perLoad*leastGOn(m, beta, r1, r2))
+		p1 := powersAt(m, rlo)
+		for s := range clockSteps {
+			r1 := rlo + (1-rlo)*float64(s)/clockSteps
+			r2 := rlo + (1-rlo)*float64(s+1)/clockSteps
+			p2 := powersAt(m, r2)
+			for i, beta := range betas {
+				least := min(p1.g(beta), p2.g(beta))
+				if r := turn[i]; r > r1 && r < r2 {
+					least = min(least, gTurn[i])
+				}
+				best[i] = min(best[i], idle*p2.stretch(beta)/hi+perLoad*least)
+			}
+			p1 = p2
 		}
 		if floored(m, top, low) {
 			bottom := physics.NodeCPU(h.curve, lo)
-			best = min(best, (m.Draw(bottom, low)-floorW)*m.Stretch(b, bottom, low)/hi)
+			draw, p := m.Draw(bottom, low)-floorW, powersAt(m, m.Clock(bottom, low))
+			for i, beta := range betas {
+				best[i] = min(best[i], draw*p.stretch(beta)/hi)
+			}
 		}
 	})
-	return max(best, 0)
+	out := make(map[float64]float64, len(betas))
+	for i, beta := range betas {
+		out[beta] = max(best[i], 0)
+	}
+	return out
 }
 
 // leastHostShareWithIdle is leastHostShare with the host's draw above
