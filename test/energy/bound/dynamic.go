@@ -118,7 +118,7 @@ func (h *host) perBusy(m *physics.Model, b physics.Boundness) float64 {
 // withIdle is withIdleAt for a job of class b under its model m.
 func (h *host) withIdle(m *physics.Model, b physics.Boundness) float64 {
 	if h.withIdleAt == nil {
-		h.withIdleAt = h.leastWithIdle(h.betas, h.floorW)
+		h.withIdleAt = h.leastWithIdle()
 	}
 	beta := m.Class(b).ClockSensitivity
 	v, ok := h.withIdleAt[beta]
@@ -198,9 +198,10 @@ func (p clockPowers) g(beta float64) float64 { return (1-beta)*p.k + beta*p.ka }
 // beta.
 func (p clockPowers) stretch(beta float64) float64 { return 1 + beta*p.ma }
 
-// leastWithIdle bounds from below, for each clock sensitivity β of betas,
-// over every load L and package cap, the host's draw above the floor fl
-// times the stretch at its clock of a job of sensitivity β, over L. Where
+// leastWithIdle bounds from below, for each clock sensitivity β of
+// h.betas, over every load L and package cap, the host's draw above the
+// floor fl (h.floorW) times the stretch at its clock of a job of
+// sensitivity β, over L. Where
 // the cap binds above the floor clock the draw is idle + (curve(L) − idle)
 // r^K, so the product over L is (idle − fl) × stretch(r)/L + (curve(L) −
 // idle)/L × g(r); on a piece of loads and a piece [r1, r2] of clocks the
@@ -211,8 +212,8 @@ func (p clockPowers) stretch(beta float64) float64 { return 1 + beta*p.ma }
 // Both stretch and g are sums of powers of the clock weighted by β, so
 // each piece's powers are taken once for every β: taking them per β was
 // most of the bound's time.
-func (h *host) leastWithIdle(betas []float64, floorW float64) map[float64]float64 {
-	m := h.m
+func (h *host) leastWithIdle() map[float64]float64 {
+	m, betas, floorW := h.m, h.betas, h.floorW
 	low := m.MinCapFraction
 	idle := h.curve.Idle() - floorW
 	best := make([]float64, len(betas))
